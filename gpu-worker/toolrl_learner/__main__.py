@@ -1,0 +1,40 @@
+"""`python -m toolrl_learner <command> ...`: each command lives in its own module, imported on use."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# command -> (module with `main(argv) -> int`, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tiny": ("toolrl_learner.model.tiny_cli", "write a tiny model folder (HF format, tokenizer included)"),
+    "export": ("toolrl_learner.export.cli", "export a model folder as an ONNX rollout bundle"),
+    "logprobs": (
+        "toolrl_learner.model.logprobs_cli",
+        "the learner's log-probs of `toolrl generate --json` samples",
+    ),
+    "stdio": (
+        "toolrl_learner.drivers.stdio",
+        "learner driven over JSON lines on stdin/stdout (embedded runtime)",
+    ),
+    "sqs": ("toolrl_learner.drivers.sqs", "learner polling the scored-groups SQS queue (LocalStack, AWS)"),
+    "offline": ("toolrl_learner.drivers.offline", "train from a JSONL file of scored groups"),
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m toolrl_learner <command> [args]\n\ncommands:")
+        for name, (_, doc) in COMMANDS.items():
+            print(f"  {name:<10} {doc}")
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"toolrl_learner: unknown command {name!r}; one of {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

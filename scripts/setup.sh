@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Creates gpu-worker/.venv from gpu-worker/requirements.lock (idempotent: skipped when the lock is
+# unchanged since the last install). `--relock` recompiles the lock from requirements.in first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=gpu-worker/.venv
+lock=gpu-worker/requirements.lock
+stamp=$venv/.lock.sha256
+
+py=${TOOLRL_PYTHON:-}
+if [ -z "$py" ]; then
+  for cand in python3.11 python3.12 python3 ; do
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+      py=$(command -v "$cand"); break
+    fi
+  done
+fi
+[ -n "$py" ] || { echo "setup: need Python >= 3.10 (set TOOLRL_PYTHON)" >&2; exit 1; }
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating $venv with $py"
+  "$py" -m venv "$venv"
+fi
+[ -x "$venv/bin/uv" ] || "$venv/bin/python" -m pip install -q uv==0.13.9
+
+if [ "${1:-}" = "--relock" ]; then
+  "$venv/bin/uv" pip compile gpu-worker/requirements.in -o "$lock" --python-version 3.11 \
+    --python-platform x86_64-manylinux_2_28 --no-header -q
+fi
+
+want=$(sha256sum "$lock" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing the learner's pinned dependencies into $venv (torch is large; a few minutes on first run)"
+  VIRTUAL_ENV=$PWD/$venv "$venv/bin/uv" pip sync -q "$lock"
+  VIRTUAL_ENV=$PWD/$venv "$venv/bin/uv" pip install -q uv==0.13.9
+  echo "$want" > "$stamp"
+fi
+# The learner package is imported from the checkout itself (like an editable install).
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD/gpu-worker" > "$site/toolrl_learner.pth"
+echo "setup: Python environment ready ($venv)"

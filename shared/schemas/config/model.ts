@@ -1,0 +1,27 @@
+// `model:` of the run config: the Hugging Face checkpoint to start from and how rollouts see it.
+import { z } from 'zod';
+
+export const LoraConfigSchema = z
+  .object({
+    rank: z.number().int().positive(),
+    alpha: z.number().positive(),
+    dropout: z.number().min(0).max(1).default(0),
+    target_modules: z
+      .array(z.string())
+      .default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']),
+  })
+  .strict();
+
+export const ModelConfigSchema = z
+  .object({
+    /** A Hugging Face model folder (config.json + safetensors + tokenizer), or `tiny` for the built-in test model. */
+    path: z.string().min(1),
+    /** Learner compute dtype (bf16 autocast keeps fp32 master weights). */
+    dtype: z.enum(['bf16', 'fp32']).default('bf16'),
+    lora: LoraConfigSchema.optional(),
+    gradient_checkpointing: z.boolean().default(false),
+    /** Weight-only quantisation of the rollout bundle for CPU rollouts. */
+    rollout_quantization: z.enum(['none', 'int8', 'int4']).default('none'),
+  })
+  .strict();
+export type ModelConfig = z.infer<typeof ModelConfigSchema>;

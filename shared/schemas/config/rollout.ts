@@ -1,0 +1,36 @@
+// `rollout:` of the run config: sampling and the multi-turn limits (names as verl's multi_turn block).
+import { z } from 'zod';
+
+export const MultiTurnConfigSchema = z
+  .object({
+    /** Assistant turns per episode. */
+    max_turns: z.number().int().positive().default(4),
+    /** Tool calls per episode, summed over turns. */
+    max_tool_calls: z.number().int().nonnegative().default(4),
+    /** Tool calls executed from one assistant turn; extra calls become tool errors. */
+    max_parallel_calls: z.number().int().positive().default(2),
+    /** Generated + appended tokens after the prompt. */
+    max_total_response_length: z.number().int().positive().default(1024),
+    /** A tool result longer than this (tokens with a tokenizer, else characters) is truncated. */
+    max_tool_response_length: z.number().int().positive().default(256),
+    tool_response_truncate_side: z.enum(['left', 'right', 'middle']).default('middle'),
+    tool_parser_format: z.string().default('hermes'),
+  })
+  .strict();
+export type MultiTurnConfig = z.infer<typeof MultiTurnConfigSchema>;
+
+export const RolloutConfigSchema = z
+  .object({
+    /** G: samples per prompt (TRL's num_generations). */
+    n: z.number().int().positive().default(8),
+    temperature: z.number().positive().default(1.0),
+    top_p: z.number().gt(0).max(1).default(1.0),
+    /** 0 disables top-k. */
+    top_k: z.number().int().nonnegative().default(0),
+    /** Per-turn token budget. */
+    max_new_tokens: z.number().int().positive().default(256),
+    seed: z.number().int().nonnegative().default(0),
+    multi_turn: MultiTurnConfigSchema.default(MultiTurnConfigSchema.parse({})),
+  })
+  .strict();
+export type RolloutConfig = z.infer<typeof RolloutConfigSchema>;

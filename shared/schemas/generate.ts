@@ -1,0 +1,12 @@
+// Writes shared/schemas/json/<name>.schema.json (run: npm run schemas:generate). A unit test fails when stale.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EXPORTED, renderJsonSchema } from './json-schemas.ts';
+
+const out = join(dirname(fileURLToPath(import.meta.url)), 'json');
+mkdirSync(out, { recursive: true });
+for (const name of Object.keys(EXPORTED)) {
+  writeFileSync(join(out, `${name}.schema.json`), renderJsonSchema(name));
+  console.log(`wrote ${join(out, `${name}.schema.json`)}`);
+}

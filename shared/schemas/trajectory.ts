@@ -1,0 +1,93 @@
+// A trajectory: the token-level record the learner trains on plus the per-turn record rewards read.
+// The learner never needs a tokenizer: token ids, loss mask and behaviour log-probs are all it reads.
+import { z } from 'zod';
+import { ChatMessageSchema } from './chat.ts';
+import { ToolCallRecordSchema } from './tool-result.ts';
+
+/** Why an episode ended. `length`: a turn hit the per-turn token budget without a stop. */
+export const FinishReasonSchema = z.enum([
+  'eos',
+  'max_turns',
+  'max_tool_calls',
+  'max_total_response_length',
+  'length',
+  'error',
+]);
+export type FinishReason = z.infer<typeof FinishReasonSchema>;
+
+/** Why one assistant turn stopped generating. */
+export const TurnStopSchema = z.enum(['eos', 'tool_call', 'length']);
+export type TurnStop = z.infer<typeof TurnStopSchema>;
+
+/** One assistant turn: what was sampled, the calls parsed from it and their results. */
+export const TurnRecordSchema = z.object({
+  turn: z.number().int().nonnegative(),
+  policyVersion: z.number().int().nonnegative(),
+  /** Decoded text of the sampled tokens of this turn. */
+  text: z.string(),
+  /** Text outside tool calls. */
+  content: z.string(),
+  toolCalls: z.array(ToolCallRecordSchema),
+  parseErrors: z.array(z.object({ message: z.string() })),
+  stop: TurnStopSchema,
+  /** [tokenStart, tokenEnd): this turn's sampled tokens inside `tokenIds`. */
+  tokenStart: z.number().int().nonnegative(),
+  tokenEnd: z.number().int().nonnegative(),
+});
+export type TurnRecord = z.infer<typeof TurnRecordSchema>;
+
+const tokenLevel = {
+  /** Prompt + every turn, exactly as sampled or appended (tool results as the chat template's delta). */
+  tokenIds: z.array(z.number().int().nonnegative()),
+  /** Tokens before the first generated one. */
+  promptLength: z.number().int().nonnegative(),
+  /** 1 on tokens the policy sampled, 0 on prompt and tool-result tokens; same length as tokenIds. */
+  lossMask: z.array(z.union([z.literal(0), z.literal(1)])),
+  /** log p(token) under logits / temperature at sampling time; 0 where lossMask is 0. */
+  behaviorLogprobs: z.array(z.number()),
+  /** The policy version that sampled each token; -1 where lossMask is 0. */
+  policyVersions: z.array(z.number().int().min(-1)),
+};
+
+/**
+ * A finished (not yet scored) trajectory of one sample of a group.
+ * @example {"sampleIndex": 0, "tokenIds": [1, 2, 3], "promptLength": 2, "lossMask": [0, 0, 1],
+ *   "behaviorLogprobs": [0, 0, -0.7], "policyVersions": [-1, -1, 3], "finishReason": "eos",
+ *   "turns": [], "messages": []}
+ */
+export const RolloutTrajectorySchema = z
+  .object({
+    sampleIndex: z.number().int().nonnegative(),
+    ...tokenLevel,
+    finishReason: FinishReasonSchema,
+    turns: z.array(TurnRecordSchema),
+    /** The conversation: prompt messages, assistant turns and tool results. */
+    messages: z.array(ChatMessageSchema),
+  })
+  .superRefine((t, ctx) => {
+    const n = t.tokenIds.length;
+    for (const key of ['lossMask', 'behaviorLogprobs', 'policyVersions'] as const) {
+      if (t[key].length !== n) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: `${key} has ${t[key].length} entries, tokenIds ${n}`,
+        });
+      }
+    }
+    if (t.promptLength > n) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['promptLength'],
+        message: `promptLength ${t.promptLength} > ${n} tokens`,
+      });
+    }
+  });
+export type RolloutTrajectory = z.infer<typeof RolloutTrajectorySchema>;
+
+/** A scored trajectory: the reward and its named components (for logging). */
+export const TrajectorySchema = RolloutTrajectorySchema.safeExtend({
+  reward: z.number(),
+  rewardComponents: z.record(z.string(), z.number()),
+});
+export type Trajectory = z.infer<typeof TrajectorySchema>;

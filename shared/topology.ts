@@ -1,0 +1,108 @@
+// The one declaration of the pipeline's topology: queues, their consumers, timeouts, dead-letter
+// settings, batch sizes, bucket prefixes and notifications. The CDK stack, the LocalStack bootstrap and
+// the embedded runtime all read this, so the three cannot drift.
+
+/** The Lambda-style stages (each has a handler in functions/<name>/index.ts). */
+export type FunctionName = 'run-starter' | 'feeder' | 'rollout' | 'tool-call' | 'reward';
+
+export interface FunctionSpec {
+  readonly name: FunctionName;
+  /** Lambda timeout; the consumed queue's visibility timeout is at least 6x this (AWS guidance). */
+  readonly timeoutSec: number;
+  readonly memoryMb: number;
+  /** How it is packaged on AWS. */
+  readonly packaging: 'esbuild' | 'container-rollout' | 'container-tool-call';
+}
+
+export type QueueName =
+  | 'run-events'
+  | 'policy-events'
+  | 'rollout'
+  | 'tool-calls'
+  | 'reward'
+  | 'scored-groups';
+
+export interface QueueSpec {
+  readonly name: QueueName;
+  /** The function that consumes it, or `learner` for the GPU job. */
+  readonly consumer: FunctionName | 'learner';
+  readonly visibilityTimeoutSec: number;
+  readonly maxReceiveCount: number;
+  /** Event source mapping settings (ignored for the learner). */
+  readonly batchSize: number;
+  readonly maxBatchingWindowSec: number;
+  /** Default maximum concurrency of the consumer (per-environment settings may override). */
+  readonly maxConcurrency: number;
+  readonly retentionSec: number;
+}
+
+export const FUNCTIONS: Readonly<Record<FunctionName, FunctionSpec>> = {
+  'run-starter': { name: 'run-starter', timeoutSec: 300, memoryMb: 1024, packaging: 'esbuild' },
+  feeder: { name: 'feeder', timeoutSec: 120, memoryMb: 512, packaging: 'esbuild' },
+  rollout: { name: 'rollout', timeoutSec: 900, memoryMb: 6144, packaging: 'container-rollout' },
+  'tool-call': { name: 'tool-call', timeoutSec: 300, memoryMb: 2048, packaging: 'container-tool-call' },
+  reward: { name: 'reward', timeoutSec: 120, memoryMb: 1024, packaging: 'esbuild' },
+};
+
+const DAY = 86_400;
+const queue = (
+  name: QueueName,
+  consumer: FunctionName | 'learner',
+  opts: { batchSize: number; windowSec: number; maxConcurrency: number; visibilityTimeoutSec?: number },
+): QueueSpec => ({
+  name,
+  consumer,
+  visibilityTimeoutSec: opts.visibilityTimeoutSec ?? 6 * FUNCTIONS[consumer as FunctionName].timeoutSec,
+  maxReceiveCount: 5,
+  batchSize: opts.batchSize,
+  maxBatchingWindowSec: opts.windowSec,
+  maxConcurrency: opts.maxConcurrency,
+  retentionSec: 4 * DAY,
+});
+
+export const QUEUES: Readonly<Record<QueueName, QueueSpec>> = {
+  'run-events': queue('run-events', 'run-starter', { batchSize: 1, windowSec: 0, maxConcurrency: 2 }),
+  'policy-events': queue('policy-events', 'feeder', { batchSize: 1, windowSec: 0, maxConcurrency: 2 }),
+  rollout: queue('rollout', 'rollout', { batchSize: 1, windowSec: 0, maxConcurrency: 50 }),
+  'tool-calls': queue('tool-calls', 'tool-call', { batchSize: 10, windowSec: 1, maxConcurrency: 50 }),
+  reward: queue('reward', 'reward', { batchSize: 10, windowSec: 1, maxConcurrency: 20 }),
+  // The learner extends visibility while a step runs; this is its initial lease.
+  'scored-groups': queue('scored-groups', 'learner', {
+    batchSize: 10,
+    windowSec: 0,
+    maxConcurrency: 1,
+    visibilityTimeoutSec: 900,
+  }),
+};
+
+/** SQS's hard limit is 1 MiB; payloads above this go to the blob store and the message carries the key. */
+export const CLAIM_CHECK_THRESHOLD_BYTES = 200 * 1024;
+
+/** Dead-letter queue name of a queue. */
+export const dlqName = (q: QueueName): string => `${q}-dlq`;
+
+/** Physical queue name in an environment (`toolrl-dev-rollout`). */
+export const physicalQueueName = (env: string, q: QueueName | string): string => `toolrl-${env}-${q}`;
+
+/** The bucket's layout (see ARCHITECTURE.md, "Storage layout"). */
+export const keys = {
+  runPrefix: (runId: string) => `runs/${runId}/`,
+  config: (runId: string) => `runs/${runId}/input/config.yaml`,
+  inputPrefix: (runId: string) => `runs/${runId}/input/`,
+  runJson: (runId: string) => `runs/${runId}/run.json`,
+  policyVersion: (runId: string, v: number) => `runs/${runId}/policy/v${v}/`,
+  policyLatest: (runId: string) => `runs/${runId}/policy/LATEST.json`,
+  trajectory: (runId: string, groupId: string, i: number) =>
+    `runs/${runId}/trajectories/${groupId}/${i}.json`,
+  trajectoryPrefix: (runId: string, groupId: string) => `runs/${runId}/trajectories/${groupId}/`,
+  group: (runId: string, groupId: string) => `runs/${runId}/groups/${groupId}.json`,
+  checkpoint: (runId: string, step: number) => `runs/${runId}/checkpoints/step-${step}/`,
+  metrics: (runId: string) => `runs/${runId}/metrics/`,
+  claimCheck: (runId: string, id: string) => `runs/${runId}/messages/${id}.json`,
+} as const;
+
+/** S3 notifications: which object keys go to which queue. Suffixes differ, so the rules never overlap. */
+export const NOTIFICATIONS: readonly { queue: QueueName; prefix: string; suffix: string }[] = [
+  { queue: 'run-events', prefix: 'runs/', suffix: '.parquet' },
+  { queue: 'policy-events', prefix: 'runs/', suffix: 'LATEST.json' },
+];

@@ -1,0 +1,54 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { RunConfigSchema } from '#shared/schemas/config/run';
+import { EXPORTED, renderJsonSchema } from '#shared/schemas/json-schemas';
+import { RolloutTrajectorySchema } from '#shared/schemas/trajectory';
+
+describe('generated JSON Schemas', () => {
+  it.each(Object.keys(EXPORTED))('%s.schema.json is up to date (run `npm run schemas:generate`)', (name) => {
+    const committed = readFileSync(
+      new URL(`../../../shared/schemas/json/${name}.schema.json`, import.meta.url),
+      'utf8',
+    );
+    expect(committed).toBe(renderJsonSchema(name));
+  });
+});
+
+describe('trajectory', () => {
+  const base = {
+    sampleIndex: 0,
+    tokenIds: [5, 6, 7],
+    promptLength: 2,
+    lossMask: [0, 0, 1],
+    behaviorLogprobs: [0, 0, -0.5],
+    policyVersions: [-1, -1, 0],
+    finishReason: 'eos',
+    turns: [],
+    messages: [],
+  };
+  it('accepts token arrays of equal length', () => {
+    expect(RolloutTrajectorySchema.safeParse(base).success).toBe(true);
+  });
+  it('names the array whose length disagrees with tokenIds', () => {
+    const r = RolloutTrajectorySchema.safeParse({ ...base, lossMask: [0, 1] });
+    expect(r.success).toBe(false);
+    expect(r.error?.issues[0]?.message).toMatch(/lossMask has 2 entries, tokenIds 3/);
+  });
+});
+
+describe('run config', () => {
+  it('fills defaults from a minimal config', () => {
+    const cfg = RunConfigSchema.parse({ model: { path: 'tiny' }, data: { train: 'train.parquet' } });
+    expect(cfg.rollout.multi_turn.tool_parser_format).toBe('hermes');
+    expect(cfg.algorithm.adv_estimator).toBe('grpo');
+  });
+  it('rejects unknown keys by name', () => {
+    const r = RunConfigSchema.safeParse({
+      model: { path: 'tiny' },
+      data: { train: 'a' },
+      trainer: { lr_typo: 1 },
+    });
+    expect(r.success).toBe(false);
+    expect(JSON.stringify(r.error?.issues)).toMatch(/lr_typo/);
+  });
+});
