@@ -7,6 +7,8 @@ dir=.localstack
 venv=$dir/venv
 lock=test/e2e/localstack.lock
 port=${LOCALSTACK_PORT:-4566}
+pidfile=$dir/pid-$port
+log=$dir/localstack-$port.log
 
 find_python() {
   local c
@@ -47,26 +49,27 @@ start() {
   setup
   if healthy; then echo "localstack: already running on $port"; return 0; fi
   mkdir -p "$dir"
-  echo "localstack: starting in host mode on 127.0.0.1:$port (log: $dir/localstack.log)"
+  echo "localstack: starting in host mode on 127.0.0.1:$port (log: $log)"
+  mkdir -p "$dir/state-$port"
   SERVICES=s3,sqs EAGER_SERVICE_LOADING=1 GATEWAY_LISTEN=127.0.0.1:$port \
     LOCALSTACK_HOST=127.0.0.1:$port SQS_ENDPOINT_STRATEGY=path DNS_ADDRESS=0 \
-    SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 PERSISTENCE=0 \
-    setsid "$venv/bin/python" -m localstack.runtime.main >"$dir/localstack.log" 2>&1 < /dev/null &
-  echo $! > "$dir/pid"
+    SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 PERSISTENCE=0 LOCALSTACK_VOLUME_DIR="$PWD/$dir/state-$port" \
+    setsid "$venv/bin/python" -m localstack.runtime.main >"$log" 2>&1 < /dev/null &
+  echo $! > "$pidfile"
   for _ in $(seq 1 120); do
     if healthy; then echo "localstack: ready"; return 0; fi
-    if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then break; fi
+    if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then break; fi
     sleep 0.5
   done
   echo "localstack: did not become healthy; last log lines:" >&2
-  tail -n 30 "$dir/localstack.log" >&2 || true
+  tail -n 30 "$log" >&2 || true
   exit 1
 }
 
 stop() {
-  if [ -f "$dir/pid" ]; then
-    kill -- -"$(cat "$dir/pid")" 2>/dev/null || kill "$(cat "$dir/pid")" 2>/dev/null || true
-    rm -f "$dir/pid"
+  if [ -f "$pidfile" ]; then
+    kill -- -"$(cat "$pidfile")" 2>/dev/null || kill "$(cat "$pidfile")" 2>/dev/null || true
+    rm -f "$pidfile"
   fi
 }
 
