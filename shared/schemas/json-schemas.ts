@@ -1,6 +1,7 @@
 // The schemas exported as JSON Schema for the Python learner (gpu-worker validates what it reads).
 import { z } from 'zod';
 import { RunConfigSchema } from './config/run.ts';
+import { LearnerInputLineSchema, LearnerOutputLineSchema, LearnerStateSchema } from './learner-stdio.ts';
 import { BundleManifestSchema, PolicyPointerSchema } from './policy.ts';
 import { ScoredGroupMessageSchema, ScoredGroupSchema } from './scored-group.ts';
 
@@ -10,6 +11,9 @@ export const EXPORTED: Record<string, z.ZodType> = {
   'policy-pointer': PolicyPointerSchema,
   'bundle-manifest': BundleManifestSchema,
   'run-config': RunConfigSchema,
+  'learner-stdio-in': LearnerInputLineSchema,
+  'learner-stdio-out': LearnerOutputLineSchema,
+  'learner-state': LearnerStateSchema,
 };
 
 /** JSON Schema (draft 2020-12) of one exported schema, as the learner reads it (input side: defaults optional). */

@@ -1,0 +1,120 @@
+// The learner's stdio protocol (JSON lines) and its status file. The embedded runtime drives
+// `python -m toolrl_learner stdio --root DIR --run-id ID [--max-steps N]` with these; logs go to stderr.
+import { z } from 'zod';
+import { ScoredGroupMessageSchema, ScoredGroupSchema } from './scored-group.ts';
+
+/**
+ * stdin: a group by reference (the scored-groups queue message, manifest read from the blob store and
+ * checked against `sha256`).
+ * @example {"type": "group", "schemaVersion": 1, "runId": "r-1a2b", "groupId": "e0-p17",
+ *   "manifestKey": "runs/r-1a2b/groups/e0-p17.json", "sha256": "9f86d0…"}
+ */
+export const LearnerGroupRefLineSchema = ScoredGroupMessageSchema.extend({ type: z.literal('group') });
+
+/**
+ * stdin: a group inline (tests, debugging).
+ * @example {"type": "group", "group": {"schemaVersion": 1, "runId": "r-1a2b", "groupId": "e0-p17", …}}
+ */
+export const LearnerGroupInlineLineSchema = z.object({ type: z.literal('group'), group: ScoredGroupSchema });
+
+/** stdin: finish: train what is buffered, publish a final version, checkpoint, say `done`, exit 0. EOF does the same. */
+export const LearnerStopLineSchema = z.object({ type: z.literal('stop') });
+
+export const LearnerInputLineSchema = z.union([
+  LearnerGroupInlineLineSchema,
+  LearnerGroupRefLineSchema,
+  LearnerStopLineSchema,
+]);
+export type LearnerInputLine = z.infer<typeof LearnerInputLineSchema>;
+
+/**
+ * Loaded (or resumed) and a policy is published; groups may be sent from now on.
+ * @example {"type": "ready", "policyVersion": 0, "resumedFromStep": null}
+ */
+export const LearnerReadyLineSchema = z.object({
+  type: z.literal('ready'),
+  policyVersion: z.number().int().nonnegative(),
+  resumedFromStep: z.number().int().nonnegative().nullable(),
+});
+
+/**
+ * `policy/v<version>/` is complete and `LATEST.json` points at it.
+ * @example {"type": "published", "version": 1, "prefix": "runs/r-1a2b/policy/v1/", "sha256": "…"}
+ */
+export const LearnerPublishedLineSchema = z.object({
+  type: z.literal('published'),
+  version: z.number().int().nonnegative(),
+  prefix: z.string().min(1),
+  /** sha256 of the bundle's manifest.json (the same as LATEST.json's). */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+
+/**
+ * One optimiser step done; `metrics` is the line written to metrics.jsonl (snake_case keys).
+ * @example {"type": "step", "step": 3, "metrics": {"step": 3, "policy_version": 2, "reward_mean": 0.5}}
+ */
+export const LearnerStepLineSchema = z.object({
+  type: z.literal('step'),
+  step: z.number().int().positive(),
+  metrics: z.record(z.string(), z.number().nullable()),
+});
+
+/**
+ * A checkpoint covering these groups is complete: their queue messages may be deleted now. Lists every
+ * group handled since the previous commit: trained ones and those dropped as stale, duplicate or no_signal.
+ * @example {"type": "committed", "step": 10, "groupIds": ["e0-p17", "e0-p3"]}
+ */
+export const LearnerCommittedLineSchema = z.object({
+  type: z.literal('committed'),
+  step: z.number().int().nonnegative(),
+  groupIds: z.array(z.string()),
+});
+
+/**
+ * A group that will not be trained on. `stale`, `duplicate` and `no_signal` are settled by the next
+ * `committed` (delete the message then); `invalid` (unreadable manifest, sha256 mismatch, schema error,
+ * wrong run) is never committed: dead-letter the message with `message` as the reason.
+ * @example {"type": "dropped", "groupId": "e0-p17", "reason": "stale", "message": "oldest token v0, policy v3"}
+ */
+export const LearnerDroppedLineSchema = z.object({
+  type: z.literal('dropped'),
+  groupId: z.string(),
+  reason: z.enum(['stale', 'duplicate', 'no_signal', 'invalid']),
+  message: z.string().optional(),
+});
+
+/** The run is finished (planned groups consumed or max steps reached); the process exits 0. */
+export const LearnerDoneLineSchema = z.object({ type: z.literal('done') });
+
+/** A fatal error; the process exits non-zero after printing it. Bad input lines are `dropped`, not errors. */
+export const LearnerErrorLineSchema = z.object({ type: z.literal('error'), message: z.string() });
+
+export const LearnerOutputLineSchema = z.discriminatedUnion('type', [
+  LearnerReadyLineSchema,
+  LearnerPublishedLineSchema,
+  LearnerStepLineSchema,
+  LearnerCommittedLineSchema,
+  LearnerDroppedLineSchema,
+  LearnerDoneLineSchema,
+  LearnerErrorLineSchema,
+]);
+export type LearnerOutputLine = z.infer<typeof LearnerOutputLineSchema>;
+
+/**
+ * `runs/<runId>/learner/state.json`, rewritten after every step (read by `toolrl status`).
+ * @example {"step": 12, "policyVersion": 12, "groupsConsumed": 96, "groupsDropped": 4, "rewardMean": 0.61,
+ *   "done": false, "updatedAt": "2025-01-01T00:00:00.000Z"}
+ */
+export const LearnerStateSchema = z.object({
+  step: z.number().int().nonnegative(),
+  policyVersion: z.number().int().nonnegative(),
+  /** Groups trained on (committed or not). */
+  groupsConsumed: z.number().int().nonnegative(),
+  /** Groups dropped as stale or no_signal (duplicates are not counted: they were counted once already). */
+  groupsDropped: z.number().int().nonnegative(),
+  /** Mean reward of the last step's trajectories; null before the first step. */
+  rewardMean: z.number().nullable(),
+  done: z.boolean(),
+  updatedAt: z.string(),
+});
+export type LearnerState = z.infer<typeof LearnerStateSchema>;
