@@ -99,10 +99,41 @@ export const keys = {
   checkpoint: (runId: string, step: number) => `runs/${runId}/checkpoints/step-${step}/`,
   metrics: (runId: string) => `runs/${runId}/metrics/`,
   claimCheck: (runId: string, id: string) => `runs/${runId}/messages/${id}.json`,
+  /** Written by the learner after every committed step (LearnerStateSchema). */
+  learnerState: (runId: string) => `runs/${runId}/learner/state.json`,
+  /** The feeder's position in the run's walk over stages, epochs and prompts. */
+  feederState: (runId: string) => `runs/${runId}/feeder/state.json`,
+  /** Validation summary of one policy version (written once, when all its validation groups are scored). */
+  evalSummary: (runId: string, version: number) => `runs/${runId}/metrics/eval/v${version}.json`,
+} as const;
+
+/** Which queues each function sends to (besides its own queue's dead-letter queue): what CDK grants and binds. */
+export const FUNCTION_SENDS: Readonly<Record<FunctionName, readonly QueueName[]>> = {
+  'run-starter': [],
+  feeder: ['rollout'],
+  rollout: ['tool-calls', 'reward'],
+  'tool-call': ['rollout'],
+  reward: ['scored-groups'],
+};
+
+/** The queue a function consumes. */
+export const consumedQueue = (fn: FunctionName): QueueName =>
+  (Object.values(QUEUES).find((q) => q.consumer === fn) as QueueSpec).name;
+
+/** Environment variables the handlers read at cold start (CDK sets them; so do the LocalStack worker and tests). */
+export const ENV = {
+  bucket: 'TOOLRL_BUCKET',
+  /** `TOOLRL_QUEUE_URL_TOOL_CALLS` for `tool-calls`. */
+  queueUrl: (q: QueueName): string => `TOOLRL_QUEUE_URL_${q.toUpperCase().replace(/-/g, '_')}`,
+  /** The dead-letter queue of the function's own queue: permanent failures go there with their reason. */
+  deadLetterUrl: 'TOOLRL_DEAD_LETTER_URL',
 } as const;
 
 /** S3 notifications: which object keys go to which queue. Suffixes differ, so the rules never overlap. */
 export const NOTIFICATIONS: readonly { queue: QueueName; prefix: string; suffix: string }[] = [
   { queue: 'run-events', prefix: 'runs/', suffix: '.parquet' },
   { queue: 'policy-events', prefix: 'runs/', suffix: 'LATEST.json' },
+  // Each committed learner step also wakes the feeder, so flow control never waits on the next publish
+  // (publish_every > 1) and the run is marked complete as soon as the learner says done.
+  { queue: 'policy-events', prefix: 'runs/', suffix: 'learner/state.json' },
 ];

@@ -1,0 +1,41 @@
+// Builds the embedded queues of the topology (each with its dead-letter queue), optionally journaled to a
+// folder so a run can be resumed after the process exits.
+import { join } from 'node:path';
+import type { QueueSet } from '../../ports/queue-set.ts';
+import { dlqName, QUEUES, type QueueName } from '../../topology.ts';
+import { EmbeddedQueue } from './embedded-queue.ts';
+
+export interface EmbeddedQueuesOptions {
+  /** Folder for the queue journals; without it the queues live only in memory. */
+  readonly journalDir?: string;
+  /** Per-queue visibility timeouts (seconds) replacing the topology's (which are sized for Lambda). */
+  readonly visibilityTimeoutSec?: Partial<Record<QueueName, number>>;
+}
+
+export function createEmbeddedQueues(opts: EmbeddedQueuesOptions = {}): QueueSet<EmbeddedQueue> {
+  const queues = {} as Record<QueueName, EmbeddedQueue>;
+  const dlqs = {} as Record<QueueName, EmbeddedQueue>;
+  for (const spec of Object.values(QUEUES)) {
+    const journal = (name: string) => (opts.journalDir ? join(opts.journalDir, `${name}.jsonl`) : undefined);
+    const dlq = new EmbeddedQueue({
+      name: dlqName(spec.name),
+      visibilityTimeoutSec: 30,
+      journalPath: journal(dlqName(spec.name)),
+    });
+    dlqs[spec.name] = dlq;
+    queues[spec.name] = new EmbeddedQueue({
+      name: spec.name,
+      visibilityTimeoutSec: opts.visibilityTimeoutSec?.[spec.name] ?? spec.visibilityTimeoutSec,
+      maxReceiveCount: spec.maxReceiveCount,
+      deadLetter: dlq,
+      journalPath: journal(spec.name),
+    });
+  }
+  return {
+    queues,
+    dlqs,
+    close: async () => {
+      for (const q of [...Object.values(queues), ...Object.values(dlqs)]) q.close();
+    },
+  };
+}
