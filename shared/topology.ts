@@ -120,15 +120,6 @@ export const FUNCTION_SENDS: Readonly<Record<FunctionName, readonly QueueName[]>
 export const consumedQueue = (fn: FunctionName): QueueName =>
   (Object.values(QUEUES).find((q) => q.consumer === fn) as QueueSpec).name;
 
-/** Environment variables the handlers read at cold start (CDK sets them; so do the LocalStack worker and tests). */
-export const ENV = {
-  bucket: 'TOOLRL_BUCKET',
-  /** `TOOLRL_QUEUE_URL_TOOL_CALLS` for `tool-calls`. */
-  queueUrl: (q: QueueName): string => `TOOLRL_QUEUE_URL_${q.toUpperCase().replace(/-/g, '_')}`,
-  /** The dead-letter queue of the function's own queue: permanent failures go there with their reason. */
-  deadLetterUrl: 'TOOLRL_DEAD_LETTER_URL',
-} as const;
-
 /** S3 notifications: which object keys go to which queue. Suffixes differ, so the rules never overlap. */
 export const NOTIFICATIONS: readonly { queue: QueueName; prefix: string; suffix: string }[] = [
   { queue: 'run-events', prefix: 'runs/', suffix: '.parquet' },

@@ -147,7 +147,7 @@ export class EmbeddedQueue implements Queue {
 
   async changeVisibility(receiptHandle: string, timeoutSec: number): Promise<void> {
     const m = this.byHandle(receiptHandle);
-    if (!m || m.state !== 'waiting' || m.visibleAt <= this.now())
+    if (m?.state !== 'waiting' || m.visibleAt <= this.now())
       throw new InvalidReceiptHandleError(
         `${this.name}: message for handle ${receiptHandle} is not in flight`,
       );
