@@ -1,0 +1,116 @@
+"""Advantage estimators on inputs worked out by hand."""
+
+import math
+
+import pytest
+import torch
+
+from toolrl_learner.algos.advantages import (
+    dr_grpo_advantages,
+    gae_advantages,
+    grpo_advantages,
+    outcome_token_rewards,
+    reinforce_pp_advantages,
+    rloo_advantages,
+)
+
+T = torch.tensor
+
+
+def test_grpo_normalises_by_group_std_on_cpu():
+    # group 0: r = [1, 0, 0, 1]: mean 0.5, unbiased std = sqrt(4 * 0.25 / 3) = 0.57735 -> A = +-0.5 / 0.57735 = +-0.86603
+    # group 1: r = [2, 4]: mean 3, std = sqrt((1 + 1) / 1) = 1.41421 -> A = -+0.70711
+    rewards = T([1.0, 0.0, 0.0, 1.0, 2.0, 4.0])
+    groups = T([0, 0, 0, 0, 1, 1])
+    adv = grpo_advantages(rewards, groups)
+    assert adv.tolist() == pytest.approx([0.86603, -0.86603, -0.86603, 0.86603, -0.70711, 0.70711], abs=1e-4)
+
+
+def test_grpo_without_std_is_mean_centred_on_cpu():
+    adv = grpo_advantages(T([1.0, 0.0, 0.0, 1.0]), T([0, 0, 0, 0]), norm_by_std=False)
+    assert adv.tolist() == pytest.approx([0.5, -0.5, -0.5, 0.5])
+
+
+def test_grpo_group_of_one_and_equal_rewards_give_zero_on_cpu():
+    # group 0 has one sample (std undefined -> 0, centred reward 0); group 1 rewards all equal.
+    adv = grpo_advantages(T([5.0, 1.0, 1.0, 1.0]), T([0, 1, 1, 1]))
+    assert adv.tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert torch.isfinite(adv).all()
+
+
+def test_dr_grpo_has_no_std_on_cpu():
+    # [1, 0, 0, 1] - 0.5 ; [2, 4] - 3
+    adv = dr_grpo_advantages(T([1.0, 0.0, 0.0, 1.0, 2.0, 4.0]), T([0, 0, 0, 0, 1, 1]))
+    assert adv.tolist() == pytest.approx([0.5, -0.5, -0.5, 0.5, -1.0, 1.0])
+
+
+def test_rloo_leaves_one_out_on_cpu():
+    # r_0 = 1, others [0, 0, 1]: 1 - 1/3 = 2/3 ; r_1 = 0, others [1, 0, 1]: 0 - 2/3 = -2/3
+    # [2, 4]: 2 - 4 = -2, 4 - 2 = 2 ; a group of one gets 0
+    adv = rloo_advantages(T([1.0, 0.0, 0.0, 1.0, 2.0, 4.0, 7.0]), T([0, 0, 0, 0, 1, 1, 2]))
+    assert adv.tolist() == pytest.approx([2 / 3, -2 / 3, -2 / 3, 2 / 3, -2.0, 2.0, 0.0])
+
+
+def test_outcome_reward_lands_on_last_sampled_token_on_cpu():
+    # seq 0: tokens [s, s, tool] -> reward on token 1 ; seq 1: [tool, s, s] -> token 5 ; seq 2 has no sampled token
+    mask = T([1, 1, 0, 0, 1, 1, 0])
+    seq_ids = T([0, 0, 0, 1, 1, 1, 2])
+    out = outcome_token_rewards(T([3.0, -1.0, 9.0]), mask, seq_ids)
+    assert out.tolist() == [0.0, 3.0, 0.0, 0.0, 0.0, -1.0, 0.0]
+
+
+def test_reinforce_pp_whitens_returns_over_the_batch_on_cpu():
+    # seq 0 (3 tokens) reward 1, seq 1 (2 tokens) reward 0, gamma 1 -> returns [1, 1, 1, 0, 0]
+    # mean 0.6, unbiased var = (3 * 0.16 + 2 * 0.36) / 4 = 0.3, std 0.54772
+    # A = 0.4 / 0.54772 = 0.73030 ; -0.6 / 0.54772 = -1.09545
+    mask = T([1, 1, 1, 1, 1])
+    seq_ids = T([0, 0, 0, 1, 1])
+    rewards = outcome_token_rewards(T([1.0, 0.0]), mask, seq_ids)
+    adv = reinforce_pp_advantages(rewards, mask, seq_ids, 2)
+    assert adv.tolist() == pytest.approx([0.73030, 0.73030, 0.73030, -1.09545, -1.09545], abs=1e-4)
+
+
+def test_reinforce_pp_discounts_over_sampled_tokens_only_on_cpu():
+    # gamma 0.5, reward 1 on the last sampled token; the tool token (mask 0) is skipped:
+    # returns over sampled tokens = [0.25, 0.5, 1]; compare the returns through whitening with a
+    # sequence without the tool token: the unmasked advantages must be identical.
+    with_tool = reinforce_pp_advantages(
+        T([0.0, 0.0, 5.0, 1.0]), T([1, 1, 0, 1]), T([0, 0, 0, 0]), 1, gamma=0.5
+    )
+    plain = reinforce_pp_advantages(T([0.0, 0.0, 1.0]), T([1, 1, 1]), T([0, 0, 0]), 1, gamma=0.5)
+    assert with_tool[[0, 1, 3]].tolist() == pytest.approx(plain.tolist())
+    assert with_tool[2].item() == 0.0
+    # whitened [0.25, 0.5, 1]: mean 0.58333, std sqrt((0.11111 + 0.00694 + 0.17361) / 2) = 0.38188
+    assert plain.tolist() == pytest.approx([-0.87287, -0.21822, 1.09109], abs=1e-4)
+
+
+def test_gae_by_hand_on_cpu():
+    # rewards [0, 1], values [0.5, 0.8], gamma 1:
+    # delta_1 = 1 + 0 - 0.8 = 0.2 ; delta_0 = 0 + 0.8 - 0.5 = 0.3
+    # lam 1:   A = [0.3 + 0.2, 0.2] = [0.5, 0.2], R = A + V = [1.0, 1.0]
+    # lam 0.5: A = [0.3 + 0.1, 0.2] = [0.4, 0.2], R = [0.9, 1.0]
+    # whitened [0.5, 0.2] (and [0.4, 0.2]): +-1/sqrt(2)
+    mask, seq_ids = T([1, 1]), T([0, 0])
+    adv, ret = gae_advantages(T([0.0, 1.0]), T([0.5, 0.8]), mask, seq_ids, 1, gamma=1.0, lam=1.0)
+    assert ret.tolist() == pytest.approx([1.0, 1.0])
+    assert adv.tolist() == pytest.approx([1 / math.sqrt(2), -1 / math.sqrt(2)], abs=1e-5)
+    _, ret = gae_advantages(T([0.0, 1.0]), T([0.5, 0.8]), mask, seq_ids, 1, gamma=1.0, lam=0.5)
+    assert ret.tolist() == pytest.approx([0.9, 1.0])
+
+
+def test_gae_skips_tool_tokens_and_keeps_sequences_apart_on_cpu():
+    # The same two-token sequence twice, once with a tool token (value 100, reward 7) in the middle and
+    # followed by another sequence: the tool token must change nothing and V of the next sequence must
+    # not leak into the last token of the first.
+    adv, ret = gae_advantages(
+        T([0.0, 7.0, 1.0, 0.0, 1.0]),
+        T([0.5, 100.0, 0.8, 0.5, 0.8]),
+        T([1, 0, 1, 1, 1]),
+        T([0, 0, 0, 1, 1]),
+        2,
+        gamma=1.0,
+        lam=1.0,
+    )
+    assert ret.tolist() == pytest.approx([1.0, 0.0, 1.0, 1.0, 1.0])
+    assert adv[1].item() == 0.0
+    assert adv[0].item() == pytest.approx(adv[3].item())

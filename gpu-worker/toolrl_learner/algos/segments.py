@@ -1,0 +1,34 @@
+"""Per-sequence reductions over packed per-token tensors: token i belongs to sequence `seq_ids[i]`."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def segment_sum(values: Tensor, seq_ids: Tensor, num_seqs: int) -> Tensor:
+    """sum_{i: seq_ids[i] == s} values[i] for each s in [0, num_seqs)."""
+    out = torch.zeros(num_seqs, dtype=values.dtype, device=values.device)
+    return out.index_add(0, seq_ids, values)  # [S]
+
+
+def segment_mean(values: Tensor, mask: Tensor, seq_ids: Tensor, num_seqs: int) -> Tensor:
+    """Masked mean per sequence; 0 for a sequence with no unmasked token."""
+    mask = mask.to(values.dtype)
+    total = segment_sum(values * mask, seq_ids, num_seqs)  # [S]
+    count = segment_sum(mask, seq_ids, num_seqs)  # [S]
+    return total / count.clamp(min=1)  # [S]
+
+
+def masked_mean(values: Tensor, mask: Tensor) -> Tensor:
+    mask = mask.to(values.dtype)
+    return (values * mask).sum() / mask.sum().clamp(min=1)
+
+
+def masked_whiten(values: Tensor, mask: Tensor, eps: float = 1e-8) -> Tensor:
+    """(x - mean) / (std + eps) over unmasked entries (unbiased std); masked entries become 0."""
+    mask = mask.to(values.dtype)
+    n = mask.sum()
+    mean = (values * mask).sum() / n.clamp(min=1)
+    var = (((values - mean) ** 2) * mask).sum() / (n - 1).clamp(min=1)
+    return (values - mean) / (var.sqrt() + eps) * mask
