@@ -1,0 +1,28 @@
+// The contract every tool-call format implements: text in, calls + errors + remaining content out, never a throw.
+import type { ToolCall } from '#shared/schemas/tool-result';
+
+/** A malformed call. `message` is what the model and the rewards see; the rest locates it. */
+export interface ParseError {
+  message: string;
+  /** Character offset of the malformed call's opening tag in the text. */
+  offset: number;
+  /** The offending text, cut to a few hundred characters so hostile input stays small. */
+  snippet: string;
+}
+
+export interface ParseResult {
+  /** Well-formed calls in the order they appear. `arguments` is always a JSON object. */
+  calls: ToolCall[];
+  errors: ParseError[];
+  /** The text outside the calls (and outside malformed ones), trimmed. */
+  content: string;
+}
+
+export interface ToolCallParser {
+  /** The `tool_parser_format` this parser is registered under. */
+  readonly format: string;
+  /** Must run in time linear in `text.length` and never throw. */
+  parse(text: string): ParseResult;
+  /** Renders calls the way a model of this format writes them (for prompts, SFT data and tests). */
+  render(calls: ToolCall[]): string;
+}
