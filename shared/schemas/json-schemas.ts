@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { RunConfigSchema } from './config/run.ts';
 import { LearnerInputLineSchema, LearnerOutputLineSchema, LearnerStateSchema } from './learner-stdio.ts';
 import { BundleManifestSchema, PolicyPointerSchema } from './policy.ts';
+import { RunStatusSchema } from './run-status.ts';
 import { ScoredGroupMessageSchema, ScoredGroupSchema } from './scored-group.ts';
 
 export const EXPORTED: Record<string, z.ZodType> = {
@@ -14,6 +15,7 @@ export const EXPORTED: Record<string, z.ZodType> = {
   'learner-stdio-in': LearnerInputLineSchema,
   'learner-stdio-out': LearnerOutputLineSchema,
   'learner-state': LearnerStateSchema,
+  'run-status': RunStatusSchema,
 };
 
 /** JSON Schema (draft 2020-12) of one exported schema, as the learner reads it (input side: defaults optional). */

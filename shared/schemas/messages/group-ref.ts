@@ -1,0 +1,28 @@
+// Who a piece of rollout work belongs to: the run, the group (prompt x epoch, or a validation prompt x
+// policy version) and where the prompt came from. Carried by every rollout-side message.
+import { z } from 'zod';
+
+/**
+ * @example {"runId": "r-1a2b", "groupId": "e0-p17", "promptId": "p17", "epoch": 0, "stage": null,
+ *   "split": "train", "dataSource": "calc", "groupSize": 8}
+ */
+export const GroupRefSchema = z.object({
+  runId: z.string().min(1),
+  /** `e<epoch>-p<index>` (train; `s<stage>-e<epoch>-p<index>` with a curriculum) or `val-v<version>-p<index>`. */
+  groupId: z.string().min(1),
+  promptId: z.string().min(1),
+  epoch: z.number().int().nonnegative(),
+  stage: z.string().nullable(),
+  split: z.enum(['train', 'val']),
+  dataSource: z.string(),
+  /** G: samples in the group; the group is complete when this many scored trajectories exist. */
+  groupSize: z.number().int().positive(),
+});
+export type GroupRef = z.infer<typeof GroupRefSchema>;
+
+/**
+ * The dataset row the prompt came from (verl's columns: prompt, data_source, reward_model, extra_info), kept
+ * whole so rewards and per-row tools see everything; the stages parse it with the dataset-row schema.
+ */
+export const TaskRowSchema = z.record(z.string(), z.unknown());
+export type TaskRow = z.infer<typeof TaskRowSchema>;

@@ -1,0 +1,26 @@
+// The run-events queue message: S3's notification of a dataset upload under `runs/<runId>/input/`.
+import { z } from 'zod';
+import { S3NotificationSchema } from './s3-event.ts';
+
+/**
+ * A dataset (`*.parquet`) was written under a run's input prefix; the run-starter starts the run once the
+ * config and every file it names are present.
+ * @example {"Records": [{"eventSource": "aws:s3", "eventTime": "2025-01-01T00:00:00.000Z",
+ *   "eventName": "ObjectCreated:Put", "s3": {"bucket": {"name": "toolrl-dev"},
+ *   "object": {"key": "runs/r-1a2b/input/train.parquet", "size": 1024, "eTag": "0123abcd"}}}]}
+ */
+export const RunEventSchema = S3NotificationSchema;
+export type RunEvent = z.infer<typeof RunEventSchema>;
+
+const INPUT_KEY = /^runs\/([^/]+)\/input\/(.+)$/;
+
+/** `runs/<runId>/input/<file>` -> `{runId, file}`; undefined for any other key. */
+export function parseInputKey(key: string): { runId: string; file: string } | undefined {
+  const m = INPUT_KEY.exec(key);
+  return m ? { runId: m[1]!, file: m[2]! } : undefined;
+}
+
+/** A run id is one key segment of letters, digits, `.`, `_` and `-` (it names S3 prefixes and log streams). */
+export const RunIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'a run id is letters, digits, ".", "_" and "-" (max 128)');

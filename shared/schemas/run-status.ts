@@ -1,0 +1,46 @@
+// `runs/<runId>/run.json`: the run's resolved config, its plan and its status. Created once by the
+// run-starter (put-if-absent), then updated by compare-and-swap; the learner reads `config` and `totals`.
+import { z } from 'zod';
+import { RunConfigSchema } from './config/run.ts';
+
+export const RunStateSchema = z.enum(['starting', 'running', 'completed', 'failed']);
+export type RunState = z.infer<typeof RunStateSchema>;
+
+/**
+ * Every file path in `config` is resolved to a blob key (`data.train`, `data.val`, `trainer.sft.data`,
+ * `reward.modules`), and `tools.config_file` is inlined into `tools.tools`.
+ * @example {"schemaVersion": 1, "runId": "quickstart-20250101-120000", "status": "running", "reason": null,
+ *   "createdAt": "2025-01-01T12:00:00.000Z", "updatedAt": "2025-01-01T12:00:01.000Z",
+ *   "config": {"…": "RunConfig"}, "input": {"config": "runs/quickstart-20250101-120000/input/config.yaml",
+ *   "train": ["runs/quickstart-20250101-120000/input/train.parquet"], "val": []},
+ *   "totals": {"groupsPlanned": 96, "trainPrompts": 48, "valPrompts": 0, "epochs": 2},
+ *   "learner": {"submittedAt": "2025-01-01T12:00:01.000Z", "jobId": "embedded"}, "completedAt": null}
+ */
+export const RunStatusSchema = z.object({
+  schemaVersion: z.literal(1),
+  runId: z.string().min(1),
+  status: RunStateSchema,
+  /** Why the run failed (names the file, field or row), or null. */
+  reason: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  /** The resolved run config; null only when the config itself could not be read or validated. */
+  config: RunConfigSchema.nullable(),
+  input: z.object({
+    config: z.string(),
+    train: z.array(z.string()),
+    val: z.array(z.string()),
+  }),
+  totals: z.object({
+    /** Train groups the feeder will issue over all stages and epochs (the learner stops when it has seen them). */
+    groupsPlanned: z.number().int().nonnegative().nullable(),
+    trainPrompts: z.number().int().nonnegative(),
+    valPrompts: z.number().int().nonnegative(),
+    epochs: z.number().int().nonnegative(),
+  }),
+  learner: z
+    .object({ submittedAt: z.string().nullable(), jobId: z.string().nullable() })
+    .default({ submittedAt: null, jobId: null }),
+  completedAt: z.string().nullable().default(null),
+});
+export type RunStatus = z.infer<typeof RunStatusSchema>;
