@@ -1,0 +1,79 @@
+// The state of one multi-turn episode and the decisions the episode logic hands back. The state is plain
+// JSON with a zod schema because the pipeline carries it between the rollout and tool-call stages in messages.
+import { z } from 'zod';
+import { ChatMessageSchema } from '#shared/schemas/chat';
+import { MultiTurnConfigSchema } from '#shared/schemas/config/rollout';
+import { ToolCallSchema, ToolErrorSchema } from '#shared/schemas/tool-result';
+import { FinishReasonSchema, TurnRecordSchema, TurnStopSchema } from '#shared/schemas/trajectory';
+
+/** One call the model wrote in the pending turn, in the model's order: run it, or not and why. */
+export const PlannedCallSchema = ToolCallSchema.extend({
+  /** null: run it; otherwise the error the model sees in place of a result. */
+  rejection: ToolErrorSchema.nullable(),
+});
+export type PlannedCall = z.infer<typeof PlannedCallSchema>;
+
+/** The turn whose calls are out for execution: its record minus the calls, and the plan for them. */
+export const PendingTurnSchema = z.object({
+  record: TurnRecordSchema.omit({ toolCalls: true }),
+  plan: z.array(PlannedCallSchema),
+});
+export type PendingTurn = z.infer<typeof PendingTurnSchema>;
+
+/**
+ * Where an episode stands. `phase` says which function comes next:
+ * `generate` -> onAssistantTurn, `tools` -> onToolResults, `append` -> appendedTokens, `done` -> none.
+ * @example {"config": {"max_turns": 4, …}, "phase": "generate", "promptTokens": 57, "responseTokens": 0,
+ *   "toolCallsUsed": 0, "messages": [{"role": "user", "content": "What is 17 * 23?"}], "turns": [],
+ *   "pending": null, "finishReason": null, "error": null}
+ */
+export const EpisodeStateSchema = z.object({
+  config: MultiTurnConfigSchema,
+  phase: z.enum(['generate', 'tools', 'append', 'done']),
+  /** Tokens of the prompt; turn token ranges are offsets into prompt + response. */
+  promptTokens: z.number().int().nonnegative(),
+  /** Generated plus appended tokens after the prompt: what `max_total_response_length` bounds. */
+  responseTokens: z.number().int().nonnegative(),
+  /** Calls executed so far (rejected calls do not count): what `max_tool_calls` bounds. */
+  toolCallsUsed: z.number().int().nonnegative(),
+  messages: z.array(ChatMessageSchema),
+  /** Completed turns, with their calls' results. */
+  turns: z.array(TurnRecordSchema),
+  pending: PendingTurnSchema.nullable(),
+  finishReason: FinishReasonSchema.nullable(),
+  /** Why the episode failed, when finishReason is `error`. */
+  error: z.string().nullable(),
+});
+export type EpisodeState = z.infer<typeof EpisodeStateSchema>;
+
+/** What the engine reports about one generated assistant turn. Token counts come from the engine. */
+export const AssistantTurnSchema = z.object({
+  /** The decoded text of the turn's sampled tokens. */
+  text: z.string(),
+  stop: TurnStopSchema,
+  generatedTokens: z.number().int().nonnegative(),
+  policyVersion: z.number().int().nonnegative().default(0),
+});
+export type AssistantTurn = z.input<typeof AssistantTurnSchema>;
+
+/** A call the model wrote that is not executed; the model sees `error` as the call's result. */
+export interface RejectedCall {
+  /** Position among the calls the model wrote in this turn. */
+  index: number;
+  name: string;
+  arguments: unknown;
+  error: z.infer<typeof ToolErrorSchema>;
+}
+
+/**
+ * What to do after an assistant turn. After `call_tools`, run `calls` (possibly none: a turn with only
+ * malformed calls still gets their errors back) and pass their results, in order, to onToolResults.
+ */
+export type Decision =
+  | { kind: 'call_tools'; calls: z.infer<typeof ToolCallSchema>[]; rejected: RejectedCall[] }
+  | { kind: 'finish'; reason: z.infer<typeof FinishReasonSchema> };
+
+/** What to do after the tool messages were appended: generate at most `maxNewTokens`, or stop. */
+export type Next =
+  | { kind: 'generate'; maxNewTokens: number }
+  | { kind: 'finish'; reason: z.infer<typeof FinishReasonSchema> };

@@ -1,0 +1,36 @@
+// How tool results and malformed calls are shown to the model: the `tool` messages appended after a turn.
+import type { ParseError } from '#shared/parsing/types';
+import type { ChatMessage } from '#shared/schemas/chat';
+import type { ToolResult } from '#shared/schemas/tool-result';
+
+/** Parse errors listed in full in the one message that reports them; the rest are counted. */
+const MAX_LISTED_PARSE_ERRORS = 8;
+
+/**
+ * The text the model reads for one result: the output when it succeeded, otherwise the error type and message
+ * (and any output the tool produced before failing, e.g. a traceback), so the model can correct the call.
+ */
+export function renderToolResult(result: ToolResult): string {
+  if (result.ok) return result.output;
+  const error = result.error ?? { type: 'internal_error', message: 'the tool failed without saying why' };
+  const head = `Error (${error.type}): ${error.message}`;
+  return result.output ? `${head}\n${result.output}` : head;
+}
+
+export const toolMessage = (name: string, result: ToolResult): ChatMessage => ({
+  role: 'tool',
+  name,
+  content: renderToolResult(result),
+});
+
+/** One message for all the malformed calls of a turn: they have no place in the assistant's `tool_calls`. */
+export function parseErrorMessage(errors: Pick<ParseError, 'message'>[]): ChatMessage {
+  const listed = errors.slice(0, MAX_LISTED_PARSE_ERRORS).map((e, i) => `${i + 1}. ${e.message}`);
+  const more =
+    errors.length > MAX_LISTED_PARSE_ERRORS ? [`… and ${errors.length - MAX_LISTED_PARSE_ERRORS} more`] : [];
+  const head =
+    errors.length === 1
+      ? 'Error (parse_error): 1 malformed tool call was not executed:'
+      : `Error (parse_error): ${errors.length} malformed tool calls were not executed:`;
+  return { role: 'tool', content: [head, ...listed, ...more].join('\n') };
+}
