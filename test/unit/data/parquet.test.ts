@@ -1,0 +1,242 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DatasetError, encodeDataset, iterateDataset, readDataset, writeDataset } from '#shared/data/dataset';
+import { encodeParquet, JSON_PATHS_KEY, openParquet, readParquetRows } from '#shared/data/parquet';
+import type { DatasetRowInput } from '#shared/schemas/dataset-row';
+
+const FIXTURES = new URL('../../fixtures/data/', import.meta.url).pathname;
+const PYTHON = new URL('../../../gpu-worker/.venv/bin/python', import.meta.url).pathname;
+const tmp = mkdtempSync(join(tmpdir(), 'toolrl-parquet-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** Runs Python (the learner env, where pyarrow lives) and returns its stdout parsed as JSON. */
+function python(script: string, ...args: string[]): unknown {
+  if (!existsSync(PYTHON)) throw new Error(`${PYTHON} missing: run \`npm run setup\` first`);
+  const r = spawnSync(PYTHON, ['-c', script, ...args], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`python failed: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+interface PyTable {
+  schema: Record<string, string>;
+  rows: { prompt: unknown; reward_model: Record<string, unknown>; extra_info: Record<string, unknown> }[];
+}
+
+const READ_WITH_PYARROW = `
+import json, sys, pyarrow.parquet as pq
+t = pq.read_table(sys.argv[1])
+print(json.dumps({"schema": {f.name: str(f.type) for f in t.schema}, "rows": t.to_pylist()}))
+`;
+
+describe('reading what pyarrow and pandas write (verl files)', () => {
+  it('reads the gsm8k layout: list<struct> prompt, struct reward_model, int64 index as a number', async () => {
+    const rows = await readDataset(join(FIXTURES, 'verl-gsm8k.parquet'));
+    expect(rows).toHaveLength(3);
+    expect(rows[0]).toEqual({
+      data_source: 'openai/gsm8k',
+      prompt: [{ role: 'user', content: "What is 48 + 24? Let's think step by step." }],
+      ability: 'math',
+      reward_model: { style: 'rule', ground_truth: '72' },
+      extra_info: { split: 'train', index: 0, answer: '48 + 24 = 72', question: 'What is 48 + 24?' },
+    });
+    expect(rows.map((r) => r.extra_info.index)).toEqual([0, 1, 2]);
+  });
+
+  it('reads zstd, legacy `item` list naming, a pandas index column and unified-struct nulls', async () => {
+    const rows = await readDataset(join(FIXTURES, 'verl-search-r1.parquet'));
+    expect(rows.map((r) => r.reward_model.ground_truth)).toEqual([
+      { target: ['Thomas Jefferson'] },
+      { target: ['Paris', 'Paris, France'] },
+    ]);
+    // Row 1 has no tools_kwargs: pyarrow stores null in the unified struct; the reader drops it.
+    expect(rows[1]!.extra_info).toEqual({ index: 1, split: 'train', need_tools_kwargs: false });
+    expect(rows[0]!.extra_info.tools_kwargs).toEqual({
+      search: { create_kwargs: { ground_truth: 'Thomas Jefferson' } },
+    });
+    expect(Object.keys(rows[0]!)).not.toContain('__index_level_0__');
+  });
+
+  it('reads the fixtures as pyarrow of this env writes them today', async () => {
+    const dir = join(tmp, 'fresh');
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    const r = spawnSync(PYTHON, [join(FIXTURES, 'make_verl_parquet.py'), dir], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(readdirSync(dir).sort()).toEqual([
+      'verl-bad-rows.parquet',
+      'verl-gsm8k.parquet',
+      'verl-search-r1.parquet',
+    ]);
+    expect(await readDataset(join(dir, 'verl-gsm8k.parquet'))).toEqual(
+      await readDataset(join(FIXTURES, 'verl-gsm8k.parquet')),
+    );
+  });
+
+  it('fills extra_info.index with the row number when a file has none', async () => {
+    const bytes = encodeParquet([
+      { data_source: 'a', prompt: [{ role: 'user', content: 'x' }] },
+      { data_source: 'a', prompt: [{ role: 'user', content: 'y' }], extra_info: { split: 'val' } },
+    ]);
+    const rows = await readDataset(bytes);
+    expect(rows.map((r) => r.extra_info)).toEqual([{ index: 0 }, { index: 1, split: 'val' }]);
+  });
+
+  it('names every bad row and its field', async () => {
+    const err = await readDataset(join(FIXTURES, 'verl-bad-rows.parquet')).catch((e) => e);
+    expect(err).toBeInstanceOf(DatasetError);
+    const rows = (err as DatasetError).problems.map((p) => p.row);
+    expect(rows).toEqual([1, 2, 3, 4]);
+    expect(err.message).toMatch(/row 1: prompt: .*>=1/);
+    expect(err.message).toMatch(/row 2: prompt\[0\]\.role: /);
+    expect(err.message).toMatch(/row 3: prompt\[1\]\.role: the prompt ends with a assistant message/);
+    expect(err.message).toMatch(/row 4: data_source: /);
+  });
+
+  it('reports a file that is not Parquet by name', async () => {
+    await expect(readDataset(join(FIXTURES, 'not-parquet.parquet'))).rejects.toThrow(
+      /cannot read .*not-parquet\.parquet as Parquet/,
+    );
+  });
+});
+
+const toolRow: DatasetRowInput = {
+  data_source: 'toolbench',
+  prompt: [
+    { role: 'system', content: 'Use the tools.' },
+    { role: 'user', content: 'Find concerts of the Lumineers.' },
+  ],
+  reward_model: { style: 'rule', ground_truth: { relevant_apis: ['songkick_concert_for_theclique'] } },
+  extra_info: {
+    index: 7,
+    category: 'Data',
+    tools: [
+      {
+        type: 'function',
+        function: {
+          name: 'songkick_concert_for_theclique',
+          description: 'Concert info',
+          parameters: {
+            type: 'object',
+            properties: { id_conc: { type: 'string', example_value: '4069' } },
+            required: ['id_conc'],
+            optional: [],
+          },
+        },
+      },
+    ],
+  },
+};
+const mathRow: DatasetRowInput = {
+  data_source: 'aime',
+  prompt: [{ role: 'user', content: 'Find x.' }],
+  ability: 'math',
+  reward_model: { style: 'rule', ground_truth: '204' },
+  extra_info: { index: 8, year: 2024, score: 1.5 },
+};
+
+describe('writing files pyarrow and verl read', () => {
+  it('round-trips rows through our reader unchanged (tools and free-form values included)', async () => {
+    const path = join(tmp, 'rt.parquet');
+    writeDataset(path, [toolRow, mathRow]);
+    const rows = await readDataset(path);
+    expect(rows[0]).toEqual({ ...toolRow, reward_model: toolRow.reward_model });
+    expect(rows[1]).toEqual(mathRow);
+  });
+
+  it('writes verl column types pyarrow reads natively, with JSON strings only for free-form paths', () => {
+    const path = join(tmp, 'pyarrow.parquet');
+    writeDataset(path, [toolRow, mathRow]);
+    const out = python(READ_WITH_PYARROW, path) as PyTable;
+    expect(Object.keys(out.schema)).toEqual([
+      'data_source',
+      'prompt',
+      'ability',
+      'reward_model',
+      'extra_info',
+    ]);
+    expect(out.schema.prompt).toBe('list<element: struct<role: string, content: string>>');
+    expect(out.schema.data_source).toBe('string');
+    // ground_truth is an object in one row and a string in the other: pyarrow cannot type that, so JSON.
+    expect(out.schema.reward_model).toBe('struct<style: string, ground_truth: string>');
+    // Key order is the schema's (index, split, tools, category, …) then the row's own extras.
+    expect(out.schema.extra_info).toBe(
+      'struct<index: int64, tools: string, category: string, year: int64, score: double>',
+    );
+    expect(out.rows[1]!.prompt).toEqual([{ role: 'user', content: 'Find x.' }]);
+    expect(out.rows[1]!.extra_info).toMatchObject({ index: 8, year: 2024, score: 1.5, tools: null });
+    expect(JSON.parse(out.rows[0]!.extra_info.tools as string)[0].function.name).toBe(
+      'songkick_concert_for_theclique',
+    );
+    expect(JSON.parse(out.rows[1]!.reward_model.ground_truth as string)).toBe('204');
+  });
+
+  it('keeps typed ground truth when all rows agree (Search-R1 targets, BFCL per-turn call lists)', async () => {
+    const rows: DatasetRowInput[] = [
+      {
+        data_source: 'bfcl',
+        prompt: [{ role: 'user', content: 'cd to docs' }],
+        reward_model: { style: 'rule', ground_truth: [["cd(folder='docs')"], []] },
+        extra_info: {
+          index: 0,
+          initial_config: { GorillaFileSystem: { root: { docs: { type: 'directory' } } } },
+        },
+      },
+      {
+        data_source: 'bfcl',
+        prompt: [{ role: 'user', content: 'ls' }],
+        reward_model: { style: 'rule', ground_truth: [['ls(a=True)']] },
+        extra_info: { index: 1, initial_config: {} },
+      },
+    ];
+    const path = join(tmp, 'bfcl.parquet');
+    writeDataset(path, rows);
+    const out = python(READ_WITH_PYARROW, path) as PyTable;
+    expect(out.schema.reward_model).toBe(
+      'struct<style: string, ground_truth: list<element: list<element: string>>>',
+    );
+    expect(out.rows[0]!.reward_model.ground_truth).toEqual([["cd(folder='docs')"], []]);
+    const pf = await openParquet(path);
+    expect(pf.jsonPaths).toEqual([['extra_info', 'initial_config']]);
+    expect(pf.metadata.key_value_metadata?.some((kv) => kv.key === JSON_PATHS_KEY)).toBe(true);
+    const back = await readDataset(path);
+    expect(back[0]!.extra_info.initial_config).toEqual(rows[0]!.extra_info.initial_config);
+    expect(back[1]!.extra_info.initial_config).toEqual({});
+  });
+
+  it('writes nothing when a row is bad, and leaves the previous file intact', async () => {
+    const path = join(tmp, 'atomic.parquet');
+    writeDataset(path, [mathRow]);
+    const bad = { ...mathRow, prompt: [{ role: 'robot', content: 'x' }] } as unknown as DatasetRowInput;
+    expect(() => writeDataset(path, [mathRow, bad])).toThrow(/row 1: prompt\[0\]\.role/);
+    expect(await readDataset(path)).toEqual([mathRow]);
+    expect(readdirSync(tmp).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('streams rows with row numbers across batches', async () => {
+    const rows = Array.from({ length: 25 }, (_, i) => ({ ...mathRow, extra_info: { index: i } }));
+    const seen: number[] = [];
+    for await (const { rowNumber, row } of iterateDataset(encodeDataset(rows), { batchRows: 10 })) {
+      expect(row.extra_info.index).toBe(rowNumber);
+      seen.push(rowNumber);
+    }
+    expect(seen).toEqual(Array.from({ length: 25 }, (_, i) => i));
+  });
+
+  it('reads pyarrow files whose list elements are null and whose int64 exceeds 2^53 as strings', async () => {
+    const path = join(tmp, 'edge.parquet');
+    const script = `
+import sys, pyarrow as pa, pyarrow.parquet as pq
+pq.write_table(pa.Table.from_pylist([{"a": [1, None, 3], "big": 2**60}]), sys.argv[1])
+print("{}")`;
+    python(script, path);
+    const rows = await readParquetRows(await openParquet(path));
+    expect(rows).toEqual([{ a: [1, null, 3], big: '1152921504606846976' }]);
+  });
+
+  it('refuses an empty dataset', () => {
+    expect(() => encodeDataset([])).toThrow(/at least one row/);
+  });
+});
