@@ -1,0 +1,66 @@
+// The shape of every queue handler: decode (claim check) and zod-parse each record, run the stage on it, and
+// answer with a partial batch response (Powertools) so one bad record never fails its siblings. A permanent
+// failure — or any failure on the last allowed receive — goes to the dead-letter queue with its reason.
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { type ZodType, z } from 'zod';
+import { ATTR } from '../ports/queue.ts';
+import { decodeMessage } from './claim-check.ts';
+import type { StageContext } from './context.ts';
+import { BadMessageError, describeError, isPermanent } from './errors.ts';
+
+export interface RecordMeta {
+  readonly messageId: string;
+  readonly receiveCount: number;
+}
+
+export interface BatchHandlerSpec<T> {
+  /** The function's name, for logs and dead-letter reasons. */
+  readonly name: string;
+  readonly schema: ZodType<T>;
+  /** The queue's redrive maxReceiveCount: on that receive a failure is dead-lettered with its reason. */
+  readonly maxReceiveCount: number;
+  readonly handle: (message: T, meta: RecordMeta) => Promise<void>;
+}
+
+export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
+
+export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>): SqsBatchHandler {
+  const handleRecord = async (record: SQSRecord): Promise<void> => {
+    const receiveCount = Number(record.attributes.ApproximateReceiveCount ?? '1');
+    try {
+      const payload = await decodeMessage(ctx.blobs, record.body);
+      const parsed = spec.schema.safeParse(payload);
+      if (!parsed.success)
+        throw new BadMessageError(`${spec.name}: invalid message: ${z.prettifyError(parsed.error)}`);
+      await spec.handle(parsed.data, { messageId: record.messageId, receiveCount });
+    } catch (err) {
+      const last = receiveCount >= spec.maxReceiveCount;
+      if ((isPermanent(err) || last) && ctx.deadLetter) {
+        const reason = `${describeError(err)}${isPermanent(err) ? '' : ` (after ${receiveCount} attempts)`}`;
+        ctx.log.error('record dead-lettered', { function: spec.name, messageId: record.messageId, reason });
+        await ctx.deadLetter.send(record.body, {
+          attributes: {
+            [ATTR.deadLetterReason]: reason.slice(0, 4000),
+            [ATTR.sourceQueue]: record.eventSourceARN,
+            [ATTR.receiveCount]: String(receiveCount),
+          },
+        });
+        return;
+      }
+      ctx.log.warn('record failed; it will be retried', {
+        function: spec.name,
+        messageId: record.messageId,
+        receiveCount,
+        error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+      });
+      throw err;
+    }
+  };
+  return async (event, context) =>
+    // One processor per invocation: the embedded runtime may run several batches of a function at once.
+    processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
+      ...(context ? { context } : {}),
+      throwOnFullBatchFailure: false,
+    });
+}

@@ -1,0 +1,176 @@
+// Runs one function the way Lambda's SQS event source mapping does: long-polls its queue, gathers a batch
+// (up to batchSize or until the batching window closes), invokes with at most maxConcurrency batches at
+// once, and deletes only the records that succeeded — every record when the handler reports no item
+// failures, none when it throws. Works on any Queue (embedded or SQS).
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Log } from '../pipeline/log.ts';
+import { silentLog } from '../pipeline/log.ts';
+import type { Queue, ReceivedMessage } from '../ports/queue.ts';
+import { toSqsEvent } from './sqs-event.ts';
+
+export type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined | void>;
+
+export interface EventSourceMappingOptions {
+  readonly name: string;
+  readonly queue: Queue;
+  readonly handler: SqsHandler;
+  readonly batchSize: number;
+  readonly maxBatchingWindowSec: number;
+  readonly maxConcurrency: number;
+  /** Long-poll wait of each receive (SQS allows up to 20). */
+  readonly waitTimeSec?: number;
+  /**
+   * When set, failed records become visible again after this many seconds instead of waiting out the full
+   * visibility timeout (sized for Lambda). Lambda itself does not do this; the embedded runtime uses it so a
+   * retry comes after a short backoff, not after an hour.
+   */
+  readonly retryAfterSec?: number;
+  readonly log?: Log;
+  /** Called after each invocation (progress display, tests). */
+  readonly onInvoke?: (r: InvocationResult) => void;
+}
+
+export interface InvocationResult {
+  readonly function: string;
+  readonly records: number;
+  readonly failed: number;
+  readonly threw: boolean;
+  readonly ms: number;
+}
+
+export interface MappingStats {
+  invocations: number;
+  recordsSucceeded: number;
+  recordsFailed: number;
+  handlerErrors: number;
+}
+
+export class EventSourceMapping {
+  readonly stats: MappingStats = { invocations: 0, recordsSucceeded: 0, recordsFailed: 0, handlerErrors: 0 };
+  private abort = new AbortController();
+  private pollers: Promise<void>[] = [];
+  private active = 0;
+  private running = false;
+  private readonly log: Log;
+
+  constructor(private readonly opts: EventSourceMappingOptions) {
+    this.log = opts.log ?? silentLog;
+  }
+
+  /** Batches being handled right now. */
+  get inFlight(): number {
+    return this.active;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.abort = new AbortController();
+    this.pollers = Array.from({ length: this.opts.maxConcurrency }, () => this.poll());
+  }
+
+  /** Stops polling and waits for the batches being handled to finish (their results are applied). */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.abort.abort();
+    await Promise.all(this.pollers);
+    this.pollers = [];
+  }
+
+  private async poll(): Promise<void> {
+    while (this.running) {
+      let batch: ReceivedMessage[];
+      try {
+        batch = await this.collectBatch();
+      } catch (err) {
+        if (!this.running) return;
+        this.log.warn('receive failed', { function: this.opts.name, error: String(err) });
+        await sleep(1000, this.abort.signal);
+        continue;
+      }
+      if (batch.length === 0) continue;
+      // A batch received while stopping is still handled: dropping it would only delay it by a timeout.
+      await this.invoke(batch);
+    }
+  }
+
+  private async collectBatch(): Promise<ReceivedMessage[]> {
+    const { queue, batchSize } = this.opts;
+    const signal = this.abort.signal;
+    const wait = this.opts.waitTimeSec ?? 20;
+    const batch = await queue.receive({ maxMessages: Math.min(10, batchSize), waitTimeSec: wait, signal });
+    if (batch.length === 0 || batch.length >= batchSize || this.opts.maxBatchingWindowSec <= 0) return batch;
+    const deadline = Date.now() + this.opts.maxBatchingWindowSec * 1000;
+    while (batch.length < batchSize && this.running) {
+      const left = (deadline - Date.now()) / 1000;
+      if (left <= 0) break;
+      const more = await queue.receive({
+        maxMessages: Math.min(10, batchSize - batch.length),
+        waitTimeSec: left,
+        signal,
+      });
+      batch.push(...more);
+    }
+    return batch;
+  }
+
+  private async invoke(batch: ReceivedMessage[]): Promise<void> {
+    const { queue, handler, name } = this.opts;
+    this.active++;
+    const started = Date.now();
+    let failedIds: Set<string>;
+    let threw = false;
+    try {
+      const response = await handler(toSqsEvent(queue, batch));
+      failedIds = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
+    } catch (err) {
+      threw = true;
+      failedIds = new Set(batch.map((m) => m.messageId));
+      this.stats.handlerErrors++;
+      this.log.error('handler threw: its whole batch will be retried', {
+        function: name,
+        records: batch.length,
+        error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+      });
+    }
+    const ok = batch.filter((m) => !failedIds.has(m.messageId));
+    const failed = batch.filter((m) => failedIds.has(m.messageId));
+    try {
+      if (ok.length > 0) await queue.deleteBatch(ok.map((m) => m.receiptHandle));
+      if (this.opts.retryAfterSec !== undefined)
+        for (const m of failed)
+          await queue.changeVisibility(m.receiptHandle, this.opts.retryAfterSec).catch(() => {});
+    } catch (err) {
+      this.log.warn('delete after a successful batch failed; the records will be redelivered', {
+        function: name,
+        error: String(err),
+      });
+    }
+    this.stats.invocations++;
+    this.stats.recordsSucceeded += ok.length;
+    this.stats.recordsFailed += failed.length;
+    this.active--;
+    this.opts.onInvoke?.({
+      function: name,
+      records: batch.length,
+      failed: failed.length,
+      threw,
+      ms: Date.now() - started,
+    });
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,200 @@
+// The local runtime's event source mapping: batching, concurrency, partial batch responses, whole-batch
+// failure on a throw, and dead-lettering through the shared batch handler.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
+import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
+import { sqsBatchHandler } from '#shared/pipeline/batch-handler';
+import type { StageContext } from '#shared/pipeline/context';
+import { PermanentError } from '#shared/pipeline/errors';
+import { silentLog } from '#shared/pipeline/log';
+import { ATTR } from '#shared/ports/queue';
+import { EventSourceMapping, type SqsHandler } from '#shared/runtime/event-source-mapping';
+
+const mappings: EventSourceMapping[] = [];
+afterEach(async () => {
+  for (const m of mappings.splice(0)) await m.stop();
+});
+
+function setup(maxReceiveCount = 3) {
+  const dlq = new EmbeddedQueue({ name: 'work-dlq', visibilityTimeoutSec: 30 });
+  const queue = new EmbeddedQueue({
+    name: 'work',
+    visibilityTimeoutSec: 30,
+    maxReceiveCount,
+    deadLetter: dlq,
+  });
+  const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-esm-')));
+  const ctx: StageContext = { blobs, queues: {}, deadLetter: dlq, log: silentLog, now: () => new Date() };
+  return { queue, dlq, ctx };
+}
+
+function run(
+  queue: EmbeddedQueue,
+  handler: SqsHandler,
+  opts: Partial<{ batchSize: number; windowSec: number; concurrency: number; retryAfterSec: number }> = {},
+) {
+  const m = new EventSourceMapping({
+    name: 'work',
+    queue,
+    handler,
+    batchSize: opts.batchSize ?? 10,
+    maxBatchingWindowSec: opts.windowSec ?? 0,
+    maxConcurrency: opts.concurrency ?? 1,
+    waitTimeSec: 0.05,
+    ...(opts.retryAfterSec !== undefined ? { retryAfterSec: opts.retryAfterSec } : {}),
+  });
+  mappings.push(m);
+  m.start();
+  return m;
+}
+
+async function until(cond: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const ItemSchema = z.object({ n: z.number().int() });
+
+describe('EventSourceMapping + sqsBatchHandler', () => {
+  it('a poison message in a batch of ten: nine handled once, the bad one dead-lettered with its reason', async () => {
+    const { queue, dlq, ctx } = setup();
+    const handled: number[] = [];
+    const handler = sqsBatchHandler(ctx, {
+      name: 'work',
+      schema: ItemSchema,
+      maxReceiveCount: 3,
+      handle: async (m) => void handled.push(m.n),
+    });
+    const bodies = Array.from({ length: 10 }, (_, i) =>
+      i === 4 ? '{"n": "four"}' : JSON.stringify({ n: i }),
+    );
+    await queue.sendBatch(bodies.map((body) => ({ body })));
+    const m = run(queue, handler, { batchSize: 10, windowSec: 0.2 });
+    await until(() => queue.size === 0);
+    await m.stop();
+    expect(m.stats.invocations).toBe(1);
+    expect(handled.sort()).toEqual([0, 1, 2, 3, 5, 6, 7, 8, 9]);
+    const [dead] = await dlq.receive();
+    expect(dead?.body).toBe('{"n": "four"}');
+    expect(dead?.attributes[ATTR.deadLetterReason]).toMatch(/invalid message.*n/s);
+    expect(dead?.attributes[ATTR.sourceQueue]).toBe('embedded:work');
+  });
+
+  it('a transient failure is retried alone; its siblings are deleted after one success', async () => {
+    const { queue, ctx } = setup();
+    const calls = new Map<number, number>();
+    const handler = sqsBatchHandler(ctx, {
+      name: 'work',
+      schema: ItemSchema,
+      maxReceiveCount: 3,
+      handle: async (m) => {
+        calls.set(m.n, (calls.get(m.n) ?? 0) + 1);
+        if (m.n === 2 && calls.get(2) === 1) throw new Error('flaky');
+      },
+    });
+    for (let i = 0; i < 5; i++) await queue.send(JSON.stringify({ n: i }));
+    const m = run(queue, handler, { batchSize: 5, retryAfterSec: 0 });
+    await until(() => queue.size === 0);
+    expect([...calls.entries()].sort()).toEqual([
+      [0, 1],
+      [1, 1],
+      [2, 2],
+      [3, 1],
+      [4, 1],
+    ]);
+    expect(m.stats.recordsFailed).toBe(1);
+  });
+
+  it('a handler that throws fails its whole batch: every record is redelivered', async () => {
+    const { queue } = setup();
+    let invocations = 0;
+    const seen: string[][] = [];
+    const handler: SqsHandler = async (event) => {
+      invocations++;
+      seen.push(event.Records.map((r) => r.attributes.ApproximateReceiveCount));
+      if (invocations === 1) throw new Error('crash after partial work');
+      return { batchItemFailures: [] };
+    };
+    for (let i = 0; i < 3; i++) await queue.send(String(i));
+    run(queue, handler, { batchSize: 3, retryAfterSec: 0 });
+    await until(() => queue.size === 0);
+    expect(seen).toEqual([
+      ['1', '1', '1'],
+      ['2', '2', '2'],
+    ]);
+  });
+
+  it('on the last allowed receive a transient failure is dead-lettered with its reason and attempt count', async () => {
+    const { queue, dlq, ctx } = setup(2);
+    const handler = sqsBatchHandler(ctx, {
+      name: 'work',
+      schema: ItemSchema,
+      maxReceiveCount: 2,
+      handle: async () => {
+        throw new Error('tool server down');
+      },
+    });
+    await queue.send('{"n": 1}');
+    run(queue, handler, { retryAfterSec: 0 });
+    await until(async () => (await dlq.depth()).visible === 1);
+    const [dead] = await dlq.receive();
+    expect(dead?.attributes[ATTR.deadLetterReason]).toBe('Error: tool server down (after 2 attempts)');
+    expect(queue.size).toBe(0);
+  });
+
+  it('a PermanentError goes to the dead-letter queue on its first receive', async () => {
+    const { queue, dlq, ctx } = setup();
+    let attempts = 0;
+    const handler = sqsBatchHandler(ctx, {
+      name: 'work',
+      schema: ItemSchema,
+      maxReceiveCount: 5,
+      handle: async () => {
+        attempts++;
+        throw new PermanentError('dataset row 3: prompt is empty');
+      },
+    });
+    await queue.send('{"n": 1}');
+    run(queue, handler);
+    await until(async () => (await dlq.depth()).visible === 1);
+    expect(attempts).toBe(1);
+    const [dead] = await dlq.receive();
+    expect(dead?.attributes[ATTR.deadLetterReason]).toBe('PermanentError: dataset row 3: prompt is empty');
+  });
+
+  it('never runs more than maxConcurrency batches at once', async () => {
+    const { queue } = setup();
+    let active = 0;
+    let peak = 0;
+    const handler: SqsHandler = async () => {
+      active++;
+      peak = Math.max(peak, active);
+      await new Promise((r) => setTimeout(r, 20));
+      active--;
+    };
+    for (let i = 0; i < 12; i++) await queue.send(String(i));
+    run(queue, handler, { batchSize: 1, concurrency: 3 });
+    await until(() => queue.size === 0);
+    expect(peak).toBe(3);
+  });
+
+  it('gathers messages that arrive within the batching window into one batch', async () => {
+    const { queue } = setup();
+    const sizes: number[] = [];
+    const handler: SqsHandler = async (e) => void sizes.push(e.Records.length);
+    run(queue, handler, { batchSize: 10, windowSec: 0.3 });
+    await queue.send('a');
+    await new Promise((r) => setTimeout(r, 50));
+    await queue.send('b');
+    await queue.send('c');
+    await until(() => queue.size === 0);
+    expect(sizes).toEqual([3]);
+  });
+});
