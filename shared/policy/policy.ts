@@ -1,0 +1,224 @@
+// The rollout policy: a loaded bundle that renders prompts, samples groups and continues trajectories after tool
+// results, recording every sampled token's log-prob and the policy version that sampled it.
+import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
+import type { BundleManifest } from '#shared/schemas/policy';
+import type { TurnStop } from '#shared/schemas/trajectory';
+import { type BundleCheck, readBundle } from './bundle.ts';
+import { CacheStore } from './cache-store.ts';
+import { decodeRows, emptyStats, type LoopStats, type RowSpec } from './decode-loop.ts';
+import { KvCache } from './kv-cache.ts';
+import { OnnxDecoder } from './onnx-decoder.ts';
+import { checkSamplingParams, Sampler, type SamplingParams } from './sampler.ts';
+import { type StopSpec, TOOL_CALL_END } from './stops.ts';
+import { responseLength, type TokenState } from './token-state.ts';
+import { ChatTokenizer, type TokenizerOptions } from './tokenizer.ts';
+import { appendMessages, appendTurn, PrefixBreakError, startState, turnContent } from './turns.ts';
+
+export interface LoadPolicyOptions extends TokenizerOptions {
+  /** The policy version recorded on sampled tokens; defaults to the manifest's. */
+  version?: number;
+  /** ORT intra-op threads; defaults to the machine's cores. */
+  threads?: number;
+  /** Bundle check before loading: file sizes (default) or sha256 of every file. */
+  check?: BundleCheck;
+  /** Bytes of KV cache kept between turns in this process (default 1 GiB; 0 disables). */
+  cacheBytes?: number;
+}
+
+export interface TurnSample {
+  tokenIds: number[];
+  /** log softmax(logits / temperature) of each sampled token. */
+  logprobs: number[];
+  stop: TurnStop;
+  /** The decoded sampled text without a final EOS token. */
+  text: string;
+}
+
+export interface GroupStart {
+  promptIds: number[];
+  /** One state per sample, its first turn appended. */
+  states: TokenState[];
+  samples: TurnSample[];
+}
+
+export interface Continuation {
+  state: TokenState;
+  sample: TurnSample;
+  /** The total response budget was spent by the appended messages: nothing was sampled. */
+  budgetExhausted: boolean;
+}
+
+export interface PolicyMetrics extends LoopStats {
+  prefixChecks: number;
+  prefixBreaks: number;
+  cacheHits: number;
+  cacheMisses: number;
+}
+
+export class Policy {
+  private readonly sampler: Sampler;
+  private readonly stops: StopSpec;
+  private readonly caches: CacheStore;
+  private readonly counters: PolicyMetrics = {
+    ...emptyStats(),
+    prefixChecks: 0,
+    prefixBreaks: 0,
+    cacheHits: 0,
+    cacheMisses: 0,
+  };
+
+  constructor(
+    readonly manifest: BundleManifest,
+    readonly tokenizer: ChatTokenizer,
+    private readonly decoder: OnnxDecoder,
+    readonly version: number,
+    cacheBytes: number,
+  ) {
+    this.sampler = new Sampler(decoder.vocabSize);
+    const eos = new Set(manifest.eosTokenIds);
+    if (tokenizer.eosTokenId !== undefined) eos.add(tokenizer.eosTokenId);
+    const toolCallEndId = tokenizer.singleTokenId(TOOL_CALL_END);
+    this.stops = {
+      eosIds: eos,
+      ...(toolCallEndId !== undefined ? { toolCallEndId } : {}),
+      toolCallEndText: TOOL_CALL_END,
+      piece: (id) => tokenizer.piece(id),
+    };
+    this.caches = new CacheStore(cacheBytes);
+  }
+
+  /** The conversation rendered through the chat template with the generation prompt, tokenised. */
+  renderPrompt(messages: readonly ChatMessage[], tools: readonly ToolSchema[] = []): number[] {
+    return this.tokenizer.encode(this.tokenizer.render(messages, tools, { addGenerationPrompt: true }));
+  }
+
+  /** G samples of one prompt: one prefill shared by all, then one batched decode. Sample i draws from stream (seed, i, 0). */
+  async sampleGroup(promptIds: readonly number[], n: number, s: SamplingParams): Promise<TurnSample[]> {
+    checkSamplingParams(s);
+    if (!(Number.isInteger(n) && n >= 1))
+      throw new RangeError(`sampleGroup: n must be an integer >= 1, got ${n}`);
+    if (promptIds.length === 0) throw new RangeError('sampleGroup: empty prompt');
+    const budget = Math.min(s.maxNewTokens, s.maxTotalResponseTokens ?? Number.POSITIVE_INFINITY);
+    const rows: RowSpec[] = Array.from({ length: n }, (_, i) => ({ sampleIndex: i, turn: 0, budget }));
+    const results = await decodeRows({
+      decoder: this.decoder,
+      sampler: this.sampler,
+      past: KvCache.empty(this.decoder.kv, 1),
+      feed: promptIds,
+      rows,
+      params: s,
+      stops: this.stops,
+      stats: this.counters,
+    });
+    return results.map((r) => ({ ...r, text: turnContent(this.tokenizer, r.tokenIds, r.stop) }));
+  }
+
+  /** Renders the prompt, samples the group's first turns and returns one serialisable state per sample. */
+  async startGroup(
+    messages: readonly ChatMessage[],
+    tools: readonly ToolSchema[],
+    n: number,
+    s: SamplingParams,
+  ): Promise<GroupStart> {
+    checkSamplingParams(s);
+    const promptText = this.tokenizer.render(messages, tools, { addGenerationPrompt: true });
+    const promptIds = this.tokenizer.encode(promptText);
+    const budget = Math.min(s.maxNewTokens, s.maxTotalResponseTokens ?? Number.POSITIVE_INFINITY);
+    const kept = new Map<number, KvCache>();
+    const results = await decodeRows({
+      decoder: this.decoder,
+      sampler: this.sampler,
+      past: KvCache.empty(this.decoder.kv, 1),
+      feed: promptIds,
+      rows: Array.from({ length: n }, (_, i) => ({ sampleIndex: i, turn: 0, budget })),
+      params: s,
+      stops: this.stops,
+      retain: this.caches.budgetBytes > 0 ? (r, cache) => kept.set(r, cache) : undefined,
+      stats: this.counters,
+    });
+    const samples = results.map((r) => ({ ...r, text: turnContent(this.tokenizer, r.tokenIds, r.stop) }));
+    const states = samples.map((sample, i) => {
+      const begun = startState({ sampleIndex: i, seed: s.seed, messages, tools, promptText, promptIds });
+      const state = appendTurn(begun, sample, this.version, this.tokenizer);
+      return { ...state, cacheKey: this.keep(state.tokenIds, kept.get(i)) };
+    });
+    return { promptIds, states, samples };
+  }
+
+  /**
+   * Appends `messages` (tool results) as the template's delta and samples the next turn. Keeps the KV cache when
+   * the state was sampled in this process; re-prefills the whole trajectory otherwise. Throws PrefixBreakError
+   * (counted in metrics) when the template no longer extends the trajectory's tokens.
+   */
+  async continueTrajectory(
+    state: TokenState,
+    messages: readonly ChatMessage[],
+    s: SamplingParams,
+  ): Promise<Continuation> {
+    checkSamplingParams(s);
+    let next: TokenState;
+    this.counters.prefixChecks++;
+    try {
+      next = appendMessages(state, messages, this.tokenizer).state;
+    } catch (err) {
+      if (err instanceof PrefixBreakError) this.counters.prefixBreaks++;
+      throw err;
+    }
+    const left = (s.maxTotalResponseTokens ?? Number.POSITIVE_INFINITY) - responseLength(next);
+    const budget = Math.min(s.maxNewTokens, left);
+    if (budget <= 0) {
+      return {
+        state: { ...next, cacheKey: null },
+        sample: { tokenIds: [], logprobs: [], stop: 'length', text: '' },
+        budgetExhausted: true,
+      };
+    }
+    const cached = this.caches.take(state.cacheKey, next.tokenIds);
+    if (cached) this.counters.cacheHits++;
+    else this.counters.cacheMisses++;
+    const past = cached ?? KvCache.empty(this.decoder.kv, 1);
+    let kept: KvCache | undefined;
+    const [result] = await decodeRows({
+      decoder: this.decoder,
+      sampler: this.sampler,
+      past,
+      feed: next.tokenIds.slice(past.length),
+      rows: [{ sampleIndex: state.sampleIndex, turn: next.turns.length, budget }],
+      params: s,
+      stops: this.stops,
+      retain: this.caches.budgetBytes > 0 ? (_, cache) => (kept = cache) : undefined,
+      stats: this.counters,
+    });
+    const sample = { ...result!, text: turnContent(this.tokenizer, result!.tokenIds, result!.stop) };
+    const after = appendTurn(next, sample, this.version, this.tokenizer);
+    return { state: { ...after, cacheKey: this.keep(after.tokenIds, kept) }, sample, budgetExhausted: false };
+  }
+
+  /** Counters since load: prefill/decode tokens and time, prefix checks and breaks, cache hits and misses. */
+  get metrics(): PolicyMetrics {
+    return { ...this.counters };
+  }
+
+  async dispose(): Promise<void> {
+    await this.decoder.dispose();
+  }
+
+  private keep(tokenIds: readonly number[], cache: KvCache | undefined): string | null {
+    if (!cache) return null;
+    return this.caches.put(tokenIds.slice(0, cache.length), cache);
+  }
+}
+
+/** Loads a rollout bundle: checks it against its manifest, then the tokenizer and the ONNX session. */
+export async function loadPolicy(bundleDir: string, opts: LoadPolicyOptions = {}): Promise<Policy> {
+  const bundle = await readBundle(bundleDir, opts.check ?? 'size');
+  const m = bundle.manifest;
+  const tokenizer = await ChatTokenizer.load(bundle.dir, opts);
+  const decoder = await OnnxDecoder.load(
+    bundle.modelPath,
+    { numLayers: m.numLayers, numKvHeads: m.numKeyValueHeads, headDim: m.headDim },
+    m.vocabSize,
+    { threads: opts.threads },
+  );
+  return new Policy(m, tokenizer, decoder, opts.version ?? m.version, opts.cacheBytes ?? 2 ** 30);
+}
