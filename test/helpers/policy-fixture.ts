@@ -1,0 +1,103 @@
+// The tiny model and its rollout bundle for tests, built once by the learner's own CLI
+// (`python -m toolrl_learner tiny|export`) into .cache/fixtures/<hash of the model and export sources>/ and reused
+// until those sources change. Safe to call from parallel test workers: one builds, the others wait for it.
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const LEARNER_PYTHON = join(REPO_ROOT, 'gpu-worker', '.venv', 'bin', 'python');
+
+export interface TinyFixture {
+  /** Hugging Face model folder (config.json, model.safetensors, tokenizer files). */
+  modelDir: string;
+  /** Rollout bundle exported from it (model.onnx, model.onnx.data, tokenizer files, manifest.json). */
+  bundleDir: string;
+}
+
+export interface TinyOptions {
+  /** Weight-only quantisation of the bundle (the model folder is shared). Default none. */
+  quantization?: 'none' | 'int8' | 'int4';
+}
+
+const SOURCES = ['gpu-worker/toolrl_learner/model', 'gpu-worker/toolrl_learner/export'];
+
+function sourceHash(): string {
+  const h = createHash('sha256');
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      if (name === '__pycache__') continue;
+      if (statSync(path).isDirectory()) walk(path);
+      else {
+        h.update(relative(REPO_ROOT, path));
+        h.update(readFileSync(path));
+      }
+    }
+  };
+  for (const s of SOURCES) walk(join(REPO_ROOT, s));
+  h.update(readFileSync(join(REPO_ROOT, 'gpu-worker', 'toolrl_learner', '__main__.py')));
+  return h.digest('hex').slice(0, 16);
+}
+
+async function learner(args: string[]): Promise<void> {
+  try {
+    await run(LEARNER_PYTHON, ['-m', 'toolrl_learner', ...args], { cwd: REPO_ROOT, maxBuffer: 64 << 20 });
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`python -m toolrl_learner ${args.join(' ')} failed: ${e.stderr || e.message}`);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Builds `target` with `build(tmp)` unless it exists; one builder at a time across processes (a lock folder). */
+async function once(target: string, build: (tmp: string) => Promise<void>): Promise<void> {
+  const lock = `${target}.lock`;
+  for (;;) {
+    if (existsSync(target)) return;
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      // Another worker is building; a lock older than 10 minutes is left from a killed run.
+      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 600_000) rmSync(lock, { recursive: true });
+      await sleep(250);
+    }
+  }
+  try {
+    if (existsSync(target)) return;
+    const tmp = `${target}.tmp-${process.pid}`;
+    rmSync(tmp, { recursive: true, force: true });
+    await build(tmp);
+    renameSync(tmp, target);
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+const built = new Map<string, Promise<TinyFixture>>();
+
+/** The tiny test model and its bundle; built on first use (a few seconds), then read from .cache/fixtures. */
+export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
+  const q = opts.quantization ?? 'none';
+  let p = built.get(q);
+  if (!p) {
+    p = (async () => {
+      const root = join(REPO_ROOT, '.cache', 'fixtures', sourceHash());
+      mkdirSync(root, { recursive: true });
+      const modelDir = join(root, 'model');
+      const bundleDir = join(root, `bundle-${q}`);
+      await once(modelDir, (tmp) => learner(['tiny', '--out', tmp]));
+      await once(bundleDir, (tmp) => learner(['export', '--model', modelDir, '--out', tmp, '--quantization', q]));
+      return { modelDir, bundleDir };
+    })();
+    built.set(q, p);
+  }
+  return p;
+}
