@@ -1,0 +1,63 @@
+"""`python -m toolrl_learner export --model DIR --out BUNDLE [...]`: write (or republish) an ONNX rollout bundle.
+
+Prints one JSON line: {"out", "version", "quantization", "variant", "layoutHash", "bytes", "weightsOnly", "seconds"}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m toolrl_learner export", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--model", required=True, help="Hugging Face model folder (config.json, safetensors, tokenizer)"
+    )
+    p.add_argument("--out", required=True, help="bundle folder to write")
+    p.add_argument(
+        "--version", type=int, default=0, help="policy version recorded in manifest.json (default 0)"
+    )
+    p.add_argument("--quantization", choices=("none", "int8", "int4"), default="none")
+    p.add_argument("--block-size", type=int, default=32, help="quantisation block along K (default 32)")
+    p.add_argument(
+        "--variant", choices=("standard",), default="standard", help="graph operators (see GRAPH.md)"
+    )
+    p.add_argument(
+        "--graph-from",
+        help="previous bundle: republish only model.onnx.data for its graph (layout hash checked)",
+    )
+    args = p.parse_args(argv)
+    if args.version < 0:
+        p.error("--version must be >= 0")
+    t0 = time.perf_counter()
+    from .bundle import export_bundle
+
+    try:
+        manifest = export_bundle(
+            args.model,
+            args.out,
+            args.version,
+            args.quantization,
+            graph_from=args.graph_from,
+            block_size=args.block_size,
+            variant=args.variant,
+        )
+    except (ValueError, FileNotFoundError) as e:
+        p.error(str(e))
+    print(
+        json.dumps(
+            {
+                "out": args.out,
+                "version": manifest["version"],
+                "quantization": manifest["quantization"],
+                "variant": manifest["export"].get("variant"),
+                "layoutHash": manifest["layoutHash"],
+                "bytes": sum(f["bytes"] for f in manifest["files"].values()),
+                "weightsOnly": args.graph_from is not None,
+                "seconds": round(time.perf_counter() - t0, 2),
+            }
+        )
+    )
+    return 0

@@ -1,0 +1,166 @@
+"""The decoder as an ONNX graph with standard operators and an Optimum-style KV cache (see GRAPH.md).
+
+Inputs and outputs are named as Optimum and transformers.js name them, so onnxruntime-node, transformers.js and
+Optimum's ORTModelForCausalLM can all drive it:
+    input_ids, attention_mask, position_ids, past_key_values.N.key|value  ->  logits, present.N.key|value
+The hidden state flows as a 2-D [batch*seq, hidden] tensor so every projection is one Gemm(transB=1) on the
+Hugging Face [out, in] weight as stored in the checkpoint; quantised projections are MatMulNBits instead.
+
+Public API:
+    QuantSpec(bits, block_size, accuracy_level)
+    build_standard_graph(cfg, quant=None) -> GraphBuilder   (weights referenced by name, not yet attached)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.config import ModelConfig
+from .onnx_builder import BOOL, FLOAT, INT64, MS_DOMAIN, GraphBuilder
+
+
+@dataclass(frozen=True)
+class QuantSpec:
+    """MatMulNBits settings. accuracy_level 4 lets onnxruntime quantise activations to int8 on the fly (its
+    fastest CPU path for 4-bit weights); 0 keeps fp32 activations."""
+
+    bits: int
+    block_size: int = 32
+    accuracy_level: int = 4
+
+
+def linear(g: GraphBuilder, x: str, prefix: str, k: int, n: int, bias: bool, quant: QuantSpec | None) -> str:
+    """y = x W^T + b for x [M, K] and the checkpoint's W [N, K]."""
+    if quant is None:
+        return g.op("Gemm", [x, f"{prefix}.weight"] + ([f"{prefix}.bias"] if bias else []), transB=1)
+    inputs = [x, f"{prefix}.weight_q", f"{prefix}.weight_scales"]
+    if quant.bits == 4:
+        inputs.append(f"{prefix}.weight_zero_points")
+    y = g.op(
+        "MatMulNBits",
+        inputs,
+        domain=MS_DOMAIN,
+        K=k,
+        N=n,
+        bits=quant.bits,
+        block_size=quant.block_size,
+        accuracy_level=quant.accuracy_level,
+    )
+    return g.op("Add", [y, f"{prefix}.bias"]) if bias else y
+
+
+def rms_norm(g: GraphBuilder, x: str, weight: str, eps: float) -> str:
+    # Written as Pow/ReduceMean/Add/Sqrt/Div/Mul: the pattern onnxruntime fuses into SimplifiedLayerNormalization.
+    sq = g.op("Pow", [x, g.const(2.0, np.float32)])
+    ms = g.op("ReduceMean", [sq], axes=[-1], keepdims=1)
+    rms = g.op("Sqrt", [g.op("Add", [ms, g.const(eps, np.float32)])])
+    return g.op("Mul", [weight, g.op("Div", [x, rms])])
+
+
+def rotary(g: GraphBuilder, x: str, cos: str, sin: str, half: int) -> str:
+    """x [B, S, H, D] -> x*cos + rotate_half(x)*sin, with cos/sin [B, S, 1, D]."""
+    x1, x2 = g.op("Split", [x, g.const([half, half])], axis=-1, n_out=2)
+    rotated = g.op("Concat", [g.op("Neg", [x2]), x1], axis=-1)
+    return g.op("Add", [g.op("Mul", [x, cos]), g.op("Mul", [rotated, sin])])
+
+
+def build_standard_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> GraphBuilder:
+    g = GraphBuilder()
+    hq, hkv, d, hid = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.hidden_size
+    rep = cfg.num_key_value_groups
+    ids = g.input("input_ids", INT64, ["batch_size", "sequence_length"])
+    mask = g.input("attention_mask", INT64, ["batch_size", "total_sequence_length"])
+    pos = g.input("position_ids", INT64, ["batch_size", "sequence_length"])
+    past = []
+    for i in range(cfg.num_hidden_layers):
+        shape = ["batch_size", hkv, "past_sequence_length", d]
+        past.append(
+            (
+                g.input(f"past_key_values.{i}.key", FLOAT, shape),
+                g.input(f"past_key_values.{i}.value", FLOAT, shape),
+            )
+        )
+
+    # Dynamic sizes, computed once: B, S (from input_ids) and T = past + S (from attention_mask).
+    bs = g.op("Shape", [ids], name="/shape/bs")  # [2]
+    b1 = g.op("Slice", [bs, g.const([0]), g.const([1])], name="/shape/b")  # [1]
+    s1 = g.op("Slice", [bs, g.const([1]), g.const([2])], name="/shape/s")  # [1]
+    t1 = g.op("Slice", [g.op("Shape", [mask]), g.const([1]), g.const([2])], name="/shape/t")  # [1]
+    q_shape = g.op("Concat", [bs, g.const([hq, d])], axis=0, name="/shape/q")  # [B, S, Hq, D]
+    kv_shape = g.op("Concat", [bs, g.const([hkv, d])], axis=0, name="/shape/kv")  # [B, S, Hkv, D]
+    grouped5 = g.op("Concat", [b1, g.const([hkv, rep]), s1, t1], axis=0, name="/shape/scores5")
+    grouped4 = g.op("Concat", [b1, g.const([hkv, -1]), t1], axis=0, name="/shape/scores4")
+
+    # RoPE tables from the given positions: freqs = pos * inv_freq in fp32, as transformers computes them.
+    inv_freq = g.const(cfg.inv_freq().numpy(), np.float32, name="rotary.inv_freq")
+    posf = g.op("Unsqueeze", [g.op("Cast", [pos], to=FLOAT), g.const([2])])  # [B, S, 1]
+    freqs = g.op("Mul", [posf, inv_freq])  # [B, S, D/2]
+    angles = g.op("Concat", [freqs, freqs], axis=-1)  # [B, S, D]
+    cos = g.op("Unsqueeze", [g.op("Cos", [angles]), g.const([2])], name="/rotary/cos")  # [B, S, 1, D]
+    sin = g.op("Unsqueeze", [g.op("Sin", [angles]), g.const([2])], name="/rotary/sin")
+
+    # allowed[b, 0, 0, i, j]: key j is not padding and is not after query i (query i sits at T - S + i).
+    t0 = g.op("Squeeze", [t1, g.const([0])])
+    s0 = g.op("Squeeze", [s1, g.const([0])])
+    kpos = g.op("Range", [g.const(0), t0, g.const(1)])  # [T]
+    qpos = g.op("Range", [g.op("Sub", [t0, s0]), t0, g.const(1)])  # [S]
+    causal = g.op(
+        "LessOrEqual", [g.op("Unsqueeze", [kpos, g.const([0])]), g.op("Unsqueeze", [qpos, g.const([1])])]
+    )  # [S, T]
+    keep = g.op("Unsqueeze", [g.op("Cast", [mask], to=BOOL), g.const([1, 2, 3])])  # [B, 1, 1, 1, T]
+    allowed = g.op("And", [causal, keep], name="/mask/allowed")  # [B, 1, 1, S, T]
+    masked_value = g.const(np.finfo(np.float32).min, np.float32)
+    scale = g.const(d**-0.5, np.float32)
+
+    x = g.op("Gather", ["model.embed_tokens.weight", ids], axis=0)  # [B, S, H]
+    x = g.op("Reshape", [x, g.const([-1, hid])], name="/embed/flat")  # [N, H]
+    for i in range(cfg.num_hidden_layers):
+        p = f"model.layers.{i}"
+        h = rms_norm(g, x, f"{p}.input_layernorm.weight", cfg.rms_norm_eps)
+        q = g.op(
+            "Reshape", [linear(g, h, f"{p}.self_attn.q_proj", hid, hq * d, cfg.qkv_bias, quant), q_shape]
+        )
+        k = g.op(
+            "Reshape", [linear(g, h, f"{p}.self_attn.k_proj", hid, hkv * d, cfg.qkv_bias, quant), kv_shape]
+        )
+        v = g.op(
+            "Reshape", [linear(g, h, f"{p}.self_attn.v_proj", hid, hkv * d, cfg.qkv_bias, quant), kv_shape]
+        )
+        if cfg.qk_norm:
+            q = rms_norm(g, q, f"{p}.self_attn.q_norm.weight", cfg.rms_norm_eps)
+            k = rms_norm(g, k, f"{p}.self_attn.k_norm.weight", cfg.rms_norm_eps)
+        q = g.op("Transpose", [rotary(g, q, cos, sin, d // 2)], perm=[0, 2, 1, 3])  # [B, Hq, S, D]
+        k = g.op("Transpose", [rotary(g, k, cos, sin, d // 2)], perm=[0, 2, 1, 3])  # [B, Hkv, S, D]
+        v = g.op("Transpose", [v], perm=[0, 2, 1, 3])  # [B, Hkv, S, D]
+        present_k = g.op("Concat", [past[i][0], k], axis=2, name=f"present.{i}.key")  # [B, Hkv, T, D]
+        present_v = g.op("Concat", [past[i][1], v], axis=2, name=f"present.{i}.value")
+        g.output(present_k, f"present.{i}.key", FLOAT, ["batch_size", hkv, "total_sequence_length", d])
+        g.output(present_v, f"present.{i}.value", FLOAT, ["batch_size", hkv, "total_sequence_length", d])
+        # Grouped-query attention without repeating K/V: the `rep` query heads of a KV head are stacked along
+        # the sequence axis, so each KV head is one batched matmul.
+        qg = g.op("Reshape", [g.op("Mul", [q, scale]), g.const([0, hkv, -1, d])])  # [B, Hkv, rep*S, D]
+        kt = g.op("Transpose", [present_k], perm=[0, 1, 3, 2])  # [B, Hkv, D, T]
+        scores = g.op("Reshape", [g.op("MatMul", [qg, kt]), grouped5])  # [B, Hkv, rep, S, T]
+        scores = g.op("Where", [allowed, scores, masked_value])
+        probs = g.op("Reshape", [g.op("Softmax", [scores], axis=-1), grouped4])  # [B, Hkv, rep*S, T]
+        attn = g.op("MatMul", [probs, present_v])  # [B, Hkv, rep*S, D]
+        attn = g.op("Reshape", [attn, g.const([0, hq, -1, d])])  # [B, Hq, S, D]
+        attn = g.op("Transpose", [attn], perm=[0, 2, 1, 3])  # [B, S, Hq, D]
+        attn = g.op("Reshape", [attn, g.const([-1, hq * d])])  # [N, Hq*D]
+        x = g.op("Add", [x, linear(g, attn, f"{p}.self_attn.o_proj", hq * d, hid, cfg.o_bias, quant)])
+        h = rms_norm(g, x, f"{p}.post_attention_layernorm.weight", cfg.rms_norm_eps)
+        gate = linear(g, h, f"{p}.mlp.gate_proj", hid, cfg.intermediate_size, cfg.mlp_bias, quant)
+        up = linear(g, h, f"{p}.mlp.up_proj", hid, cfg.intermediate_size, cfg.mlp_bias, quant)
+        act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])  # SiLU(gate) * up
+        x = g.op(
+            "Add", [x, linear(g, act, f"{p}.mlp.down_proj", cfg.intermediate_size, hid, cfg.mlp_bias, quant)]
+        )
+    x = rms_norm(g, x, "model.norm.weight", cfg.rms_norm_eps)
+    head = "model.embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
+    logits = g.op("Gemm", [x, head], transB=1)  # [N, V]
+    logits = g.op("Reshape", [logits, g.op("Concat", [bs, g.const([cfg.vocab_size])], axis=0)], name="logits")
+    g.output(logits, "logits", FLOAT, ["batch_size", "sequence_length", cfg.vocab_size])
+    g.outputs.insert(0, g.outputs.pop())  # logits first, then present.*, as Optimum orders them
+    return g

@@ -1,0 +1,1 @@
+"""The policy model: config, packed-attention decoder, HF checkpoint I/O, chunked log-probs, tiny-model factory."""

@@ -1,0 +1,136 @@
+"""The tiny-model factory: a random-weight Llama/Qwen2/Qwen3 model folder in Hugging Face format, tokenizer included.
+
+Deterministic in (options, seed) and built in seconds, so tests and the quick start make it on the spot.
+Presets give Qwen2.5-0.5B/1.5B's real dimensions and vocabulary (random weights) for benchmarks.
+
+Public API:
+    PRESETS: dict[str, dict]                    "qwen2.5-0.5b", "qwen2.5-1.5b"
+    TinySpec(...)                               the options (dataclass; defaults are the quick-start model)
+    build_tiny(out_dir, spec=TinySpec()) -> Path   writes config.json, model.safetensors, generation_config.json,
+                                                   tokenizer.json, tokenizer_config.json
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .config import ModelConfig
+from .hf_io import save_pretrained
+from .modeling import CausalLM, init_weights, skip_init
+from .tokenizer import find_qwen_tokenizer_json, train_tiny_tokenizer, write_tokenizer_files
+
+PRESETS: dict[str, dict] = {
+    # Dimensions from the released config.json files (vocab_size is padded past the tokenizer's 151,665 ids).
+    "qwen2.5-0.5b": dict(
+        arch="qwen2",
+        hidden_size=896,
+        intermediate_size=4864,
+        num_layers=24,
+        num_heads=14,
+        num_kv_heads=2,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+        rope_theta=1_000_000.0,
+        max_position_embeddings=32768,
+    ),
+    "qwen2.5-1.5b": dict(
+        arch="qwen2",
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_layers=28,
+        num_heads=12,
+        num_kv_heads=2,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+        rope_theta=1_000_000.0,
+        max_position_embeddings=32768,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    """arch: llama | qwen2 | qwen3. intermediate_size None -> 3 x hidden. head_dim None -> hidden // heads.
+    vocab_size: BPE size for the tiny tokenizer (the model's vocab equals the tokenizer's, so every id decodes);
+    with a preset it is the model's padded vocab over Qwen's real tokenizer. tie_word_embeddings None -> the
+    architecture's habit for small models (tied for qwen2/qwen3, untied for llama). init_std: N(0, std) weights.
+    dtype: "float32" | "bfloat16" of the saved safetensors."""
+
+    arch: str = "qwen2"
+    hidden_size: int = 128
+    intermediate_size: int | None = None
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    head_dim: int | None = None
+    vocab_size: int = 1024
+    tie_word_embeddings: bool | None = None
+    rope_theta: float = 10000.0
+    max_position_embeddings: int = 4096
+    seed: int = 0
+    init_std: float = 0.02
+    dtype: str = "float32"
+    preset: str | None = None
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides) -> TinySpec:
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; one of {', '.join(PRESETS)}")
+        return cls(**{**PRESETS[name], "preset": name, "dtype": "bfloat16", **overrides})
+
+
+def build_tiny(out_dir: str | Path, spec: TinySpec = TinySpec()) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if spec.preset:
+        tokenizer_json = find_qwen_tokenizer_json().read_text()
+        model_max_length = 131072
+    else:
+        tokenizer_json = train_tiny_tokenizer(spec.vocab_size, spec.seed).to_str()
+        model_max_length = spec.max_position_embeddings
+    added = {t["content"]: t["id"] for t in json.loads(tokenizer_json)["added_tokens"]}
+    n_tokens = max(max(added.values()) + 1, len(json.loads(tokenizer_json)["model"]["vocab"]))
+    vocab = spec.vocab_size if spec.preset else n_tokens
+    if vocab < n_tokens:
+        raise ValueError(f"vocab_size {vocab} is smaller than the tokenizer's {n_tokens} ids")
+    tied = spec.tie_word_embeddings if spec.tie_word_embeddings is not None else spec.arch != "llama"
+    cfg = ModelConfig.from_hf(
+        {
+            "model_type": spec.arch,
+            "hidden_size": spec.hidden_size,
+            "intermediate_size": spec.intermediate_size or 3 * spec.hidden_size,
+            "num_hidden_layers": spec.num_layers,
+            "num_attention_heads": spec.num_heads,
+            "num_key_value_heads": spec.num_kv_heads,
+            "head_dim": spec.head_dim or spec.hidden_size // spec.num_heads,
+            "vocab_size": vocab,
+            "rms_norm_eps": 1e-6,
+            "rope_parameters": {"rope_theta": spec.rope_theta, "rope_type": "default"},
+            "tie_word_embeddings": tied,
+            "max_position_embeddings": spec.max_position_embeddings,
+            "bos_token_id": added["<|endoftext|>"],
+            "eos_token_id": added["<|im_end|>"],
+            "pad_token_id": added["<|endoftext|>"],
+        }
+    )
+    with skip_init():
+        model = CausalLM(cfg)
+    init_weights(model, spec.seed, spec.init_std)
+    save_pretrained(model, out, dtype=getattr(torch, spec.dtype))
+    write_tokenizer_files(out, tokenizer_json, model_max_length)
+    generation = {
+        "bos_token_id": added["<|endoftext|>"],
+        "eos_token_id": [added["<|im_end|>"], added["<|endoftext|>"]],
+        "pad_token_id": added["<|endoftext|>"],
+        "do_sample": True,
+    }
+    (out / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
+    for stale in ("vocab.json", "merges.txt", "chat_template.jinja"):
+        p = out / stale
+        if p.is_file():
+            p.unlink()
+    return out
