@@ -9,7 +9,7 @@ import { decodeRows, emptyStats, type LoopStats, type RowSpec } from './decode-l
 import { KvCache } from './kv-cache.ts';
 import { OnnxDecoder } from './onnx-decoder.ts';
 import { checkSamplingParams, Sampler, type SamplingParams } from './sampler.ts';
-import { type StopSpec, TOOL_CALL_END } from './stops.ts';
+import { type StopSpec, stopSpecFor } from './stops.ts';
 import { responseLength, type TokenState } from './token-state.ts';
 import { ChatTokenizer, type TokenizerOptions } from './tokenizer.ts';
 import { appendMessages, appendTurn, PrefixBreakError, startState, turnContent } from './turns.ts';
@@ -75,15 +75,7 @@ export class Policy {
     cacheBytes: number,
   ) {
     this.sampler = new Sampler(decoder.vocabSize);
-    const eos = new Set(manifest.eosTokenIds);
-    if (tokenizer.eosTokenId !== undefined) eos.add(tokenizer.eosTokenId);
-    const toolCallEndId = tokenizer.singleTokenId(TOOL_CALL_END);
-    this.stops = {
-      eosIds: eos,
-      ...(toolCallEndId !== undefined ? { toolCallEndId } : {}),
-      toolCallEndText: TOOL_CALL_END,
-      piece: (id) => tokenizer.piece(id),
-    };
+    this.stops = stopSpecFor(manifest.eosTokenIds, tokenizer);
     this.caches = new CacheStore(cacheBytes);
   }
 

@@ -44,3 +44,23 @@ export class RowStop {
     return at + toolCallEndText.length > this.tail.length - this.spec.piece(token).length;
   }
 }
+
+/** The stop rules of a bundle: its manifest's EOS ids (plus the tokenizer's eos_token) and `</tool_call>`. */
+export function stopSpecFor(
+  eosTokenIds: readonly number[],
+  tok: {
+    eosTokenId: number | undefined;
+    singleTokenId(text: string): number | undefined;
+    piece(id: number): string;
+  },
+): StopSpec {
+  const eosIds = new Set(eosTokenIds);
+  if (tok.eosTokenId !== undefined) eosIds.add(tok.eosTokenId);
+  const toolCallEndId = tok.singleTokenId(TOOL_CALL_END);
+  return {
+    eosIds,
+    ...(toolCallEndId !== undefined ? { toolCallEndId } : {}),
+    toolCallEndText: TOOL_CALL_END,
+    piece: (id) => tok.piece(id),
+  };
+}

@@ -66,7 +66,8 @@ async function once(target: string, build: (tmp: string) => Promise<void>): Prom
       break;
     } catch {
       // Another worker is building; a lock older than 10 minutes is left from a killed run.
-      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 600_000) rmSync(lock, { recursive: true });
+      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 600_000)
+        rmSync(lock, { recursive: true });
       await sleep(250);
     }
   }
@@ -94,7 +95,9 @@ export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
       const modelDir = join(root, 'model');
       const bundleDir = join(root, `bundle-${q}`);
       await once(modelDir, (tmp) => learner(['tiny', '--out', tmp]));
-      await once(bundleDir, (tmp) => learner(['export', '--model', modelDir, '--out', tmp, '--quantization', q]));
+      await once(bundleDir, (tmp) =>
+        learner(['export', '--model', modelDir, '--out', tmp, '--quantization', q]),
+      );
       return { modelDir, bundleDir };
     })();
     built.set(q, p);

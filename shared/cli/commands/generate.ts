@@ -1,6 +1,7 @@
 // `toolrl generate`: sample G completions of one prompt from a rollout bundle with the rollout engine itself
 // (shared prefill, batched decode, seedable), printing token ids and log-probs for parity checks and debugging.
 import type { Command } from 'commander';
+import type { z } from 'zod';
 import { UsageError } from '../errors.ts';
 import { printJson, readStructuredFile } from '../io.ts';
 
@@ -23,7 +24,9 @@ interface GenerateFlags {
 function number(flag: string, raw: string, integer: boolean): number {
   const v = Number(raw);
   if (raw.trim() === '' || !Number.isFinite(v) || (integer && !Number.isInteger(v)))
-    throw new UsageError(`--${flag} must be ${integer ? 'an integer' : 'a number'}, got ${JSON.stringify(raw)}`);
+    throw new UsageError(
+      `--${flag} must be ${integer ? 'an integer' : 'a number'}, got ${JSON.stringify(raw)}`,
+    );
   return v;
 }
 
@@ -34,7 +37,10 @@ export function register(program: Command): void {
     .requiredOption('--policy <dir>', 'rollout bundle folder (manifest.json, model.onnx, tokenizer)')
     .option('--prompt <text>', 'a single user message')
     .option('--messages <file>', 'JSON/YAML chat messages ([{role, content}, ...] or {messages: [...]})')
-    .option('--tools <file>', 'JSON/YAML OpenAI tool schemas ([{type: "function", function: {...}}] or {tools: [...]})')
+    .option(
+      '--tools <file>',
+      'JSON/YAML OpenAI tool schemas ([{type: "function", function: {...}}] or {tools: [...]})',
+    )
     .option('--n <G>', 'samples of the prompt (one shared prefill, batched decode)', '1')
     .option('--max-new-tokens <N>', 'token budget per sample', '64')
     .option('--temperature <T>', 'softmax temperature; 0 is greedy', '1')
@@ -43,16 +49,19 @@ export function register(program: Command): void {
     .option('--seed <S>', 'seed: sample i draws from the stream (S, i, 0)', '0')
     .option('--no-stop-on-tool-call', 'do not stop a sample at </tool_call>')
     .option('--threads <N>', 'onnxruntime intra-op threads (default: all cores)')
-    .option('--json', 'print {"prompt_token_ids", "samples": [{"text", "token_ids", "logprobs", "finish_reason"}]}')
+    .option(
+      '--json',
+      'print {"prompt_token_ids", "samples": [{"text", "token_ids", "logprobs", "finish_reason"}]}',
+    )
     .action(async (flags: GenerateFlags) => {
       if ((flags.prompt === undefined) === (flags.messages === undefined))
         throw new UsageError('give exactly one of --prompt TEXT or --messages FILE');
       const { ChatMessageSchema, ToolSchemaSchema } = await import('../../schemas/chat.ts');
-      const { z } = await import('zod');
-      const parseList = <T>(file: string, key: string, item: z.ZodType<T>): T[] => {
+      const { z: zod } = await import('zod');
+      const parseList = <S extends z.ZodType>(file: string, key: string, item: S): z.infer<S>[] => {
         const raw = readStructuredFile(file);
         const list = Array.isArray(raw) ? raw : (raw as Record<string, unknown> | null)?.[key];
-        const r = z.array(item).safeParse(list);
+        const r = zod.array(item).safeParse(list);
         if (!r.success) {
           const issue = r.error.issues[0]!;
           throw new UsageError(`${file}: ${key}[${issue.path.join('.')}] ${issue.message}`);
