@@ -1,0 +1,70 @@
+// Builds the reward of a run from its `reward:` config: each listed reward created with its config, scores
+// combined as the weighted sum  score = sum_i weight_i * score_i, and every part logged under its name
+// (`<name>` for its score, `<name>/<component>` for its components).
+import type { z } from 'zod';
+import { type RewardConfig, RewardConfigSchema } from '#shared/schemas/config/reward';
+import type { RewardInput } from './input.ts';
+import { loadRewardModule } from './modules.ts';
+import { RewardRegistry } from './registry.ts';
+import type { RewardFn, RewardOutput, ScoreFn } from './types.ts';
+
+export interface BuildOptions {
+  /** Where `reward.modules` paths are resolved from: the directory of the config file. */
+  baseDir: string;
+}
+
+const describeIssues = (error: z.ZodError): string =>
+  error.issues.map((i) => `${i.path.length > 0 ? `${i.path.join('.')}: ` : ''}${i.message}`).join('; ');
+
+/** The built-in rewards plus those of the given modules. */
+export async function rewardRegistry(modules: string[], opts: BuildOptions): Promise<RewardRegistry> {
+  const registry = new RewardRegistry();
+  for (const path of modules) {
+    for (const def of await loadRewardModule(path, opts.baseDir)) registry.register(def, `module ${path}`);
+  }
+  return registry;
+}
+
+/** One reward with its config validated; its output is its own (components not prefixed). */
+export function createReward(registry: RewardRegistry, name: string, config: unknown = {}): ScoreFn {
+  const def = registry.get(name);
+  const parsed = def.config.safeParse(config ?? {});
+  if (!parsed.success) throw new Error(`reward ${name}: bad config: ${describeIssues(parsed.error)}`);
+  return def.create(parsed.data);
+}
+
+/**
+ * The run's reward: asynchronous, since user rewards may be. Configuration errors (unknown reward, bad config,
+ * a reward listed twice, a module that cannot load) throw here; a reward that throws while scoring rejects
+ * with its name in the message, so the caller can set the trajectory aside with that reason.
+ */
+export async function buildReward(
+  config: z.input<typeof RewardConfigSchema> | RewardConfig,
+  opts: BuildOptions,
+): Promise<RewardFn> {
+  const cfg = RewardConfigSchema.parse(config);
+  const registry = await rewardRegistry(cfg.modules, opts);
+  const seen = new Set<string>();
+  const parts = cfg.functions.map((spec) => {
+    if (seen.has(spec.name))
+      throw new Error(`reward ${spec.name} is listed twice in reward.functions; list it once`);
+    seen.add(spec.name);
+    return { name: spec.name, weight: spec.weight, score: createReward(registry, spec.name, spec.config) };
+  });
+  return async (input: RewardInput): Promise<RewardOutput> => {
+    let score = 0;
+    const components: Record<string, number> = {};
+    for (const part of parts) {
+      let out: RewardOutput;
+      try {
+        out = await part.score(input);
+      } catch (err) {
+        throw new Error(`reward ${part.name} failed: ${(err as Error).message}`, { cause: err });
+      }
+      score += part.weight * out.score;
+      components[part.name] = out.score;
+      for (const [k, v] of Object.entries(out.components)) components[`${part.name}/${k}`] = v;
+    }
+    return { score, components };
+  };
+}

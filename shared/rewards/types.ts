@@ -1,0 +1,28 @@
+// The contract of a reward: a deterministic score of a finished episode, with named components for logging.
+import type { z } from 'zod';
+import type { RewardInput } from './input.ts';
+
+export interface RewardOutput {
+  score: number;
+  /** Named parts of the score (unweighted values), logged next to it. */
+  components: Record<string, number>;
+}
+
+/** One configured reward. Built-in rewards are synchronous; user rewards may return a promise. */
+export type ScoreFn = (input: RewardInput) => RewardOutput | Promise<RewardOutput>;
+
+/** What the pipeline calls: always asynchronous, since user rewards may be. */
+export type RewardFn = (input: RewardInput) => Promise<RewardOutput>;
+
+/** A reward kind: its name in `reward.functions[].name`, its config schema and how to build it. */
+export interface RewardDefinition<C = unknown> {
+  name: string;
+  description: string;
+  /** Parses the `config:` mapping; strict schemas make a misspelled key an error that names it. */
+  config: z.ZodType<C>;
+  create(config: C): ScoreFn;
+}
+
+/** Erases the config type so definitions of different rewards fit in one registry. */
+export const defineReward = <C>(def: RewardDefinition<C>): RewardDefinition<unknown> =>
+  def as unknown as RewardDefinition<unknown>;

@@ -1,0 +1,267 @@
+// Every built-in reward on hand-made trajectories (test/fixtures/rewards), with the arithmetic in comments.
+//   calc-correct:  turn 1 calls calculator(17*23) -> "391" (ok); turn 2 "17 * 23 = \boxed{391}"; gt "391";
+//                  tools [calculator, search]; finish eos.
+//   calc-messy:    turn 1: calculator(17*23) ok "391" twice + one call without a name (parse error);
+//                  turn 2: python(...) refused as unknown_tool; turn 3: "The answer is 391.0"; gt "391";
+//                  tools [calculator]. Calls C = 3, parse errors 1, attempts A = 4.
+import { describe, expect, it } from 'vitest';
+import { fixture, score } from './helpers.ts';
+
+describe('format', () => {
+  it('a clean episode scores 1', () => {
+    // well_formed 1/1 = 1, final_answer 1 -> (1 + 1) / 2 = 1
+    expect(score('format', fixture('calc-correct.json'))).toEqual({
+      score: 1,
+      components: { well_formed: 1, final_answer: 1 },
+    });
+  });
+  it('counts malformed calls', () => {
+    // well_formed = 3 valid / 4 attempts = 0.75; final_answer 1 -> 0.875
+    expect(score('format', fixture('calc-messy.json'))).toEqual({
+      score: 0.875,
+      components: { well_formed: 0.75, final_answer: 1 },
+    });
+  });
+  it('asks for the configured answer form', () => {
+    // calc-messy's answer is not boxed: final_answer 0 -> (0.75 + 0) / 2
+    expect(score('format', fixture('calc-messy.json'), { answer: 'boxed' }).score).toBe(0.375);
+    expect(score('format', fixture('calc-correct.json'), { answer: 'boxed' }).score).toBe(1);
+  });
+  it('no final answer when the episode hit a limit or ended on a call', () => {
+    // well_formed 1 (one valid call), final_answer 0 -> 0.5
+    expect(score('format', fixture('calc-correct.json', { finish_reason: 'max_turns' })).score).toBe(0.5);
+    const endedOnCall = fixture('calc-correct.json');
+    endedOnCall.turns.pop();
+    expect(score('format', endedOnCall).components.final_answer).toBe(0);
+  });
+  it('an episode with no turns scores 0.5 (no malformed call, no answer)', () => {
+    expect(score('format', fixture('calc-correct.json', { turns: [] })).score).toBe(0.5);
+  });
+});
+
+describe('toolcall', () => {
+  it('a clean, grounded, correct episode scores 1', () => {
+    // correctness 1/1, necessity 1 (1 distinct / 1), result_use 1 ("391" is in the output),
+    // final_answer 1 (boxed 391 = 391), coherence 3/3 -> 0.3 + 0.2 + 0.2 + 0.2 + 0.1 = 1
+    const r = score('toolcall', fixture('calc-correct.json'));
+    expect(r.components).toEqual({
+      correctness: 1,
+      necessity: 1,
+      result_use: 1,
+      final_answer: 1,
+      coherence: 1,
+    });
+    expect(r.score).toBeCloseTo(1, 12);
+  });
+
+  it('the messy episode', () => {
+    // correctness: the two calculator calls are allowed and ok, python is not allowed: 2 / A=4 = 0.5
+    // necessity:   2 distinct calls of C=3 (the calculator call is repeated) = 2/3
+    // result_use:  the answer "391.0" is not a substring of "391", but the number 391.0 = 391 is: 1
+    // final_answer: "391.0" = "391" as rationals: 1
+    // coherence:   eos yes, no empty turn yes, no parse error no: 2/3
+    // score = 0.3*0.5 + 0.2*2/3 + 0.2*1 + 0.2*1 + 0.1*2/3 = 0.15 + 0.2 (= 0.3*2/3) + 0.4 = 0.75
+    const r = score('toolcall', fixture('calc-messy.json'));
+    expect(r.components).toEqual({
+      correctness: 0.5,
+      necessity: 2 / 3,
+      result_use: 1,
+      final_answer: 1,
+      coherence: 2 / 3,
+    });
+    expect(r.score).toBeCloseTo(0.75, 12);
+  });
+
+  it('not calling a tool when none is needed', () => {
+    // gt says no tool is needed and the model answered directly: correctness 1 (no attempt, none needed),
+    // necessity 1, result_use 1 (nothing to use), final_answer 1 ("Paris"), coherence 1 -> 1
+    const input = fixture('calc-correct.json', {
+      ground_truth: { answer: 'Paris', need_tool: false },
+      turns: [{ text: 'The capital of France is Paris.\nFinal answer: Paris' }],
+    });
+    expect(score('toolcall', input).score).toBeCloseTo(1, 12);
+    // The same answer when a tool was needed: correctness 0, necessity 0, result_use 0, final 1, coherence 1
+    // -> 0.2 + 0.1 = 0.3
+    expect(score('toolcall', { ...input, groundTruth: 'Paris' }).score).toBeCloseTo(0.3, 12);
+  });
+
+  it('calling a tool when none is needed loses necessity only', () => {
+    // correctness 1, necessity 0, result_use 1, final_answer 1, coherence 1 -> 0.8
+    const r = score(
+      'toolcall',
+      fixture('calc-correct.json', { ground_truth: { answer: '391', need_tool: false } }),
+    );
+    expect(r.components.necessity).toBe(0);
+    expect(r.score).toBeCloseTo(0.8, 12);
+  });
+
+  it('the ground truth can name the expected tools and the weights are configurable', () => {
+    // Expected tool "search" only: the calculator call is not correct -> correctness 0/1 = 0.
+    // weights {correctness: 1, others 0} -> score 0
+    const input = fixture('calc-correct.json', { ground_truth: { answer: '391', tools: ['search'] } });
+    const weights = { correctness: 1, necessity: 0, result_use: 0, final_answer: 0, coherence: 0 };
+    expect(score('toolcall', input, { weights }).score).toBe(0);
+    expect(score('toolcall', fixture('calc-correct.json'), { weights }).score).toBe(1);
+  });
+
+  it('a wrong answer not found in any output', () => {
+    // result_use 0 (neither "392" nor the number 392 is in "391"), final_answer 0 -> 1 - 0.2 - 0.2 = 0.6
+    const input = fixture('calc-correct.json');
+    input.turns[1]!.content = '17 * 23 = \\boxed{392}';
+    expect(score('toolcall', input).score).toBeCloseTo(0.6, 12);
+  });
+
+  it('without a ground-truth answer, final_answer rewards ending with an answer', () => {
+    expect(
+      score('toolcall', fixture('calc-correct.json', { ground_truth: null })).components.final_answer,
+    ).toBe(1);
+    expect(
+      score('toolcall', fixture('calc-correct.json', { ground_truth: null, finish_reason: 'max_turns' }))
+        .components.final_answer,
+    ).toBe(0);
+  });
+});
+
+describe('retool', () => {
+  it('+1 for the boxed correct answer', () => {
+    expect(score('retool', fixture('calc-correct.json'))).toEqual({
+      score: 1,
+      components: { correct: 1, answer_found: 1, malformed_calls: 0, penalty: 0 },
+    });
+  });
+  it('-1 without a boxed answer, minus 0.1 per malformed call', () => {
+    // malformed = 1 parse error + 1 unknown_tool = 2 -> penalty min(0.5, 0.1*2) = 0.2; no \boxed -> -1 - 0.2
+    const r = score('retool', fixture('calc-messy.json'));
+    expect(r.components).toEqual({ correct: 0, answer_found: 0, malformed_calls: 2, penalty: 0.2 });
+    expect(r.score).toBeCloseTo(-1.2, 12);
+    // Reading "The answer is 391.0" instead: correct -> 1 - 0.2 = 0.8
+    expect(score('retool', fixture('calc-messy.json'), { answer: 'auto' }).score).toBeCloseTo(0.8, 12);
+  });
+  it('caps the penalty and takes fraction answers', () => {
+    // 9 parse errors * 0.1 = 0.9, capped at 0.5; \dfrac{782}{2} = 391 -> 1 - 0.5 = 0.5
+    const input = fixture('calc-correct.json', {
+      turns: [{ text: '<tool_call>{}</tool_call>'.repeat(9) }, { text: 'so \\boxed{\\dfrac{782}{2}}' }],
+    });
+    expect(score('retool', input)).toEqual({
+      score: 0.5,
+      components: { correct: 1, answer_found: 1, malformed_calls: 9, penalty: 0.5 },
+    });
+  });
+  it('rewards and penalties are configurable', () => {
+    // wrong (392): wrong_reward 0, no malformed call -> 0
+    const input = fixture('calc-correct.json', { turns: [{ text: '\\boxed{392}' }] });
+    expect(score('retool', input, { wrong_reward: 0 }).score).toBe(0);
+  });
+  it('a row without a ground truth is an error, not a silent zero', () => {
+    expect(() => score('retool', fixture('calc-correct.json', { ground_truth: null }))).toThrow(
+      /needs a ground truth/,
+    );
+  });
+});
+
+describe('toolbench', () => {
+  it('an API call and a Finish with an answer: the maximum, 1.1', () => {
+    // format 2/2 = 1, function_call 1/1, finish 1, error_rate 0, finish_bonus 1 (no ground truth)
+    // -> 0.1 + 0.2 + 0.3 - 0.5*0 + 0.5 = 1.1
+    const r = score('toolbench', fixture('toolbench-finish.json'));
+    expect(r.components).toEqual({ format: 1, function_call: 1, finish: 1, error_rate: 0, finish_bonus: 1 });
+    expect(r.score).toBeCloseTo(1.1, 12);
+  });
+  it('the bonus needs the golden answer in the final answer', () => {
+    // "19" is not in "it is 18°c in paris": bonus 0 -> 0.6; "18" is -> 1.1
+    expect(score('toolbench', fixture('toolbench-finish.json', { ground_truth: '19' })).score).toBeCloseTo(
+      0.6,
+      12,
+    );
+    expect(score('toolbench', fixture('toolbench-finish.json', { ground_truth: '18' })).score).toBeCloseTo(
+      1.1,
+      12,
+    );
+  });
+  it('errors, give-up and custom weights', () => {
+    // api ok, api http_error, a malformed call, Finish give_up_and_restart: attempts 4, calls 3
+    // format 3/4, function_call 1/2 (2 API calls, 1 ok), finish 0, error_rate (1 + 1)/4 = 0.5, bonus 0
+    // -> 0.1*0.75 + 0.2*0.5 + 0 - 0.5*0.5 + 0 = 0.075 + 0.1 - 0.25 = -0.075
+    const fail = { ok: false, error: { type: 'http_error', message: '503' } };
+    const input = fixture('toolbench-finish.json', {
+      turns: [
+        {
+          text: 'a',
+          toolCalls: [
+            {
+              name: 'get_weather_for_city',
+              arguments: { city: 'Paris' },
+              result: { ok: true, output: '18' },
+            },
+          ],
+        },
+        {
+          text: 'b',
+          toolCalls: [{ name: 'get_weather_for_city', arguments: { city: 'Rome' }, result: fail }],
+        },
+        { text: '<tool_call>{"name": "Finish", "arguments": [</tool_call>' },
+        {
+          text: 'c',
+          toolCalls: [
+            { name: 'Finish', arguments: { return_type: 'give_up_and_restart' }, result: { ok: true } },
+          ],
+        },
+      ],
+    });
+    const r = score('toolbench', input);
+    expect(r.components).toEqual({
+      format: 0.75,
+      function_call: 0.5,
+      finish: 0,
+      error_rate: 0.5,
+      finish_bonus: 0,
+    });
+    expect(r.score).toBeCloseTo(-0.075, 12);
+    // weights {format: 1, error_penalty: -1, others 0}: 0.75 - 0.5 = 0.25
+    const weights = { format: 1, function_call: 0, finish: 0, error_penalty: -1, finish_bonus: 0 };
+    expect(score('toolbench', input, weights).score).toBeCloseTo(0.25, 12);
+  });
+  it('no call at all scores 0', () => {
+    expect(
+      score('toolbench', fixture('toolbench-finish.json', { turns: [{ text: 'It is warm.' }] })).score,
+    ).toBe(0);
+  });
+});
+
+describe('exact_match', () => {
+  it('matches after normalisation against any golden answer', () => {
+    // "The Paris." -> "paris" = normalised "Paris"
+    expect(score('exact_match', fixture('search-answer.json'))).toEqual({
+      score: 1,
+      components: { exact_match: 1, answer_found: 1 },
+    });
+  });
+  it('a longer answer matches only in substring mode; format_score gives partial credit', () => {
+    const input = fixture('search-answer.json', { turns: [{ text: '<answer>It is Paris</answer>' }] });
+    expect(score('exact_match', input).score).toBe(0);
+    expect(score('exact_match', input, { substring: true }).score).toBe(1);
+    expect(score('exact_match', input, { format_score: 0.1 }).score).toBe(0.1);
+  });
+  it('compares text, not numbers: "391.0" is not "391"', () => {
+    // Punctuation is dropped: "391.0" -> "3910".
+    expect(score('exact_match', fixture('calc-messy.json')).components).toEqual({
+      exact_match: 0,
+      answer_found: 1,
+    });
+  });
+  it('no answer in the required form scores 0', () => {
+    expect(score('exact_match', fixture('search-answer.json'), { answer: 'boxed' })).toEqual({
+      score: 0,
+      components: { exact_match: 0, answer_found: 0 },
+    });
+  });
+});
+
+describe('determinism', () => {
+  it('the same input scores the same every time', () => {
+    const input = fixture('calc-messy.json');
+    for (const name of ['format', 'toolcall', 'retool', 'toolbench', 'exact_match']) {
+      expect(score(name, input)).toEqual(score(name, structuredClone(input)));
+    }
+  });
+});
