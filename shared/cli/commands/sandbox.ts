@@ -1,0 +1,54 @@
+// `toolrl sandbox serve`: the built-in Python sandbox behind SandboxFusion's `/run_code` API.
+import type { Command } from 'commander';
+import { UsageError } from '../errors.ts';
+
+export function register(program: Command): void {
+  const sandbox = program.command('sandbox').description('The built-in code sandbox');
+  sandbox
+    .command('serve')
+    .description("Serve the sandbox with SandboxFusion's /run_code API (prints the URL)")
+    .option('--port <n>', 'port (0 picks a free one)', '0')
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--isolation <mode>', 'auto, bwrap or process', 'auto')
+    .option('--python <path>', 'interpreter to run (default: the system python3)')
+    .option('--concurrency <n>', 'runs at once (default: the number of CPUs)')
+    .action(
+      async (opts: {
+        port: string;
+        host: string;
+        isolation: string;
+        python?: string;
+        concurrency?: string;
+      }) => {
+        const port = Number(opts.port);
+        if (!Number.isInteger(port) || port < 0 || port > 65535)
+          throw new UsageError(`--port must be 0..65535, not ${opts.port}`);
+        if (!['auto', 'bwrap', 'process'].includes(opts.isolation))
+          throw new UsageError(`--isolation must be auto, bwrap or process, not ${opts.isolation}`);
+        const concurrency = opts.concurrency === undefined ? undefined : Number(opts.concurrency);
+        if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency > 0))
+          throw new UsageError(`--concurrency must be a positive integer, not ${opts.concurrency}`);
+        const { PythonSandbox } = await import('../../tools/code/sandbox.ts');
+        const { findPython } = await import('../../tools/code/isolation.ts');
+        const { serveSandbox } = await import('../../tools/code/server.ts');
+        const { serveUntilSignal } = await import('../../tools/serve.ts');
+        const box = new PythonSandbox({
+          isolation: opts.isolation as 'auto' | 'bwrap' | 'process',
+          python: opts.python,
+        });
+        let isolation: string;
+        try {
+          isolation = box.isolation;
+          findPython(opts.python);
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
+        const server = await serveSandbox(box, { host: opts.host, port, concurrency });
+        await serveUntilSignal(
+          server,
+          `toolrl sandbox: ${server.url}/run_code (isolation: ${isolation})`,
+          () => box.close(),
+        );
+      },
+    );
+}

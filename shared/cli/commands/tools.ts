@@ -1,0 +1,84 @@
+// `toolrl tools list|call`: the tool registry from the command line (the contract other checks rely on).
+import { dirname, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { UsageError } from '../errors.ts';
+import { printJson, readStructuredFile } from '../io.ts';
+
+async function loadRegistry(
+  file: string | undefined,
+  truncate?: { maxLength: number; side: 'left' | 'right' | 'middle' },
+) {
+  const { buildToolRegistry } = await import('../../tools/registry.ts');
+  const { ToolConfigFileSchema } = await import('../../schemas/config/tools.ts');
+  if (!file) return buildToolRegistry(undefined, { truncate });
+  const parsed = ToolConfigFileSchema.safeParse(readStructuredFile(file));
+  if (!parsed.success)
+    throw new UsageError(
+      `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; ')}`,
+    );
+  try {
+    return await buildToolRegistry(parsed.data, { baseDir: dirname(resolve(file)), truncate });
+  } catch (err) {
+    throw new UsageError(`${file}: ${(err as Error).message}`);
+  }
+}
+
+export function register(program: Command): void {
+  const tools = program.command('tools').description('List the configured tools or call one');
+  tools
+    .command('list')
+    .description('Print the tools as OpenAI function schemas')
+    .option(
+      '--tools <file>',
+      'tool config (YAML or JSON: tools: [{kind, config, tool_schema}]); default: the built-in set',
+    )
+    .option('--json', 'print a JSON array of OpenAI tool schemas')
+    .action(async (opts: { tools?: string; json?: boolean }) => {
+      const registry = await loadRegistry(opts.tools);
+      try {
+        if (opts.json) printJson(registry.schemas());
+        else
+          for (const s of registry.schemas())
+            process.stdout.write(`${s.function.name.padEnd(24)} ${s.function.description.split('\n')[0]}\n`);
+      } finally {
+        await registry.close();
+      }
+    });
+  tools
+    .command('call')
+    .description('Call one tool; a tool failure is printed as {ok: false, error} with exit code 0')
+    .argument('<name>', 'tool name')
+    .option('--args <json>', 'arguments as a JSON object', '{}')
+    .option('--tools <file>', 'tool config (YAML or JSON); default: the built-in set')
+    .option('--max-length <n>', 'truncate the output to n characters (max_tool_response_length)')
+    .option('--truncate-side <side>', 'left, right or middle (tool_response_truncate_side)', 'middle')
+    .option('--json', 'print {"ok", "output", "error", "truncated"}')
+    .action(
+      async (
+        name: string,
+        opts: { args: string; tools?: string; maxLength?: string; truncateSide: string; json?: boolean },
+      ) => {
+        if (!['left', 'right', 'middle'].includes(opts.truncateSide))
+          throw new UsageError(`--truncate-side must be left, right or middle, not ${opts.truncateSide}`);
+        let truncate: { maxLength: number; side: 'left' | 'right' | 'middle' } | undefined;
+        if (opts.maxLength !== undefined) {
+          const n = Number(opts.maxLength);
+          if (!Number.isInteger(n) || n < 0)
+            throw new UsageError(`--max-length must be a non-negative integer, not ${opts.maxLength}`);
+          truncate = { maxLength: n, side: opts.truncateSide as 'left' | 'right' | 'middle' };
+        }
+        const registry = await loadRegistry(opts.tools, truncate);
+        try {
+          // The raw string goes to the registry: malformed JSON is the tool call's error, not the command's.
+          const result = await registry.call({ name, arguments: opts.args });
+          if (opts.json) printJson(result);
+          else {
+            const { renderToolResult } = await import('../../tools/render.ts');
+            process.stdout.write(`${renderToolResult(result)}\n`);
+          }
+        } finally {
+          await registry.close();
+        }
+      },
+    );
+}

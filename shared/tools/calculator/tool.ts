@@ -1,0 +1,150 @@
+// `calculator`: arithmetic with mathjs (>= 15.2, whose expression parser cannot reach JavaScript),
+// restricted to an allow-list of nodes and functions, evaluated in a worker thread whose time and heap
+// are bounded, so hostile input can neither run code nor hang or exhaust the process.
+import { Worker } from 'node:worker_threads';
+import { z } from 'zod';
+import { defineToolKind } from '../kind.ts';
+import { type Tool, ToolFailure } from '../types.ts';
+
+export const MAX_EXPRESSION_CHARS = 2000;
+
+const Config = z.object({
+  /** Evaluation budget per expression, ms. */
+  max_eval_ms: z.number().int().positive().default(1000),
+  /** Heap of the evaluation worker, MiB. */
+  max_heap_mb: z.number().int().positive().default(64),
+});
+
+export const calculatorKind = defineToolKind({
+  kind: 'calculator',
+  aliases: ['CalculatorTool'],
+  defaults: { timeoutS: 15, numWorkers: 8 },
+  config: Config,
+  build: (options) => ({ tools: [new Calculator(options.max_eval_ms, options.max_heap_mb)] }),
+});
+
+class Calculator implements Tool {
+  readonly schema = {
+    type: 'function' as const,
+    function: {
+      name: 'calculator',
+      description:
+        'Evaluate an arithmetic expression, e.g. "17 * 23", "sqrt(2) / 3", "2^10 mod 7", "5 km to mile". Functions: sqrt, log, sin, cos, round, factorial, gcd, min, max, ...',
+      parameters: {
+        type: 'object',
+        properties: { expression: { type: 'string', description: 'The expression to evaluate.' } },
+        required: ['expression'],
+        additionalProperties: false,
+      },
+    },
+  };
+  /** Idle workers; one worker per in-flight call so a runaway evaluation is killed alone. */
+  private readonly idle: Worker[] = [];
+  private readonly busy = new Set<Worker>();
+
+  constructor(
+    private readonly maxEvalMs: number,
+    private readonly maxHeapMb: number,
+  ) {}
+
+  async execute(args: Record<string, unknown>, ctx: { signal: AbortSignal }): Promise<string> {
+    const expression = String(args.expression);
+    if (expression.length > MAX_EXPRESSION_CHARS)
+      throw new ToolFailure(
+        'invalid_arguments',
+        `expression is longer than ${MAX_EXPRESSION_CHARS} characters`,
+      );
+    if (expression.trim() === '') throw new ToolFailure('invalid_arguments', 'expression is empty');
+    const worker = this.idle.pop() ?? this.spawn();
+    this.busy.add(worker);
+    let healthy = true;
+    try {
+      // Loading mathjs takes a moment on a fresh worker; the evaluation budget starts once it is ready.
+      await this.ready.get(worker);
+      return await new Promise<string>((resolve, reject) => {
+        const fail = (failure: ToolFailure) => {
+          healthy = false;
+          reject(failure);
+        };
+        const timer = setTimeout(
+          () =>
+            fail(
+              new ToolFailure(
+                'resource_limit',
+                `expression took longer than ${this.maxEvalMs} ms to evaluate`,
+              ),
+            ),
+          this.maxEvalMs,
+        );
+        const onAbort = () => fail(new ToolFailure('timeout', 'the calculation was cancelled'));
+        const onMessage = (m: { ok: boolean; value?: string; error?: string }) => {
+          if (m.ok) resolve(m.value ?? '');
+          else reject(new ToolFailure('execution_error', m.error ?? 'evaluation failed'));
+        };
+        const onError = (err: Error) =>
+          fail(
+            /memory|heap/i.test(err.message)
+              ? new ToolFailure(
+                  'resource_limit',
+                  'the expression needs more memory than the calculator allows',
+                )
+              : new ToolFailure('internal_error', `calculator worker failed: ${err.message}`),
+          );
+        const onExit = () => fail(new ToolFailure('internal_error', 'calculator worker exited'));
+        ctx.signal.addEventListener('abort', onAbort, { once: true });
+        worker.once('message', onMessage).once('error', onError).once('exit', onExit);
+        worker.postMessage({ expression });
+        // Listeners are removed in `finally`, whichever way the promise settles.
+        const cleanup = () => {
+          clearTimeout(timer);
+          ctx.signal.removeEventListener('abort', onAbort);
+          worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+        };
+        this.cleanups.set(worker, cleanup);
+      });
+    } finally {
+      this.cleanups.get(worker)?.();
+      this.cleanups.delete(worker);
+      this.busy.delete(worker);
+      // A worker that timed out or crashed may still be spinning: it is terminated, never reused.
+      if (healthy) this.idle.push(worker);
+      else void worker.terminate();
+    }
+  }
+
+  private readonly cleanups = new Map<Worker, () => void>();
+
+  private readonly ready = new WeakMap<Worker, Promise<void>>();
+
+  private spawn(): Worker {
+    const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
+      resourceLimits: { maxOldGenerationSizeMb: this.maxHeapMb, maxYoungGenerationSizeMb: 16 },
+      env: {},
+    });
+    worker.unref();
+    this.ready.set(
+      worker,
+      new Promise<void>((resolve, reject) => {
+        worker.once('message', () => resolve());
+        worker.once('error', (e) =>
+          reject(new ToolFailure('internal_error', `calculator worker failed to start: ${e.message}`)),
+        );
+        worker.once('exit', () => reject(new ToolFailure('internal_error', 'calculator worker exited')));
+      }),
+    );
+    this.ready.get(worker)!.catch(() => {});
+    // An idle worker that dies is just dropped from the pool.
+    worker.on('exit', () => {
+      const i = this.idle.indexOf(worker);
+      if (i >= 0) this.idle.splice(i, 1);
+    });
+    worker.on('error', () => {});
+    return worker;
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.idle, ...this.busy];
+    this.idle.length = 0;
+    await Promise.allSettled(all.map((w) => w.terminate()));
+  }
+}

@@ -1,0 +1,383 @@
+// The built-in Python sandbox. Each run gets a fresh empty work dir (removed after), a scrubbed
+// environment, a throwaway uid (when we are root), rlimits on CPU, memory, processes and file size,
+// a wall clock, an output cap, and no process that outlives it.
+//
+// Where bubblewrap works (`isolation: bwrap`) the program also gets new pid/net/ipc/uts namespaces
+// (no network; every process dies with the namespace), a read-only view of /usr and a few /etc files,
+// and its own /proc, /dev and size-capped /tmp. On AWS Lambda there are no namespaces and no root:
+// `isolation: process` still gives the rlimits (RLIMIT_NPROC counts the function user's processes),
+// the fresh work dir, the scrubbed environment (no AWS credentials: the Lambda runtime's variables
+// are never passed), the wall clock and output cap, and cleanup through a subreaper that kills every
+// descendant; network access and a writable /tmp remain, so hostile code should go to SandboxFusion there.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import { chownSync, mkdirSync, readFileSync } from 'node:fs';
+import { lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, normalize, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bwrapArgs, bwrapUsable, findPython, type Isolation, SANDBOX_WORKDIR } from './isolation.ts';
+
+const LAUNCHER = readFileSync(fileURLToPath(new URL('./launcher.py', import.meta.url)), 'utf8');
+
+export interface SandboxLimits {
+  /** Wall clock per run, seconds. */
+  wallS: number;
+  /** CPU time per process, seconds (RLIMIT_CPU). */
+  cpuS: number;
+  /** Address space per process, MiB (RLIMIT_AS). */
+  memoryMb: number;
+  /** Processes (RLIMIT_NPROC for the run's uid). */
+  maxProcesses: number;
+  /** stdout + stderr kept; past it the program is stopped. */
+  maxOutputBytes: number;
+  /** Largest file the program may write (RLIMIT_FSIZE), MiB; also the size of its /tmp under bwrap. */
+  maxFileMb: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
+  wallS: 10,
+  cpuS: 10,
+  memoryMb: 1024,
+  maxProcesses: 32,
+  maxOutputBytes: 64 * 1024,
+  maxFileMb: 16,
+};
+
+export interface SandboxOptions {
+  /** `auto` uses bubblewrap when it works here, else plain processes. */
+  isolation?: Isolation | 'auto';
+  /** Interpreter to run (e.g. a venv's python with numpy); default: the system's python3. */
+  python?: string;
+  limits?: Partial<SandboxLimits>;
+}
+
+export interface RunRequest {
+  code: string;
+  stdin?: string;
+  /** Files placed in the work dir first: relative path -> base64 content. */
+  files?: Record<string, string>;
+  /** Files read back from the work dir after the run (regular files only, never through links). */
+  fetchFiles?: string[];
+  /** Per-run overrides, capped by the sandbox's own limits. */
+  wallS?: number;
+  memoryMb?: number;
+}
+
+export type LimitHit = 'wall_time' | 'cpu_time' | 'memory' | 'processes' | 'output' | 'file_size';
+
+export interface RunOutcome {
+  /** Negative: killed by that signal. null: the sandbox could not report (it was killed from outside). */
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  limit: LimitHit | null;
+  wallMs: number;
+  cpuS: number;
+  files: Record<string, string>;
+  isolation: Isolation;
+}
+
+/** The only variables a sandboxed program sees: nothing of the parent's environment. */
+const SANDBOX_ENV = {
+  PATH: '/usr/local/bin:/usr/bin:/bin',
+  LANG: 'C.UTF-8',
+  LC_ALL: 'C.UTF-8',
+  TMPDIR: '/tmp',
+  OMP_NUM_THREADS: '1',
+  OPENBLAS_NUM_THREADS: '1',
+  MKL_NUM_THREADS: '1',
+  MPLBACKEND: 'Agg',
+};
+
+const FETCH_FILE_MAX_BYTES = 1024 * 1024;
+/** Throwaway uids for runs: far above login and container sub-uid ranges. */
+const UID_BASE = 1_500_000_000;
+
+export class PythonSandbox {
+  readonly limits: SandboxLimits;
+  private isolationResolved: Isolation | null = null;
+  private readonly running = new Set<ChildProcess>();
+
+  constructor(private readonly opts: SandboxOptions = {}) {
+    this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...opts.limits };
+  }
+
+  /** Which isolation runs use; decided on first use (probing bwrap spawns a process). */
+  get isolation(): Isolation {
+    if (this.isolationResolved) return this.isolationResolved;
+    const wanted = this.opts.isolation ?? 'auto';
+    if (wanted === 'bwrap' && !bwrapUsable())
+      throw new Error('isolation: bwrap was asked for but bubblewrap cannot create namespaces here');
+    this.isolationResolved = wanted === 'process' ? 'process' : bwrapUsable() ? 'bwrap' : 'process';
+    return this.isolationResolved;
+  }
+
+  async run(req: RunRequest, signal?: AbortSignal): Promise<RunOutcome> {
+    const isolation = this.isolation;
+    const python = findPython(this.opts.python);
+    const wallS = Math.min(req.wallS ?? this.limits.wallS, this.limits.wallS);
+    const memoryMb = Math.min(req.memoryMb ?? this.limits.memoryMb, this.limits.memoryMb);
+    const root = process.getuid?.() === 0;
+    const uid = root ? UID_BASE + randomInt(100_000_000) : null;
+    const workdir = await mkdtemp(join(tmpdir(), 'toolrl-sandbox-'));
+    try {
+      await writeFile(join(workdir, 'main.py'), req.code);
+      for (const [name, b64] of Object.entries(req.files ?? {})) {
+        const target = insideDir(workdir, name);
+        mkdirSync(dirname(target), { recursive: true });
+        await writeFile(target, Buffer.from(b64, 'base64'));
+      }
+      if (uid !== null) chownTree(workdir, uid, req.files);
+      const config = {
+        workdir: isolation === 'bwrap' ? SANDBOX_WORKDIR : workdir,
+        uid,
+        wall_s: wallS,
+        cpu_s: Math.max(1, Math.ceil(Math.min(this.limits.cpuS, wallS))),
+        memory_bytes: memoryMb * 1024 * 1024,
+        nproc: this.limits.maxProcesses,
+        fsize_bytes: this.limits.maxFileMb * 1024 * 1024,
+      };
+      const launch = [python.executable, '-I', '-c', LAUNCHER, JSON.stringify(config)];
+      const [cmd, ...args] =
+        isolation === 'bwrap'
+          ? [
+              'bwrap',
+              ...bwrapArgs({ workdir, python, tmpfsBytes: this.limits.maxFileMb * 1024 * 1024 }),
+              ...launch,
+            ]
+          : launch;
+      const outcome = await this.spawnAndWait(cmd!, args, {
+        workdir,
+        isolation,
+        uid,
+        wallS,
+        stdin: req.stdin,
+        signal,
+      });
+      outcome.files = await fetchFiles(workdir, req.fetchFiles ?? []);
+      return outcome;
+    } finally {
+      await rm(workdir, { recursive: true, force: true, maxRetries: 3 });
+    }
+  }
+
+  private spawnAndWait(
+    cmd: string,
+    args: string[],
+    o: {
+      workdir: string;
+      isolation: Isolation;
+      uid: number | null;
+      wallS: number;
+      stdin?: string;
+      signal?: AbortSignal;
+    },
+  ): Promise<RunOutcome> {
+    const started = performance.now();
+    return new Promise<RunOutcome>((resolvePromise, reject) => {
+      const child = spawn(cmd, args, {
+        cwd: o.isolation === 'bwrap' ? '/' : o.workdir,
+        env: SANDBOX_ENV,
+        stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+        detached: true, // own process group, so the kill below reaches the launcher and its helpers
+      });
+      this.running.add(child);
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      let outputBytes = 0;
+      let limit: LimitHit | null = null;
+      let status = '';
+      let programPid: number | null = null;
+      let hardKilled = false;
+
+      const hardKill = () => {
+        if (hardKilled) return;
+        hardKilled = true;
+        signalGroup(child.pid, 'SIGKILL');
+        // Without namespaces, the program has its own group; with a throwaway uid, every process of it.
+        if (o.isolation === 'process') {
+          if (programPid) signalGroup(programPid, 'SIGKILL');
+          if (o.uid !== null) void killUid(o.uid);
+        }
+      };
+      // Ask the launcher to stop the program (it kills every descendant), then make sure.
+      const stop = (why: LimitHit | null) => {
+        limit ??= why;
+        if (o.isolation === 'bwrap') return hardKill();
+        if (child.pid) signalGroup(child.pid, 'SIGUSR1');
+        setTimeout(hardKill, 1000).unref();
+      };
+      const collect = (sink: Buffer[]) => (chunk: Buffer) => {
+        const room = this.limits.maxOutputBytes - outputBytes;
+        if (room > 0) sink.push(room >= chunk.length ? chunk : chunk.subarray(0, room));
+        outputBytes += chunk.length;
+        if (outputBytes > this.limits.maxOutputBytes) stop('output');
+      };
+      child.stdout!.on('data', collect(out));
+      child.stderr!.on('data', collect(err));
+      (child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => {
+        status += c.toString();
+        const first = status.split('\n')[0];
+        if (programPid === null && first && status.includes('\n'))
+          programPid = (JSON.parse(first) as { child: number }).child;
+      });
+      child.stdin!.on('error', () => {}); // the program may exit without reading its input
+      child.stdin!.end(o.stdin ?? '');
+      // Backstop if the launcher itself hangs: its own wall clock should have fired by now.
+      const backstop = setTimeout(
+        () => {
+          limit ??= 'wall_time';
+          hardKill();
+        },
+        (o.wallS + 3) * 1000,
+      );
+      const onAbort = () => hardKill();
+      o.signal?.addEventListener('abort', onAbort, { once: true });
+
+      child.on('error', (e) => {
+        clearTimeout(backstop);
+        this.running.delete(child);
+        reject(new Error(`cannot start the sandbox (${cmd}): ${e.message}`));
+      });
+      child.on('close', (code) => {
+        clearTimeout(backstop);
+        o.signal?.removeEventListener('abort', onAbort);
+        this.running.delete(child);
+        const report = parseReport(status);
+        const stdout = Buffer.concat(out).toString('utf8');
+        const stderr = Buffer.concat(err).toString('utf8');
+        if (!report && !limit && !hardKilled) {
+          // bwrap or the launcher failed before running anything: a sandbox fault, not the program's.
+          return reject(new Error(`the sandbox failed to start (exit ${code}): ${stderr.slice(-500)}`));
+        }
+        if (report?.wall_timeout) limit ??= 'wall_time';
+        const exitCode = report?.exit_code ?? null;
+        limit ??= classify(exitCode, report?.cpu_s ?? 0, this.limits.cpuS, stderr);
+        resolvePromise({
+          exitCode,
+          stdout,
+          stderr,
+          limit,
+          wallMs: performance.now() - started,
+          cpuS: report?.cpu_s ?? 0,
+          files: {},
+          isolation: o.isolation,
+        });
+      });
+    });
+  }
+
+  /** Kills every run still in progress. */
+  async close(): Promise<void> {
+    for (const child of this.running) signalGroup(child.pid, 'SIGKILL');
+  }
+}
+
+interface Report {
+  exit_code: number;
+  wall_timeout: boolean;
+  stopped: boolean;
+  cpu_s: number;
+}
+
+function parseReport(status: string): Report | null {
+  const lines = status.trim().split('\n');
+  if (lines.length < 2) return null;
+  try {
+    return JSON.parse(lines[lines.length - 1]!) as Report;
+  } catch {
+    return null;
+  }
+}
+
+/** Names the limit that stopped a program from how it ended. */
+function classify(exitCode: number | null, cpuS: number, cpuLimit: number, stderr: string): LimitHit | null {
+  if (exitCode === -24 || (exitCode === -9 && cpuS >= cpuLimit)) return 'cpu_time'; // SIGXCPU, then SIGKILL
+  if (exitCode === -25) return 'file_size'; // SIGXFSZ
+  if (exitCode === 0) return null;
+  const tail = stderr.slice(-2000);
+  if (/\bMemoryError\b/.test(tail)) return 'memory';
+  if (/BlockingIOError: \[Errno 11\]|Resource temporarily unavailable/.test(tail)) return 'processes';
+  if (/File too large|\[Errno 27\]/.test(tail)) return 'file_size';
+  return null;
+}
+
+function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
+  if (!pid) return;
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+/** Last resort without namespaces: SIGKILL every process owned by the run's throwaway uid. */
+async function killUid(uid: number): Promise<void> {
+  const { readdir } = await import('node:fs/promises');
+  for (let round = 0; round < 5; round++) {
+    let found = 0;
+    for (const name of await readdir('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      const st = await lstat(`/proc/${name}`).catch(() => null);
+      if (st?.uid !== uid) continue;
+      found++;
+      try {
+        process.kill(Number(name), 'SIGKILL');
+      } catch {
+        // exited meanwhile
+      }
+    }
+    if (found === 0) return;
+  }
+}
+
+/** Resolves a user-given relative path inside `dir`; anything escaping it is refused. */
+function insideDir(dir: string, name: string): string {
+  const target = resolve(dir, normalize(name));
+  const rel = relative(dir, target);
+  if (!name || rel.startsWith('..') || rel.startsWith(sep) || rel === '' || name.includes('\0'))
+    throw new Error(`file path "${name}" must stay inside the work dir`);
+  return target;
+}
+
+function chownTree(workdir: string, uid: number, files?: Record<string, string>): void {
+  chownSync(workdir, uid, uid);
+  chownSync(join(workdir, 'main.py'), uid, uid);
+  for (const name of Object.keys(files ?? {})) {
+    let p = insideDir(workdir, name);
+    while (p !== workdir) {
+      chownSync(p, uid, uid);
+      p = dirname(p);
+    }
+  }
+}
+
+async function fetchFiles(workdir: string, names: string[]): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const name of names) {
+    let target: string;
+    try {
+      target = insideDir(workdir, name);
+    } catch {
+      continue;
+    }
+    // lstat, not stat: a symlink the program planted (to /etc/shadow, say) is never followed.
+    const st = await lstat(target).catch(() => null);
+    if (!st?.isFile() || st.size > FETCH_FILE_MAX_BYTES) continue;
+    const parents = relative(workdir, dirname(target));
+    if (parents && (await hasLinkOnPath(workdir, parents))) continue;
+    files[name] = (await readFile(target)).toString('base64');
+  }
+  return files;
+}
+
+async function hasLinkOnPath(base: string, rel: string): Promise<boolean> {
+  let p = base;
+  for (const part of rel.split(sep)) {
+    p = join(p, part);
+    const st = await lstat(p).catch(() => null);
+    if (!st || st.isSymbolicLink()) return true;
+  }
+  return false;
+}

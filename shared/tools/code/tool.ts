@@ -1,0 +1,110 @@
+// `code_interpreter`: runs the model's Python in the built-in sandbox, or in SandboxFusion when
+// `sandbox_fusion_url` is set (verl's SandboxFusionTool config keys are accepted).
+import { z } from 'zod';
+import { defineToolKind } from '../kind.ts';
+import { ToolFailure } from '../types.ts';
+import { runCodeRemote } from './client.ts';
+import { LIMIT_MESSAGES, type RunCodeResponse, toRunCodeResponse } from './run-code-api.ts';
+import { DEFAULT_SANDBOX_LIMITS, PythonSandbox } from './sandbox.ts';
+
+const Config = z.object({
+  /** SandboxFusion's `/run_code` URL; without it the built-in sandbox runs the code. */
+  sandbox_fusion_url: z.url().optional(),
+  default_language: z.literal('python').default('python'),
+  /** Wall clock per run, seconds. */
+  run_timeout: z.number().positive().default(DEFAULT_SANDBOX_LIMITS.wallS),
+  memory_limit_mb: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.memoryMb),
+  /** Built-in sandbox only: */
+  cpu_time: z.number().positive().default(DEFAULT_SANDBOX_LIMITS.cpuS),
+  max_processes: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxProcesses),
+  max_output_bytes: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxOutputBytes),
+  max_file_mb: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxFileMb),
+  isolation: z.enum(['auto', 'bwrap', 'process']).default('auto'),
+  /** Interpreter for the built-in sandbox (e.g. a venv with numpy and sympy). */
+  python: z.string().optional(),
+});
+
+/** What the model reads: stdout, then stderr; a failure keeps both and names the cause. */
+export function interpretRun(res: RunCodeResponse): string {
+  const run = res.run_result;
+  if (res.status === 'SandboxError' || !run)
+    throw new ToolFailure('internal_error', `sandbox error: ${res.message}`);
+  const output = [run.stdout ?? '', run.stderr ?? '']
+    .filter(Boolean)
+    .join(run.stdout?.endsWith('\n') ? '' : '\n');
+  const limit = res.limit as keyof typeof LIMIT_MESSAGES | null | undefined;
+  if (run.status === 'TimeLimitExceeded' || limit === 'wall_time')
+    throw new ToolFailure('timeout', limit ? LIMIT_MESSAGES[limit] : LIMIT_MESSAGES.wall_time, output);
+  if (limit) throw new ToolFailure('resource_limit', LIMIT_MESSAGES[limit], output);
+  const code = run.return_code;
+  if (code !== 0) {
+    const how =
+      typeof code === 'number' && code < 0 ? `was killed by signal ${-code}` : `exited with status ${code}`;
+    throw new ToolFailure('execution_error', `the program ${how}`, output);
+  }
+  return output === '' ? '(no output; print() the values you want to see)' : output;
+}
+
+export const codeInterpreterKind = defineToolKind({
+  kind: 'code_interpreter',
+  aliases: ['SandboxFusionTool', 'sandbox_fusion', 'CodeInterpreterTool', 'python'],
+  defaults: { timeoutS: 30, numWorkers: 4 },
+  config: Config,
+  build: (options, { limits }) => {
+    const sandbox = options.sandbox_fusion_url
+      ? null
+      : new PythonSandbox({
+          isolation: options.isolation,
+          python: options.python,
+          limits: {
+            wallS: options.run_timeout,
+            cpuS: options.cpu_time,
+            memoryMb: options.memory_limit_mb,
+            maxProcesses: options.max_processes,
+            maxOutputBytes: options.max_output_bytes,
+            maxFileMb: options.max_file_mb,
+          },
+        });
+    return {
+      tools: [
+        {
+          schema: {
+            type: 'function',
+            function: {
+              name: 'code_interpreter',
+              description:
+                'Run Python 3 code in a sandbox and return what it prints (stdout and stderr). No network; each call starts fresh.',
+              parameters: {
+                type: 'object',
+                properties: {
+                  code: { type: 'string', description: 'Python source to run; print() the results.' },
+                },
+                required: ['code'],
+                additionalProperties: false,
+              },
+            },
+          },
+          execute: async (args, ctx) => {
+            const code = String(args.code);
+            if (!sandbox)
+              return interpretRun(
+                await runCodeRemote(
+                  options.sandbox_fusion_url!,
+                  { code, run_timeout: options.run_timeout, memory_limit_MB: options.memory_limit_mb },
+                  { signal: ctx.signal, maxRetries: limits.maxRetries, retryBaseMs: limits.retryBaseMs },
+                ),
+              );
+            let outcome: Awaited<ReturnType<PythonSandbox['run']>>;
+            try {
+              outcome = await sandbox.run({ code }, ctx.signal);
+            } catch (err) {
+              throw new ToolFailure('internal_error', (err as Error).message);
+            }
+            return interpretRun(toRunCodeResponse(outcome));
+          },
+          close: async () => sandbox?.close(),
+        },
+      ],
+    };
+  },
+});

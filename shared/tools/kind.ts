@@ -1,0 +1,30 @@
+// A tool kind: what `kind:` (or `class_name:`) in a tool config names, and how it builds its tools.
+import type { z } from 'zod';
+import type { ToolSchema } from '#shared/schemas/chat';
+import type { LimitDefaults, ToolLimits } from './config.ts';
+import type { Tool, ToolEnv } from './types.ts';
+
+/** Per-row context for tools a dataset row brings (ToolBench rows carry their own API list). */
+export interface RowTools {
+  tools?: ToolSchema[];
+  /** ToolBench category of the row's APIs (from `extra_info.category`). */
+  category?: string;
+}
+
+export interface BuiltTools {
+  tools: Tool[];
+  /** Builds a tool for a schema a dataset row brings; only kinds that serve row tools have it. */
+  rowTool?: (schema: ToolSchema, row: RowTools) => Tool;
+}
+
+export interface ToolKind<S extends z.ZodObject = z.ZodObject> {
+  kind: string;
+  /** Other names accepted in `kind:`/`class_name:` (matched on the last dotted segment, e.g. verl's class names). */
+  aliases: string[];
+  defaults: LimitDefaults;
+  /** The tool's own config keys (snake_case), parsed strictly. */
+  config: S;
+  build(options: z.infer<S>, ctx: { env: ToolEnv; limits: ToolLimits }): Promise<BuiltTools> | BuiltTools;
+}
+
+export const defineToolKind = <S extends z.ZodObject>(k: ToolKind<S>): ToolKind<S> => k;

@@ -1,0 +1,218 @@
+// The tool registry: builds tools from a tool config (or the defaults), validates arguments, applies
+// each tool's limits and truncation, and turns every failure into a ToolResult. `call` never throws.
+import { dirname, isAbsolute, resolve } from 'node:path';
+import type { ToolSchema } from '#shared/schemas/chat';
+import {
+  type ToolConfigFile,
+  ToolConfigFileSchema,
+  type ToolSpec,
+  type ToolsConfig,
+} from '#shared/schemas/config/tools';
+import type { ToolCall, ToolResult } from '#shared/schemas/tool-result';
+import { parseOrThrow, parseToolConfig, type ToolLimits } from './config.ts';
+import type { RowTools } from './kind.ts';
+import { DEFAULT_TOOL_SPECS, resolveKind } from './kinds.ts';
+import { RateLimiter, Semaphore, withTimeout } from './limits.ts';
+import { type TruncateSide, truncateToolOutput } from './truncate.ts';
+import { type Tool, type ToolEnv, ToolFailure } from './types.ts';
+import { type ArgumentValidator, compileArgumentValidator } from './validate.ts';
+
+export interface CallContext {
+  signal?: AbortSignal;
+}
+
+export interface ToolRegistry {
+  /** OpenAI function schemas, in config order: what the chat template renders. */
+  schemas(): ToolSchema[];
+  names(): string[];
+  /** Runs one call; every failure is `{ok: false, error}`, never an exception. */
+  call(call: ToolCall, ctx?: CallContext): Promise<ToolResult>;
+  /** Runs calls concurrently within each tool's `num_workers` and `rate_limit`; results in call order. */
+  callMany(calls: ToolCall[], ctx?: CallContext): Promise<ToolResult[]>;
+  /** A view that adds the tools a dataset row brings (ToolBench), sharing this registry's limits. */
+  forRow(row: RowTools): ToolRegistry;
+  /** Stops workers, in-process servers and running sandboxes. */
+  close(): Promise<void>;
+}
+
+export interface BuildOptions {
+  /** Resolves `config_file` and relative paths inside tool configs; defaults to the cwd. */
+  baseDir?: string;
+  clock?: () => Date;
+  /** Variables tools may read for configured credentials (`api_key_env`); defaults to process.env. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** `max_tool_response_length` and `tool_response_truncate_side`; counts tokens when `countTokens` is given. */
+  truncate?: { maxLength: number; side: TruncateSide; countTokens?: (s: string) => number };
+}
+
+/** Error messages are cut to this many characters: they are read by the model too. */
+const MAX_ERROR_MESSAGE = 2000;
+
+interface Entry {
+  tool: Tool;
+  validate: ArgumentValidator;
+  limits: ToolLimits;
+  semaphore: Semaphore;
+  limiter: RateLimiter | null;
+}
+
+interface RowFactory {
+  build: (schema: ToolSchema, row: RowTools) => Tool;
+  limits: ToolLimits;
+  semaphore: Semaphore;
+  limiter: RateLimiter | null;
+}
+
+export async function buildToolRegistry(
+  spec?: ToolsConfig | ToolConfigFile,
+  opts: BuildOptions = {},
+): Promise<ToolRegistry> {
+  let baseDir = resolve(opts.baseDir ?? process.cwd());
+  let specs: ToolSpec[] = DEFAULT_TOOL_SPECS;
+  if (spec && 'config_file' in spec && spec.config_file) {
+    const file = isAbsolute(spec.config_file) ? spec.config_file : resolve(baseDir, spec.config_file);
+    const { readStructuredFile } = await import('#shared/cli/io');
+    specs = parseOrThrow('config_file', ToolConfigFileSchema, readStructuredFile(file)).tools;
+    baseDir = dirname(file);
+  } else if (spec?.tools) {
+    specs = spec.tools;
+  }
+  const env: ToolEnv = { baseDir, clock: opts.clock ?? (() => new Date()), env: opts.env ?? process.env };
+  const entries = new Map<string, Entry>();
+  const owned: Tool[] = [];
+  let rowFactory: RowFactory | null = null;
+  try {
+    for (const s of specs) {
+      const name = s.kind ?? s.class_name ?? '';
+      const kind = resolveKind(name);
+      const { limits, options } = parseToolConfig(kind.kind, s.config, kind.config, kind.defaults);
+      const built = await kind.build(options, { env, limits });
+      owned.push(...built.tools);
+      if (s.tool_schema && built.tools.length !== 1)
+        throw new Error(`tool ${kind.kind}: tool_schema applies to a kind that builds exactly one tool`);
+      const semaphore = new Semaphore(limits.numWorkers);
+      const limiter = limits.rateLimit ? new RateLimiter(limits.rateLimit) : null;
+      for (const built1 of built.tools) {
+        const tool = s.tool_schema ? withSchema(built1, s.tool_schema) : built1;
+        const toolName = tool.schema.function.name;
+        if (entries.has(toolName)) throw new Error(`two tools are named ${toolName}; names must be unique`);
+        const validate = compileArgumentValidator(toolName, tool.schema.function.parameters);
+        entries.set(toolName, { tool, validate, limits, semaphore, limiter });
+      }
+      if (built.rowTool) rowFactory = { build: built.rowTool, limits, semaphore, limiter };
+    }
+  } catch (err) {
+    await Promise.allSettled(owned.map((t) => t.close?.()));
+    throw err;
+  }
+  const closeAll = async () => {
+    await Promise.allSettled(owned.map((t) => t.close?.()));
+  };
+  return makeRegistry(entries, rowFactory, env, opts, closeAll);
+}
+
+function makeRegistry(
+  entries: Map<string, Entry>,
+  rowFactory: RowFactory | null,
+  env: ToolEnv,
+  opts: BuildOptions,
+  closeAll: () => Promise<void>,
+): ToolRegistry {
+  const finish = (output: string, failure: ToolFailure | null): ToolResult => {
+    const cut = opts.truncate
+      ? truncateToolOutput(output, opts.truncate.maxLength, opts.truncate.side, opts.truncate.countTokens)
+      : { text: output, truncated: false };
+    if (!failure) return { ok: true, output: cut.text, error: null, truncated: cut.truncated };
+    const message =
+      failure.message.length > MAX_ERROR_MESSAGE
+        ? `${failure.message.slice(0, MAX_ERROR_MESSAGE)}…`
+        : failure.message;
+    return { ok: false, output: cut.text, error: { type: failure.type, message }, truncated: cut.truncated };
+  };
+
+  const run = async (entry: Entry, rawArgs: unknown, ctx: CallContext): Promise<string> => {
+    const args = entry.validate(rawArgs);
+    if (entry.limiter) await entry.limiter.acquire(Date.now() + entry.limits.timeoutMs, ctx.signal);
+    // The timeout starts once a worker slot is held: waiting behind `num_workers` is not the tool's fault.
+    return entry.semaphore.run(() =>
+      withTimeout(entry.limits.timeoutMs, ctx.signal, (signal) =>
+        entry.tool.execute(args, { signal, clock: env.clock }),
+      ),
+    );
+  };
+
+  const registry: ToolRegistry = {
+    schemas: () => [...entries.values()].map((e) => e.tool.schema),
+    names: () => [...entries.keys()],
+    async call(call, ctx = {}) {
+      try {
+        const name = typeof call?.name === 'string' ? call.name : '';
+        const entry = entries.get(name);
+        if (!entry) {
+          const known = [...entries.keys()].join(', ') || '(none)';
+          throw new ToolFailure(
+            'unknown_tool',
+            `unknown tool "${name.slice(0, 200)}"; available tools: ${known}`,
+          );
+        }
+        return finish(await run(entry, call.arguments, ctx), null);
+      } catch (err) {
+        if (err instanceof ToolFailure) return finish(err.output, err);
+        return finish('', new ToolFailure('internal_error', (err as Error)?.message ?? String(err)));
+      }
+    },
+    callMany(calls, ctx) {
+      return Promise.all(calls.map((c) => registry.call(c, ctx)));
+    },
+    forRow(row) {
+      if (!row.tools?.length) return registry;
+      const extended = new Map(entries);
+      for (const schema of row.tools) {
+        const name = schema.function.name;
+        if (extended.has(name)) continue; // a configured tool (e.g. Finish) wins over the row's copy
+        if (!rowFactory) {
+          extended.set(name, unavailableRowTool(schema));
+          continue;
+        }
+        const tool = rowFactory.build(schema, row);
+        let validate: ArgumentValidator;
+        try {
+          validate = compileArgumentValidator(name, schema.function.parameters);
+        } catch (err) {
+          // A row's broken schema must not sink the batch: the tool stays visible and reports it.
+          const message = (err as Error).message;
+          validate = () => {
+            throw new ToolFailure('invalid_arguments', message);
+          };
+        }
+        extended.set(name, { tool, validate, ...rowFactory });
+      }
+      return makeRegistry(extended, rowFactory, env, opts, async () => {});
+    },
+    close: closeAll,
+  };
+  return registry;
+}
+
+function withSchema(tool: Tool, schema: ToolSchema): Tool {
+  return { schema, execute: (a, c) => tool.execute(a, c), close: tool.close?.bind(tool) };
+}
+
+function unavailableRowTool(schema: ToolSchema): Entry {
+  const name = schema.function.name;
+  return {
+    tool: {
+      schema,
+      execute: async () => {
+        throw new ToolFailure(
+          'unknown_tool',
+          `tool "${name}" comes from the dataset row but no toolbench service is configured`,
+        );
+      },
+    },
+    validate: (a) => (a && typeof a === 'object' ? (a as Record<string, unknown>) : {}),
+    limits: { timeoutMs: 1000, numWorkers: 1, rateLimit: null, maxRetries: 0, retryBaseMs: 0 },
+    semaphore: new Semaphore(1),
+    limiter: null,
+  };
+}

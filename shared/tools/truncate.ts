@@ -1,0 +1,77 @@
+// Cuts a tool result to `max_tool_response_length` on the side `tool_response_truncate_side` names,
+// leaving a visible marker; lengths are tokens when a counter is given, UTF-16 characters otherwise.
+
+export type TruncateSide = 'left' | 'right' | 'middle';
+
+export interface Truncated {
+  text: string;
+  truncated: boolean;
+}
+
+/**
+ * `right` keeps the start, `left` keeps the end, `middle` keeps both ends. The result, marker
+ * included, fits in `max` whenever the marker itself does; below that the text is cut bare.
+ */
+export function truncateToolOutput(
+  text: string,
+  max: number,
+  side: TruncateSide,
+  countTokens?: (s: string) => number,
+): Truncated {
+  if (!Number.isInteger(max) || max < 0) throw new Error(`max must be a non-negative integer, got ${max}`);
+  const measure = countTokens ?? ((s: string) => s.length);
+  const total = measure(text);
+  if (total <= max) return { text, truncated: false };
+  const unit = countTokens ? 'tokens' : 'chars';
+  // Worst-case marker (the removed count has at most as many digits as `total`) fixes the budget.
+  const marker = (n: number) => {
+    const core = `[... ${n} ${unit} truncated ...]`;
+    return side === 'right' ? `\n${core}` : side === 'left' ? `${core}\n` : `\n${core}\n`;
+  };
+  const budget = max - measure(marker(total));
+  if (budget <= 0) return { text: takeHead(text, max, measure), truncated: true };
+  if (side === 'right') {
+    const head = takeHead(text, budget, measure);
+    return { text: head + marker(total - measure(head)), truncated: true };
+  }
+  if (side === 'left') {
+    const tail = takeTail(text, budget, measure);
+    return { text: marker(total - measure(tail)) + tail, truncated: true };
+  }
+  const head = takeHead(text, Math.ceil(budget / 2), measure);
+  const tail = takeTail(text.slice(head.length), Math.floor(budget / 2), measure);
+  return { text: head + marker(total - measure(head) - measure(tail)) + tail, truncated: true };
+}
+
+/** Longest prefix with measure <= budget (binary search: token counts grow with prefix length). */
+function takeHead(text: string, budget: number, measure: (s: string) => number): string {
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (measure(safeSlice(text, 0, mid)) <= budget) lo = mid;
+    else hi = mid - 1;
+  }
+  return safeSlice(text, 0, lo);
+}
+
+function takeTail(text: string, budget: number, measure: (s: string) => number): string {
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (measure(safeSlice(text, text.length - mid)) <= budget) lo = mid;
+    else hi = mid - 1;
+  }
+  return safeSlice(text, text.length - lo);
+}
+
+/** Slices without splitting a surrogate pair (a lone half would be invalid UTF-16 in the prompt). */
+function safeSlice(text: string, start: number, end = text.length): string {
+  const isLow = (i: number) => i > 0 && i < text.length && (text.charCodeAt(i) & 0xfc00) === 0xdc00;
+  let s = start;
+  let e = end;
+  if (isLow(s)) s += 1;
+  if (isLow(e)) e -= 1;
+  return text.slice(s, Math.max(s, e));
+}
