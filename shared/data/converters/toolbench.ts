@@ -1,0 +1,181 @@
+// `toolbench`: ToolBench / StableToolBench data, as a JSON array (or JSON Lines) of either
+//  - ToolLLaMA conversations `{"id", "conversations": [{"from", "value"}]}`: the system prompt carries the
+//    API list as a Python literal after "Specifically, you have access to the following APIs:"; the
+//    prompt is the system text before it plus the first user message, the list becomes per-row tools;
+//  - StableToolBench queries `{"query", "query_id", "api_list": [...], "relevant APIs": [[tool, api]]}`:
+//    tools are built from `api_list` as StableToolBench names them, plus `Finish`.
+// `extra_info` gets the tools, the category and the routes a StableToolBench server needs (`apis`).
+import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
+import { InputError, isObject, readRecords, recordObject } from '../records.ts';
+import { chatMessages } from './messages.ts';
+import { parsePythonLiteral } from './python-literal.ts';
+import { apiFunctionName, FINISH_TOOL, type RapidApi, rapidApiToTool } from './toolbench-apis.ts';
+import type { ConvertContext, ConvertedRow, Converter, ConvertResult, RowDraft } from './types.ts';
+
+const API_LIST_MARKER = 'Specifically, you have access to the following APIs:';
+const ROLE_OF: Record<string, ChatMessage['role']> = {
+  system: 'system',
+  user: 'user',
+  assistant: 'assistant',
+  function: 'tool',
+};
+
+/** The system prompt of our query rows (ToolLLaMA rows keep their own). */
+export const TOOLBENCH_SYSTEM_PROMPT =
+  "You handle the user's request in real time with the functions you are given. Call them one step at a time " +
+  'and read each result. Use only the function names listed, not the original tool names. At the end, always ' +
+  'call Finish: with return_type "give_answer" and a final_answer that contains everything the user needs, or ' +
+  'with "give_up_and_restart" if the functions keep failing or the task cannot be done.';
+
+function toolFromFunctionDoc(doc: unknown, where: string): ToolSchema {
+  if (!isObject(doc) || typeof doc.name !== 'string') {
+    throw new InputError(
+      `${where}: an API in the system prompt has no name: ${JSON.stringify(doc).slice(0, 120)}`,
+    );
+  }
+  return {
+    type: 'function',
+    function: {
+      name: doc.name,
+      description: typeof doc.description === 'string' ? doc.description : '',
+      parameters: isObject(doc.parameters) ? doc.parameters : { type: 'object', properties: {} },
+    },
+  };
+}
+
+/** Names of the functions a ToolLLaMA demonstration calls (`Action: name` lines), Finish excluded. */
+function calledFunctions(messages: { from: string; value: string }[]): string[] {
+  const names = new Set<string>();
+  for (const m of messages) {
+    if (m.from !== 'assistant') continue;
+    for (const [, name] of m.value.matchAll(/^Action:\s*(\S+)/gm)) if (name !== 'Finish') names.add(name!);
+  }
+  return [...names];
+}
+
+function fromConversation(obj: Record<string, unknown>, where: string): RowDraft {
+  const turns = obj.conversations;
+  if (!Array.isArray(turns) || turns.length === 0)
+    throw new InputError(`${where}: "conversations" must be a non-empty list`);
+  const raw = turns.map((t, i) => {
+    if (!isObject(t) || typeof t.from !== 'string' || typeof t.value !== 'string') {
+      throw new InputError(`${where}: conversations[${i}] must be {"from": string, "value": string}`);
+    }
+    if (!(t.from in ROLE_OF)) {
+      throw new InputError(
+        `${where}: conversations[${i}].from: unknown role ${JSON.stringify(t.from)} (expected system, user, assistant, function)`,
+      );
+    }
+    return { from: t.from, value: t.value };
+  });
+  const system = raw.find((t) => t.from === 'system');
+  const user = raw.find((t) => t.from === 'user');
+  if (!system || !user) throw new InputError(`${where}: conversations need a system and a user message`);
+  const cut = system.value.indexOf(API_LIST_MARKER);
+  if (cut < 0)
+    throw new InputError(`${where}: the system message has no API list ("${API_LIST_MARKER} [...]")`);
+  let apis: unknown;
+  try {
+    apis = parsePythonLiteral(system.value.slice(cut + API_LIST_MARKER.length));
+  } catch (err) {
+    throw new InputError(
+      `${where}: the API list in the system message does not parse: ${(err as Error).message}`,
+    );
+  }
+  if (!Array.isArray(apis))
+    throw new InputError(`${where}: the API list in the system message is not a list`);
+  const tools = apis.map((a) => toolFromFunctionDoc(a, where));
+  const prompt = chatMessages(
+    [
+      { role: 'system', content: system.value.slice(0, cut).trim() },
+      { role: 'user', content: user.value },
+    ],
+    where,
+    'conversations',
+  );
+  const extra: Record<string, unknown> = { tools };
+  if (obj.id !== undefined) extra.id = obj.id;
+  return {
+    data_source: 'toolbench',
+    prompt,
+    reward_model: { style: 'rule', ground_truth: { relevant_apis: calledFunctions(raw) } },
+    extra_info: extra,
+  };
+}
+
+function fromQuery(obj: Record<string, unknown>, where: string): RowDraft {
+  if (typeof obj.query !== 'string' || obj.query.trim() === '')
+    throw new InputError(`${where}: "query" must be a non-empty string`);
+  const apiList = obj.api_list;
+  if (!Array.isArray(apiList) || apiList.length === 0)
+    throw new InputError(`${where}: "api_list" must be a non-empty list`);
+  const converted = apiList.map((a, i) => {
+    if (
+      !isObject(a) ||
+      typeof a.tool_name !== 'string' ||
+      typeof a.api_name !== 'string' ||
+      typeof a.category_name !== 'string'
+    ) {
+      throw new InputError(
+        `${where}: api_list[${i}] needs "category_name", "tool_name" and "api_name" strings`,
+      );
+    }
+    return rapidApiToTool(a as unknown as RapidApi);
+  });
+  const relevant = Array.isArray(obj['relevant APIs']) ? (obj['relevant APIs'] as unknown[]) : [];
+  const relevantApis = relevant.flatMap((pair) =>
+    Array.isArray(pair) && typeof pair[0] === 'string' && typeof pair[1] === 'string'
+      ? [apiFunctionName(pair[1], pair[0])]
+      : [],
+  );
+  const extra: Record<string, unknown> = {
+    tools: [...converted.map((c) => c.tool), FINISH_TOOL],
+    category: converted[0]!.route.category_name,
+    apis: converted.map((c) => c.route),
+  };
+  if (obj.query_id !== undefined) extra.query_id = obj.query_id;
+  return {
+    data_source: 'toolbench',
+    prompt: [
+      { role: 'system', content: TOOLBENCH_SYSTEM_PROMPT },
+      { role: 'user', content: obj.query.trim() },
+    ],
+    reward_model: { style: 'rule', ground_truth: { relevant_apis: relevantApis } },
+    extra_info: extra,
+  };
+}
+
+export const toolbenchConverter: Converter = {
+  format: 'toolbench',
+  description:
+    'StableToolBench queries (api_list) or ToolLLaMA conversations (from/value, API list in the system prompt)',
+  convert(ctx: ConvertContext): ConvertResult {
+    const rows: ConvertedRow[] = [];
+    const seen = new Set<string>();
+    let duplicates = 0;
+    for (const rec of readRecords(ctx.input)) {
+      const obj = recordObject(ctx.input, rec);
+      const where = `${ctx.input} ${rec.at}`;
+      let row: RowDraft;
+      if ('conversations' in obj) row = fromConversation(obj, where);
+      else if ('api_list' in obj || 'query' in obj) row = fromQuery(obj, where);
+      else
+        throw new InputError(
+          `${where}: expected a ToolLLaMA "conversations" entry or a StableToolBench "query" with "api_list"`,
+        );
+      // ToolLLaMA keeps one entry per step of a solution ("Step 2: …", "Step 4: …"): one RL prompt each.
+      const key = JSON.stringify(row.prompt);
+      if (seen.has(key)) {
+        duplicates++;
+        continue;
+      }
+      seen.add(key);
+      if (ctx.dataSource) row.data_source = ctx.dataSource;
+      rows.push({ at: rec.at, row });
+    }
+    const notes = duplicates
+      ? [`dropped ${duplicates} entries whose prompt repeats an earlier one (ToolLLaMA steps)`]
+      : [];
+    return { rows, notes };
+  },
+};
