@@ -1,4 +1,6 @@
 // Multi-turn episode logic: pure functions over a JSON state (see episode.ts for the lifecycle and limits).
+
+export { renderToolResult } from '#shared/tools/render';
 export {
   appendedTokens,
   episodeOutcome,
@@ -20,4 +22,4 @@ export {
   type PlannedCall,
   type RejectedCall,
 } from './state.ts';
-export { parseErrorMessage, renderToolResult, toolMessage } from './tool-messages.ts';
+export { parseErrorMessage, toolMessage } from './tool-messages.ts';

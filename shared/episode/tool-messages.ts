@@ -1,21 +1,12 @@
 // How tool results and malformed calls are shown to the model: the `tool` messages appended after a turn.
+// One result reads as `toolrl tools call` prints it (shared/tools/render.ts).
 import type { ParseError } from '#shared/parsing/types';
 import type { ChatMessage } from '#shared/schemas/chat';
 import type { ToolResult } from '#shared/schemas/tool-result';
+import { renderToolResult } from '#shared/tools/render';
 
 /** Parse errors listed in full in the one message that reports them; the rest are counted. */
 const MAX_LISTED_PARSE_ERRORS = 8;
-
-/**
- * The text the model reads for one result: the output when it succeeded, otherwise the error type and message
- * (and any output the tool produced before failing, e.g. a traceback), so the model can correct the call.
- */
-export function renderToolResult(result: ToolResult): string {
-  if (result.ok) return result.output;
-  const error = result.error ?? { type: 'internal_error', message: 'the tool failed without saying why' };
-  const head = `Error (${error.type}): ${error.message}`;
-  return result.output ? `${head}\n${result.output}` : head;
-}
 
 export const toolMessage = (name: string, result: ToolResult): ChatMessage => ({
   role: 'tool',

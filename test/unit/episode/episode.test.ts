@@ -334,8 +334,8 @@ describe('misuse by the caller throws with a clear message', () => {
   });
 });
 
-describe('renderToolResult', () => {
-  it('shows the output, or the error type and message followed by any output', () => {
+describe('tool messages read as `toolrl tools call` prints a result', () => {
+  it('shows the output, or any output followed by the error type and message', () => {
     expect(renderToolResult(ok('42'))).toBe('42');
     expect(
       renderToolResult({
@@ -344,9 +344,9 @@ describe('renderToolResult', () => {
         error: { type: 'execution_error', message: 'ZeroDivisionError' },
         truncated: false,
       }),
-    ).toBe('Error (execution_error): ZeroDivisionError\nTraceback …');
-    expect(renderToolResult({ ok: false, output: '', error: null, truncated: false })).toBe(
-      'Error (internal_error): the tool failed without saying why',
+    ).toBe('Traceback …\nError (execution_error): ZeroDivisionError');
+    expect(renderToolResult({ ok: false, output: '', error: null, truncated: false })).toMatch(
+      /^Error \(internal_error\)/,
     );
   });
 });
