@@ -30,6 +30,11 @@ export const RunStatusSchema = z.object({
     config: z.string(),
     train: z.array(z.string()),
     val: z.array(z.string()),
+    /**
+     * Embedded runs only: the local folder of the original config file. Tool configs and reward modules are
+     * resolved against it (they may name further local files); remote runs resolve them in the input prefix.
+     */
+    sourceDir: z.string().optional(),
   }),
   totals: z.object({
     /** Train groups the feeder will issue over all stages and epochs (the learner stops when it has seen them). */

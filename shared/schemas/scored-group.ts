@@ -19,6 +19,11 @@ export const ScoredGroupSchema = z.object({
   split: z.enum(['train', 'val']).default('train'),
   dataSource: z.string(),
   trajectories: z.array(TrajectorySchema).min(1),
+  /**
+   * The sample whose reward handler wrote this manifest. Only that sample's (re)delivery sends the
+   * scored-group message, so a crash between the write and the send is repaired by its redelivery.
+   */
+  completedBy: z.number().int().nonnegative().optional(),
 });
 export type ScoredGroup = z.infer<typeof ScoredGroupSchema>;
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 
 /**
  * @example {"runId": "r-1a2b", "groupId": "e0-p17", "promptId": "p17", "epoch": 0, "stage": null,
- *   "split": "train", "dataSource": "calc", "groupSize": 8}
+ *   "split": "train", "dataSource": "calc", "groupSize": 8, "policyVersion": null}
  */
 export const GroupRefSchema = z.object({
   runId: z.string().min(1),
@@ -17,6 +17,11 @@ export const GroupRefSchema = z.object({
   dataSource: z.string(),
   /** G: samples in the group; the group is complete when this many scored trajectories exist. */
   groupSize: z.number().int().positive(),
+  /**
+   * Validation groups are rolled out by exactly this policy version (so an evaluation measures one version);
+   * null: the newest version the rollout stage can load (train groups).
+   */
+  policyVersion: z.number().int().nonnegative().nullable().default(null),
 });
 export type GroupRef = z.infer<typeof GroupRefSchema>;
 

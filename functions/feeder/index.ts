@@ -1,0 +1,10 @@
+// Lambda entry of the feeder (environment parsed once, at cold start).
+import { awsStageContext } from '#shared/adapters/aws/stage-context';
+import { RunResources } from '#shared/pipeline/run-resources';
+import { createFeederHandler } from './handler.ts';
+
+const ctx = awsStageContext('feeder');
+export const handler = createFeederHandler({
+  ...ctx,
+  resources: new RunResources(ctx.blobs, { scratchDir: ctx.scratchDir }),
+});

@@ -1,0 +1,13 @@
+// Lambda entry of the rollout stage: policies are loaded into /tmp once per container and re-read when
+// LATEST.json moves.
+import { awsStageContext } from '#shared/adapters/aws/stage-context';
+import { BlobPolicyProvider } from '#shared/pipeline/policies';
+import { RunResources } from '#shared/pipeline/run-resources';
+import { createRolloutHandler } from './handler.ts';
+
+const ctx = awsStageContext('rollout');
+export const handler = createRolloutHandler({
+  ...ctx,
+  resources: new RunResources(ctx.blobs, { scratchDir: ctx.scratchDir }),
+  policies: new BlobPolicyProvider(ctx.blobs, { scratchDir: ctx.scratchDir }),
+});

@@ -1,0 +1,42 @@
+// Submits a run's learner as an AWS Batch job (run-starter). Idempotent: a job already submitted under the
+// run's job name (a redelivered run event after a crash) is reused instead of starting a second learner.
+import { type BatchClient, ListJobsCommand, SubmitJobCommand } from '@aws-sdk/client-batch';
+import type { LearnerJobs } from '../../pipeline/run-starter.ts';
+import type { RunStatus } from '../../schemas/run-status.ts';
+
+export const learnerJobName = (runId: string): string =>
+  `toolrl-learner-${runId.replace(/[^A-Za-z0-9_-]/g, '-')}`.slice(0, 128);
+
+export class BatchLearnerJobs implements LearnerJobs {
+  constructor(
+    private readonly client: BatchClient,
+    private readonly jobQueue: string,
+    private readonly jobDefinition: string,
+    private readonly environment: Readonly<Record<string, string>> = {},
+  ) {}
+
+  async submit(run: RunStatus): Promise<{ jobId: string }> {
+    const jobName = learnerJobName(run.runId);
+    const existing = await this.client.send(
+      new ListJobsCommand({ jobQueue: this.jobQueue, filters: [{ name: 'JOB_NAME', values: [jobName] }] }),
+    );
+    const live = (existing.jobSummaryList ?? []).find((j) => j.status !== 'FAILED');
+    if (live?.jobId) return { jobId: live.jobId };
+    const r = await this.client.send(
+      new SubmitJobCommand({
+        jobName,
+        jobQueue: this.jobQueue,
+        jobDefinition: this.jobDefinition,
+        parameters: { runId: run.runId },
+        containerOverrides: {
+          environment: [
+            { name: 'TOOLRL_RUN_ID', value: run.runId },
+            ...Object.entries(this.environment).map(([name, value]) => ({ name, value })),
+          ],
+        },
+      }),
+    );
+    if (!r.jobId) throw new Error(`AWS Batch accepted ${jobName} without a job id`);
+    return { jobId: r.jobId };
+  }
+}

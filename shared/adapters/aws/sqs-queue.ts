@@ -1,0 +1,164 @@
+// The Queue on SQS (AWS SDK v3): standard queues, long polling, string message attributes.
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  type MessageAttributeValue,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '../../ports/queue.ts';
+
+const attributes = (
+  a: Readonly<Record<string, string>> | undefined,
+): Record<string, MessageAttributeValue> | undefined =>
+  a && Object.keys(a).length > 0
+    ? Object.fromEntries(Object.entries(a).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]))
+    : undefined;
+
+const chunks = <T>(xs: readonly T[], n: number): T[][] =>
+  Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
+
+/** `https://sqs.us-east-1.amazonaws.com/123456789012/q` -> `arn:aws:sqs:us-east-1:123456789012:q`. */
+export function arnOfQueueUrl(url: string): string {
+  const u = new URL(url);
+  const [account = '', name = ''] = u.pathname.split('/').filter(Boolean);
+  const region = /(?:^|\.)sqs\.([a-z0-9-]+)\./.exec(u.hostname)?.[1] ?? process.env.AWS_REGION ?? 'us-east-1';
+  return `arn:aws:sqs:${region}:${account}:${name}`;
+}
+
+export class SqsQueue implements Queue {
+  constructor(
+    private readonly client: SQSClient,
+    readonly url: string,
+    readonly name: string,
+    readonly arn: string = arnOfQueueUrl(url),
+  ) {}
+
+  async send(body: string, opts: SendOptions = {}): Promise<{ messageId: string }> {
+    const r = await this.client.send(
+      new SendMessageCommand({
+        QueueUrl: this.url,
+        MessageBody: body,
+        ...(opts.delaySec ? { DelaySeconds: Math.round(opts.delaySec) } : {}),
+        ...(opts.attributes ? { MessageAttributes: attributes(opts.attributes) } : {}),
+      }),
+    );
+    return { messageId: r.MessageId ?? '' };
+  }
+
+  async sendBatch(
+    entries: readonly { body: string; opts?: SendOptions }[],
+  ): Promise<{ messageId: string }[]> {
+    const ids: { messageId: string }[] = [];
+    for (const chunk of chunks(entries, 10)) {
+      const r = await this.client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: this.url,
+          Entries: chunk.map((e, i) => ({
+            Id: String(i),
+            MessageBody: e.body,
+            ...(e.opts?.delaySec ? { DelaySeconds: Math.round(e.opts.delaySec) } : {}),
+            ...(e.opts?.attributes ? { MessageAttributes: attributes(e.opts.attributes) } : {}),
+          })),
+        }),
+      );
+      if (r.Failed?.length)
+        throw new Error(
+          `${this.name}: ${r.Failed.length} of ${chunk.length} messages not sent: ${r.Failed.map((f) => `${f.Code}: ${f.Message}`).join('; ')}`,
+        );
+      const byId = new Map((r.Successful ?? []).map((s) => [s.Id, s.MessageId ?? '']));
+      for (let i = 0; i < chunk.length; i++) ids.push({ messageId: byId.get(String(i)) ?? '' });
+    }
+    return ids;
+  }
+
+  async receive(opts: ReceiveOptions = {}): Promise<ReceivedMessage[]> {
+    try {
+      const r = await this.client.send(
+        new ReceiveMessageCommand({
+          QueueUrl: this.url,
+          MaxNumberOfMessages: Math.max(1, Math.min(10, opts.maxMessages ?? 1)),
+          WaitTimeSeconds: Math.round(Math.min(20, opts.waitTimeSec ?? 0)),
+          ...(opts.visibilityTimeoutSec !== undefined
+            ? { VisibilityTimeout: Math.round(opts.visibilityTimeoutSec) }
+            : {}),
+          MessageSystemAttributeNames: [
+            'ApproximateReceiveCount',
+            'SentTimestamp',
+            'ApproximateFirstReceiveTimestamp',
+          ],
+          MessageAttributeNames: ['All'],
+        }),
+        opts.signal ? { abortSignal: opts.signal } : {},
+      );
+      return (r.Messages ?? []).map((m) => ({
+        messageId: m.MessageId ?? '',
+        receiptHandle: m.ReceiptHandle ?? '',
+        body: m.Body ?? '',
+        receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
+        sentAt: Number(m.Attributes?.SentTimestamp ?? 0),
+        firstReceivedAt: Number(m.Attributes?.ApproximateFirstReceiveTimestamp ?? 0),
+        attributes: Object.fromEntries(
+          Object.entries(m.MessageAttributes ?? {}).flatMap(([k, v]) =>
+            v.StringValue !== undefined ? [[k, v.StringValue]] : [],
+          ),
+        ),
+      }));
+    } catch (err) {
+      if (opts.signal?.aborted) return [];
+      throw err;
+    }
+  }
+
+  async delete(receiptHandle: string): Promise<void> {
+    await this.client.send(new DeleteMessageCommand({ QueueUrl: this.url, ReceiptHandle: receiptHandle }));
+  }
+
+  async deleteBatch(receiptHandles: readonly string[]): Promise<void> {
+    for (const chunk of chunks(receiptHandles, 10)) {
+      const r = await this.client.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: this.url,
+          Entries: chunk.map((h, i) => ({ Id: String(i), ReceiptHandle: h })),
+        }),
+      );
+      if (r.Failed?.length)
+        throw new Error(
+          `${this.name}: ${r.Failed.length} deletes failed: ${r.Failed.map((f) => f.Message).join('; ')}`,
+        );
+    }
+  }
+
+  async changeVisibility(receiptHandle: string, timeoutSec: number): Promise<void> {
+    await this.client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: this.url,
+        ReceiptHandle: receiptHandle,
+        VisibilityTimeout: Math.round(timeoutSec),
+      }),
+    );
+  }
+
+  async depth(): Promise<QueueDepth> {
+    const r = await this.client.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: this.url,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
+    );
+    const a = r.Attributes ?? {};
+    return {
+      visible: Number(a.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+      delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
+    };
+  }
+}

@@ -1,0 +1,96 @@
+// A stage's context on AWS (Lambda, or the local runtime against LocalStack): the environment is parsed once
+// at cold start through a zod schema built from the topology (which queues the function sends to), so a
+// misconfigured function fails at start-up naming the missing variable.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { BatchClient } from '@aws-sdk/client-batch';
+import { z } from 'zod';
+import { FUNCTION_ENV } from '../../aws/function-env.ts';
+import type { StageContext } from '../../pipeline/context.ts';
+import type { Log } from '../../pipeline/log.ts';
+import { consumedQueue, FUNCTION_SENDS, type FunctionName, type QueueName } from '../../topology.ts';
+import { BatchLearnerJobs } from './batch-learner-jobs.ts';
+import { awsClientOptionsFromEnv, s3Client, sqsClient } from './clients.ts';
+import { S3BlobStore } from './s3-blob-store.ts';
+import { SqsQueue } from './sqs-queue.ts';
+
+/** The environment a function needs: bucket, the queues it sends to, and its own dead-letter queue. */
+export function functionEnvSchema(fn: FunctionName) {
+  const shape: Record<string, z.ZodType> = {
+    [FUNCTION_ENV.bucket]: z.string().min(1),
+    [FUNCTION_ENV.deadLetterQueueUrl(consumedQueue(fn))]: z.url(),
+  };
+  for (const q of FUNCTION_SENDS[fn]) shape[FUNCTION_ENV.queueUrl(q)] = z.url();
+  if (fn === 'run-starter') {
+    shape[FUNCTION_ENV.learnerJobQueue] = z.string().min(1);
+    shape[FUNCTION_ENV.learnerJobDefinition] = z.string().min(1);
+  }
+  return z.object(shape);
+}
+
+export class EnvironmentError extends Error {
+  override name = 'EnvironmentError';
+}
+
+/** Parses the function's environment; throws naming every missing or malformed variable. */
+export function readFunctionEnv(
+  fn: FunctionName,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const parsed = functionEnvSchema(fn).safeParse(env);
+  if (!parsed.success)
+    throw new EnvironmentError(`function ${fn} is misconfigured:\n${z.prettifyError(parsed.error)}`);
+  return parsed.data as Record<string, string>;
+}
+
+function powertoolsLog(fn: FunctionName): Log {
+  const logger = new Logger({ serviceName: `toolrl-${fn}` });
+  return {
+    debug: (m, e) => logger.debug(m, e ?? {}),
+    info: (m, e) => logger.info(m, e ?? {}),
+    warn: (m, e) => logger.warn(m, e ?? {}),
+    error: (m, e) => logger.error(m, e ?? {}),
+  };
+}
+
+export interface AwsStageContext extends StageContext {
+  /** Scratch space for downloads (policy bundles, tool configs). */
+  readonly scratchDir: string;
+  readonly learnerJobs?: BatchLearnerJobs;
+}
+
+/** The context of function `fn` from the environment (AWS_ENDPOINT_URL selects LocalStack). */
+export function awsStageContext(
+  fn: FunctionName,
+  env: NodeJS.ProcessEnv = process.env,
+  log?: Log,
+): AwsStageContext {
+  const vars = readFunctionEnv(fn, env);
+  const clientOpts = awsClientOptionsFromEnv(env);
+  const sqs = sqsClient(clientOpts);
+  const queues: Partial<Record<QueueName, SqsQueue>> = {};
+  for (const q of FUNCTION_SENDS[fn]) queues[q] = new SqsQueue(sqs, vars[FUNCTION_ENV.queueUrl(q)]!, q);
+  const own = consumedQueue(fn);
+  const ctx: AwsStageContext = {
+    blobs: new S3BlobStore(s3Client(clientOpts), vars[FUNCTION_ENV.bucket]!),
+    queues,
+    deadLetter: new SqsQueue(sqs, vars[FUNCTION_ENV.deadLetterQueueUrl(own)]!, `${own}-dlq`),
+    log: log ?? powertoolsLog(fn),
+    now: () => new Date(),
+    scratchDir: join(tmpdir(), 'toolrl'),
+    ...(fn === 'run-starter'
+      ? {
+          learnerJobs: new BatchLearnerJobs(
+            new BatchClient({
+              ...(clientOpts.region ? { region: clientOpts.region } : {}),
+              ...(clientOpts.endpoint ? { endpoint: clientOpts.endpoint } : {}),
+            }),
+            vars[FUNCTION_ENV.learnerJobQueue]!,
+            vars[FUNCTION_ENV.learnerJobDefinition]!,
+          ),
+        }
+      : {}),
+  };
+  return ctx;
+}

@@ -1,0 +1,129 @@
+// Validation: which policy versions get validation groups, the per-version summary written once all of its
+// groups are scored, and the run's completion (the learner is done and its final version is evaluated).
+import { z } from 'zod';
+import type { LearnerState } from '../schemas/learner-stdio.ts';
+import { LearnerStateSchema } from '../schemas/learner-stdio.ts';
+import type { RunStatus } from '../schemas/run-status.ts';
+import { type ScoredGroup, ScoredGroupSchema } from '../schemas/scored-group.ts';
+import { keys } from '../topology.ts';
+import { putJsonIfAbsent, readJson } from './blob-json.ts';
+import type { StageContext } from './context.ts';
+import { readRunStatus, transitionRun } from './run-status.ts';
+
+/** Reward components read as task accuracy, first match wins (the rewards name their correctness part so). */
+export const ACCURACY_COMPONENTS = ['accuracy', 'correct', 'correctness', 'exact_match', 'answer_correct'];
+
+/**
+ * `runs/<runId>/metrics/eval/v<N>.json`.
+ * @example {"schemaVersion": 1, "runId": "r", "policyVersion": 0, "prompts": 32, "trajectories": 128,
+ *   "rewardMean": 0.41, "rewardStd": 0.3, "accuracy": 0.25, "accuracyComponent": "accuracy",
+ *   "components": {"accuracy": 0.25, "format": 0.8}, "toolCallsPerTrajectory": 0.9,
+ *   "finishReasons": {"eos": 120, "max_turns": 8}, "createdAt": "2025-01-01T00:00:00.000Z"}
+ */
+export const EvalSummarySchema = z.object({
+  schemaVersion: z.literal(1),
+  runId: z.string(),
+  policyVersion: z.number().int().nonnegative(),
+  prompts: z.number().int().nonnegative(),
+  trajectories: z.number().int().nonnegative(),
+  rewardMean: z.number(),
+  rewardStd: z.number(),
+  /** Mean of the accuracy component (ACCURACY_COMPONENTS) over trajectories; null if the reward has none. */
+  accuracy: z.number().nullable(),
+  accuracyComponent: z.string().nullable(),
+  components: z.record(z.string(), z.number()),
+  toolCallsPerTrajectory: z.number(),
+  finishReasons: z.record(z.string(), z.number()),
+  createdAt: z.string(),
+});
+export type EvalSummary = z.infer<typeof EvalSummarySchema>;
+
+const evalEnabled = (run: RunStatus): boolean =>
+  (run.config?.trainer.eval_every ?? 0) > 0 && run.totals.valPrompts > 0;
+
+/** Versions that should have validation groups now: every `eval_every`-th, and the learner's final one. */
+export function wantedEvalVersions(
+  run: RunStatus,
+  latest: number,
+  learner: LearnerState | undefined,
+): number[] {
+  if (!evalEnabled(run)) return [];
+  const out: number[] = [];
+  if (latest % run.config!.trainer.eval_every === 0) out.push(latest);
+  if (learner?.done && !out.includes(learner.policyVersion)) out.push(learner.policyVersion);
+  return out;
+}
+
+export const evalGroupPrefix = (runId: string, version: number): string =>
+  `${keys.group(runId, `val-v${version}-`).replace(/\.json$/, '')}`;
+
+/** Summarises a version's validation once all its groups are scored; written once (put-if-absent). */
+export async function writeEvalSummaryIfComplete(
+  ctx: StageContext,
+  run: RunStatus,
+  version: number,
+): Promise<EvalSummary | undefined> {
+  const manifests = await ctx.blobs.list(evalGroupPrefix(run.runId, version));
+  if (manifests.length < run.totals.valPrompts) return undefined;
+  const groups: ScoredGroup[] = [];
+  for (const m of manifests) {
+    const g = await readJson(ctx.blobs, m.key, ScoredGroupSchema);
+    if (g) groups.push(g.value);
+  }
+  const summary = summarise(run.runId, version, groups, ctx.now());
+  const put = await putJsonIfAbsent(ctx.blobs, keys.evalSummary(run.runId, version), summary);
+  if (put.written) ctx.log.info('validation summary', { ...summary });
+  return summary;
+}
+
+export function summarise(
+  runId: string,
+  version: number,
+  groups: readonly ScoredGroup[],
+  now: Date,
+): EvalSummary {
+  const trajs = groups.flatMap((g) => g.trajectories);
+  const n = Math.max(1, trajs.length);
+  const rewards = trajs.map((t) => t.reward);
+  const mean = rewards.reduce((a, b) => a + b, 0) / n;
+  const std = Math.sqrt(rewards.reduce((a, b) => a + (b - mean) ** 2, 0) / n);
+  const sums = new Map<string, number>();
+  for (const t of trajs)
+    for (const [k, v] of Object.entries(t.rewardComponents)) sums.set(k, (sums.get(k) ?? 0) + v);
+  const components = Object.fromEntries([...sums].map(([k, v]) => [k, v / n]));
+  const accuracyComponent = ACCURACY_COMPONENTS.find((c) => c in components) ?? null;
+  const finishReasons: Record<string, number> = {};
+  for (const t of trajs) finishReasons[t.finishReason] = (finishReasons[t.finishReason] ?? 0) + 1;
+  const calls = trajs.reduce((a, t) => a + t.turns.reduce((b, turn) => b + turn.toolCalls.length, 0), 0);
+  return {
+    schemaVersion: 1,
+    runId,
+    policyVersion: version,
+    prompts: groups.length,
+    trajectories: trajs.length,
+    rewardMean: mean,
+    rewardStd: std,
+    accuracy: accuracyComponent ? components[accuracyComponent]! : null,
+    accuracyComponent,
+    components,
+    toolCallsPerTrajectory: calls / n,
+    finishReasons,
+    createdAt: now.toISOString(),
+  };
+}
+
+/** Completes the run once the learner is done and (with validation) its final version is evaluated. */
+export async function maybeCompleteRun(
+  ctx: StageContext,
+  runId: string,
+  learner?: LearnerState,
+): Promise<boolean> {
+  const state = learner ?? (await readJson(ctx.blobs, keys.learnerState(runId), LearnerStateSchema))?.value;
+  if (!state?.done) return false;
+  const run = await readRunStatus(ctx.blobs, runId);
+  if (!run || run.status === 'completed' || run.status === 'failed') return false;
+  if (evalEnabled(run) && !(await ctx.blobs.head(keys.evalSummary(runId, state.policyVersion)))) return false;
+  const after = await transitionRun(ctx.blobs, runId, 'completed', ctx.now());
+  if (after?.status === 'completed') ctx.log.info('run completed', { runId, step: state.step });
+  return after?.status === 'completed';
+}

@@ -1,0 +1,179 @@
+// The feeder stage: on each learner progress event (a new policy version, a committed step) it tops up the
+// rollout queue so at most `batch_prompts x (1 + max_staleness)` train groups are in flight, walking the
+// curriculum stages and epochs; schedules validation groups every `eval_every` versions and for the final
+// one; and marks the run complete when the learner is done.
+import { z } from 'zod';
+import type { DatasetRow } from '../schemas/dataset-row.ts';
+import { type LearnerState, LearnerStateSchema } from '../schemas/learner-stdio.ts';
+import type { GroupRef } from '../schemas/messages/group-ref.ts';
+import { type PolicyEvent, parsePolicyEventKey } from '../schemas/messages/policy-event.ts';
+import type { RolloutStart } from '../schemas/messages/rollout-request.ts';
+import { notifiedKeys } from '../schemas/messages/s3-event.ts';
+import { PolicyPointerSchema } from '../schemas/policy.ts';
+import type { RunStatus } from '../schemas/run-status.ts';
+import { keys } from '../topology.ts';
+import { readJson, updateJson } from './blob-json.ts';
+import { type StageContext, sendTo } from './context.ts';
+import { maybeCompleteRun, wantedEvalVersions } from './eval.ts';
+import { groupAt, groupSeed, planStages } from './plan.ts';
+import type { RunResources } from './run-resources.ts';
+import { readRunStatus } from './run-status.ts';
+
+/**
+ * `runs/<runId>/feeder/state.json`: how far the walk has been issued, and which versions got validation groups.
+ * @example {"schemaVersion": 1, "issued": 24, "evalVersions": [0, 5], "updatedAt": "2025-01-01T00:00:00.000Z"}
+ */
+export const FeederStateSchema = z.object({
+  schemaVersion: z.literal(1),
+  issued: z.number().int().nonnegative(),
+  evalVersions: z.array(z.number().int().nonnegative()),
+  updatedAt: z.string(),
+});
+export type FeederState = z.infer<typeof FeederStateSchema>;
+
+export interface FeederContext extends StageContext {
+  readonly resources: RunResources;
+}
+
+export async function handlePolicyEvent(ctx: FeederContext, event: PolicyEvent): Promise<void> {
+  const runs = new Set<string>();
+  for (const { key } of notifiedKeys(event)) {
+    const parsed = parsePolicyEventKey(key);
+    if (parsed) runs.add(parsed.runId);
+    else ctx.log.info('ignored: not a learner progress key', { key });
+  }
+  for (const runId of runs) await feedRun(ctx, runId);
+}
+
+/** One feeder pass over a run; safe to repeat (a lost race re-sends groups, which later stages dedupe). */
+export async function feedRun(ctx: FeederContext, runId: string): Promise<void> {
+  const run = await readRunStatus(ctx.blobs, runId);
+  if (!run?.config || (run.status !== 'running' && run.status !== 'starting')) {
+    ctx.log.info('run is not running; nothing to feed', { runId, status: run?.status });
+    return;
+  }
+  const latest = (await readJson(ctx.blobs, keys.policyLatest(runId), PolicyPointerSchema))?.value;
+  if (!latest) {
+    ctx.log.info('no policy published yet', { runId });
+    return;
+  }
+  const learner = (await readJson(ctx.blobs, keys.learnerState(runId), LearnerStateSchema))?.value;
+  const config = run.config;
+  const rowCounts = new Map<string, number>();
+  for (const s of planStages(config, () => 0))
+    for (const k of s.trainKeys) rowCounts.set(k, (await ctx.resources.rows(k)).length);
+  const plan = planStages(config, (k) => rowCounts.get(k) ?? 0);
+  const planned = run.totals.groupsPlanned ?? 0;
+  const consumed = (learner?.groupsConsumed ?? 0) + (learner?.groupsDropped ?? 0);
+  const cap = config.trainer.batch_prompts * (1 + config.trainer.max_staleness);
+  const evalWanted = wantedEvalVersions(run, latest.version, learner);
+
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const current = await readJson(ctx.blobs, keys.feederState(runId), FeederStateSchema);
+    const st = current?.value ?? { schemaVersion: 1 as const, issued: 0, evalVersions: [], updatedAt: '' };
+    const inFlight = st.issued - consumed;
+    const n = learner?.done ? 0 : Math.max(0, Math.min(cap - inFlight, planned - st.issued));
+    const newEval = evalWanted.filter((v) => !st.evalVersions.includes(v));
+    if (n === 0 && newEval.length === 0) break;
+
+    const messages: RolloutStart[] = [];
+    for (let p = st.issued; p < st.issued + n; p++) {
+      const slot = groupAt(plan, p, { seed: config.trainer.seed, shuffle: config.data.shuffle });
+      if (!slot) break;
+      const row = await rowAt(ctx.resources, slot.stage.trainKeys, slot.row);
+      messages.push(
+        startMessage(run, latest.version, row, {
+          groupId: slot.groupId,
+          promptId: slot.promptId,
+          epoch: slot.epoch,
+          stage: slot.stage.name,
+          split: 'train',
+          policyVersion: null,
+        }),
+      );
+    }
+    for (const v of newEval) messages.push(...(await evalMessages(ctx.resources, run, v)));
+    // Send before recording: a crash in between re-sends the same groups, which the stages deduplicate.
+    await sendTo(ctx, 'rollout', runId, messages);
+    const next: FeederState = {
+      schemaVersion: 1,
+      issued: st.issued + messages.filter((m) => m.group.split === 'train').length,
+      evalVersions: [...st.evalVersions, ...newEval].sort((a, b) => a - b),
+      updatedAt: ctx.now().toISOString(),
+    };
+    const stored = await updateJson(ctx.blobs, keys.feederState(runId), FeederStateSchema, (cur) =>
+      (cur?.updatedAt ?? '') === st.updatedAt && (cur?.issued ?? 0) === st.issued ? next : undefined,
+    );
+    if (stored === next) {
+      ctx.log.info('fed', {
+        runId,
+        version: latest.version,
+        groups: n,
+        evalVersions: newEval,
+        inFlight: inFlight + n,
+      });
+      break;
+    }
+    ctx.log.info('another feeder moved first; re-reading', { runId });
+  }
+  if (learner?.done) await maybeCompleteRun(ctx, runId, learner);
+}
+
+async function rowAt(
+  resources: RunResources,
+  keysOfStage: readonly string[],
+  index: number,
+): Promise<DatasetRow> {
+  let i = index;
+  for (const k of keysOfStage) {
+    const rows = await resources.rows(k);
+    if (i < rows.length) return rows[i]!;
+    i -= rows.length;
+  }
+  throw new Error(`row ${index} is past the end of ${keysOfStage.join(', ')}`);
+}
+
+function startMessage(
+  run: RunStatus,
+  version: number,
+  row: DatasetRow,
+  ids: Pick<GroupRef, 'groupId' | 'promptId' | 'epoch' | 'stage' | 'split' | 'policyVersion'>,
+): RolloutStart {
+  const config = run.config!;
+  return {
+    schemaVersion: 1,
+    kind: 'start',
+    group: { runId: run.runId, ...ids, dataSource: row.data_source, groupSize: config.rollout.n },
+    row: row as unknown as Record<string, unknown>,
+    seed: groupSeed(config.rollout.seed, ids.groupId),
+    issuedAtVersion: version,
+  };
+}
+
+async function evalMessages(
+  resources: RunResources,
+  run: RunStatus,
+  version: number,
+): Promise<RolloutStart[]> {
+  const out: RolloutStart[] = [];
+  let index = 0;
+  for (const k of run.input.val) {
+    for (const row of await resources.rows(k)) {
+      const promptId = `val-p${index}`;
+      out.push(
+        startMessage(run, version, row, {
+          groupId: `val-v${version}-p${index}`,
+          promptId,
+          epoch: 0,
+          stage: null,
+          split: 'val',
+          policyVersion: version,
+        }),
+      );
+      index++;
+    }
+  }
+  return out;
+}
+
+export type { LearnerState };

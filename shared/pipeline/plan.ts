@@ -1,0 +1,88 @@
+// The run's walk over curriculum stages, epochs and prompts: position p of the walk is one train group.
+// It is a pure function of the config and the datasets' row counts, so the feeder only stores a position.
+import { createHash } from 'node:crypto';
+import { samplingStream } from '../policy/rng.ts';
+import type { RunConfig } from '../schemas/config/run.ts';
+
+export interface PlanStage {
+  readonly index: number;
+  /** The curriculum stage's name; null for a run without `stages`. */
+  readonly name: string | null;
+  /** Blob keys of the stage's train datasets, concatenated in this order. */
+  readonly trainKeys: readonly string[];
+  readonly epochs: number;
+  readonly rows: number;
+}
+
+export interface GroupSlot {
+  readonly stage: PlanStage;
+  readonly epoch: number;
+  /** Row index within the stage's concatenated datasets. */
+  readonly row: number;
+  readonly promptId: string;
+  readonly groupId: string;
+}
+
+const asList = (v: string | string[] | undefined): string[] =>
+  v === undefined ? [] : Array.isArray(v) ? v : [v];
+
+/** The stages of a resolved config with their row counts (`rows(key)` counts one dataset). */
+export function planStages(config: RunConfig, rows: (key: string) => number): PlanStage[] {
+  const stages = config.stages?.length
+    ? config.stages.map((s, index) => ({
+        index,
+        name: s.name,
+        trainKeys: asList(s.data.train),
+        epochs: s.epochs,
+      }))
+    : [{ index: 0, name: null, trainKeys: asList(config.data.train), epochs: config.trainer.epochs }];
+  return stages.map((s) => ({ ...s, rows: s.trainKeys.reduce((n, k) => n + rows(k), 0) }));
+}
+
+export const groupsPlanned = (stages: readonly PlanStage[]): number =>
+  stages.reduce((n, s) => n + s.rows * s.epochs, 0);
+
+/** The group at `position` of the walk, or undefined past its end. */
+export function groupAt(
+  stages: readonly PlanStage[],
+  position: number,
+  opts: { seed: number; shuffle: boolean },
+): GroupSlot | undefined {
+  let p = position;
+  for (const stage of stages) {
+    const size = stage.rows * stage.epochs;
+    if (p < size) {
+      const epoch = Math.floor(p / stage.rows);
+      const i = p % stage.rows;
+      const row = opts.shuffle ? permutation(opts.seed, stage.index, epoch, stage.rows)[i]! : i;
+      const scope = stage.name === null ? '' : `s${stage.index}-`;
+      return { stage, epoch, row, promptId: `${scope}p${row}`, groupId: `${scope}e${epoch}-p${row}` };
+    }
+    p -= size;
+  }
+  return undefined;
+}
+
+const permutations = new Map<string, number[]>();
+
+/** A seeded Fisher-Yates shuffle of 0..n-1 for one (stage, epoch); cached because the feeder asks often. */
+function permutation(seed: number, stage: number, epoch: number, n: number): number[] {
+  const cacheKey = `${seed}:${stage}:${epoch}:${n}`;
+  const hit = permutations.get(cacheKey);
+  if (hit) return hit;
+  const rng = samplingStream(seed, stage, epoch);
+  const perm = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(rng.next() * (i + 1));
+    [perm[i], perm[j]] = [perm[j]!, perm[i]!];
+  }
+  if (permutations.size > 64) permutations.clear();
+  permutations.set(cacheKey, perm);
+  return perm;
+}
+
+/** The sampling seed of a group: a hash of the run's rollout seed and the group id (same on every redelivery). */
+export function groupSeed(rolloutSeed: number, groupId: string): number {
+  const h = createHash('sha256').update(`${rolloutSeed}:${groupId}`).digest();
+  return h.readUIntBE(0, 6);
+}

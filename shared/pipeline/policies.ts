@@ -1,0 +1,138 @@
+// Policies for the rollout stage: the newest version a run has published (re-read when LATEST.json moves)
+// or a pinned one (validation), loaded once per process and shared by concurrent rollouts. Bundles are used
+// in place in a local folder store, and copied to the scratch folder (/tmp on Lambda) from a remote one.
+import { createWriteStream, existsSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { LoadPolicyOptions, Policy } from '../policy/policy.ts';
+import type { BlobStore } from '../ports/blob-store.ts';
+import { PolicyPointerSchema } from '../schemas/policy.ts';
+import { keys } from '../topology.ts';
+import { readJson } from './blob-json.ts';
+
+export interface PolicyLease {
+  readonly policy: Policy;
+  readonly version: number;
+  release(): void;
+}
+
+export interface PolicyProvider {
+  /** The newest published version (pinned = null) or exactly `pinned`. Release the lease when done. */
+  acquire(runId: string, pinned: number | null): Promise<PolicyLease>;
+  close(): Promise<void>;
+}
+
+export class NoPolicyError extends Error {
+  override name = 'NoPolicyError';
+}
+
+interface Entry {
+  readonly policy: Promise<Policy>;
+  refs: number;
+  lastUsed: number;
+}
+
+export interface BlobPolicyProviderOptions {
+  readonly scratchDir: string;
+  /** ORT threads per session. */
+  readonly threads?: number;
+  /** Idle versions kept loaded besides the newest (validation often pins the previous one). */
+  readonly keepIdle?: number;
+  readonly load?: (dir: string, opts: LoadPolicyOptions) => Promise<Policy>;
+}
+
+export class BlobPolicyProvider implements PolicyProvider {
+  private readonly entries = new Map<string, Entry>();
+  private readonly newest = new Map<string, number>();
+
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly opts: BlobPolicyProviderOptions,
+  ) {}
+
+  async acquire(runId: string, pinned: number | null): Promise<PolicyLease> {
+    let version = pinned;
+    if (version === null) {
+      const latest = await readJson(this.blobs, keys.policyLatest(runId), PolicyPointerSchema);
+      if (!latest) throw new NoPolicyError(`run ${runId} has not published a policy yet`);
+      version = latest.value.version;
+      this.newest.set(runId, Math.max(version, this.newest.get(runId) ?? 0));
+    }
+    const id = `${runId}:${version}`;
+    let entry = this.entries.get(id);
+    if (!entry) {
+      entry = { policy: this.load(runId, version), refs: 0, lastUsed: 0 };
+      this.entries.set(id, entry);
+      entry.policy.catch(() => this.entries.delete(id));
+    }
+    entry.refs++;
+    entry.lastUsed = Date.now();
+    const held = entry;
+    let policy: Policy;
+    try {
+      policy = await held.policy;
+    } catch (err) {
+      held.refs--;
+      throw err;
+    }
+    let released = false;
+    return {
+      policy,
+      version,
+      release: () => {
+        if (released) return;
+        released = true;
+        held.refs--;
+        void this.evict();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.entries.values()];
+    this.entries.clear();
+    await Promise.allSettled(all.map(async (e) => (await e.policy).dispose()));
+  }
+
+  private async load(runId: string, version: number): Promise<Policy> {
+    const dir = await this.bundleDir(runId, version);
+    const load = this.opts.load ?? (await import('../policy/policy.ts')).loadPolicy;
+    return load(dir, { version, ...(this.opts.threads ? { threads: this.opts.threads } : {}) });
+  }
+
+  private async bundleDir(runId: string, version: number): Promise<string> {
+    const prefix = keys.policyVersion(runId, version);
+    const local = this.blobs.localPath?.(prefix);
+    if (local && existsSync(local)) return local;
+    const dir = join(this.opts.scratchDir, runId, 'policy', `v${version}`);
+    const done = join(dir, '.complete');
+    if (existsSync(done)) return dir;
+    const objects = await this.blobs.list(prefix);
+    if (objects.length === 0) throw new NoPolicyError(`policy ${prefix} not found`);
+    for (const o of objects) {
+      const path = join(dir, o.key.slice(prefix.length));
+      await mkdir(dirname(path), { recursive: true });
+      const stream = await this.blobs.getStream(o.key);
+      if (!stream) throw new Error(`${o.key} disappeared while downloading the policy`);
+      await pipeline(stream, createWriteStream(`${path}.part`));
+      await rename(`${path}.part`, path);
+    }
+    await writeFile(done, '');
+    return dir;
+  }
+
+  /** Disposes idle sessions of versions older than the newest, keeping the most recently used few. */
+  private async evict(): Promise<void> {
+    const idle = [...this.entries.entries()]
+      .filter(([id, e]) => {
+        const [runId, v] = id.split(':') as [string, string];
+        return e.refs === 0 && Number(v) !== this.newest.get(runId);
+      })
+      .sort((a, b) => b[1].lastUsed - a[1].lastUsed);
+    for (const [id, e] of idle.slice(this.opts.keepIdle ?? 1)) {
+      this.entries.delete(id);
+      (await e.policy).dispose().catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,144 @@
+// The reward stage: scores a finished trajectory, stores it once (put-if-absent, so a duplicate delivery
+// never makes a second contribution), and when all G of its group are stored writes the group manifest
+// with put-if-absent. Only the sample that wrote the manifest sends the one scored-group message; its
+// redelivery re-sends it, which repairs a crash between the write and the send (the learner drops duplicates).
+import { episodeOutcome } from '../episode/episode.ts';
+import { trajectoryTokens } from '../policy/token-state.ts';
+import { rewardInputFromTrajectory } from '../rewards/input.ts';
+import type { GroupRef } from '../schemas/messages/group-ref.ts';
+import type { RewardRequest } from '../schemas/messages/reward-request.ts';
+import type { TrajectoryInFlight } from '../schemas/messages/trajectory-in-flight.ts';
+import { type ScoredGroup, type ScoredGroupMessage, ScoredGroupSchema } from '../schemas/scored-group.ts';
+import { type Trajectory, TrajectorySchema } from '../schemas/trajectory.ts';
+import { keys } from '../topology.ts';
+import { putJsonIfAbsent, readJson, toJson } from './blob-json.ts';
+import { sha256Hex } from './claim-check.ts';
+import { type StageContext, sendTo } from './context.ts';
+import { PermanentError } from './errors.ts';
+import { maybeCompleteRun, writeEvalSummaryIfComplete } from './eval.ts';
+import type { RunResources } from './run-resources.ts';
+import { readRunStatus } from './run-status.ts';
+
+export interface RewardStageContext extends StageContext {
+  readonly resources: RunResources;
+}
+
+export async function handleRewardRequest(ctx: RewardStageContext, req: RewardRequest): Promise<void> {
+  const t = req.trajectory;
+  const { group, sampleIndex } = t;
+  if (sampleIndex >= group.groupSize)
+    throw new PermanentError(
+      `sample ${sampleIndex} is outside group ${group.groupId} of size ${group.groupSize}`,
+    );
+  const key = keys.trajectory(group.runId, group.groupId, sampleIndex);
+  if (!(await ctx.blobs.head(key))) {
+    const scored = await scoreTrajectory(ctx, t);
+    const put = await putJsonIfAbsent(ctx.blobs, key, scored);
+    if (!put.written) ctx.log.info('duplicate trajectory: the stored one counts', { key });
+  }
+  await completeGroupIfReady(ctx, group, sampleIndex);
+}
+
+/** The stored, scored trajectory: token fields from the engine, turns from the episode, reward and parts. */
+export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFlight): Promise<Trajectory> {
+  const outcome = episodeOutcome(t.episode);
+  const reward = await ctx.resources.reward(t.group.runId, t.group.stage);
+  const row = t.row as { reward_model?: { ground_truth?: unknown }; extra_info?: Record<string, unknown> };
+  const { score, components } = await reward(
+    rewardInputFromTrajectory(
+      { turns: outcome.turns, finishReason: outcome.finishReason, messages: outcome.messages },
+      {
+        groundTruth: row.reward_model?.ground_truth ?? null,
+        dataSource: t.group.dataSource,
+        extraInfo: row.extra_info ?? {},
+        tools: t.tokens.tools,
+      },
+    ),
+  );
+  const tok = trajectoryTokens(t.tokens);
+  return TrajectorySchema.parse({
+    sampleIndex: t.sampleIndex,
+    tokenIds: tok.tokenIds,
+    promptLength: tok.promptLength,
+    lossMask: tok.lossMask,
+    behaviorLogprobs: tok.behaviorLogprobs,
+    policyVersions: tok.policyVersions,
+    finishReason: outcome.finishReason,
+    turns: outcome.turns,
+    messages: outcome.messages,
+    reward: score,
+    rewardComponents: components,
+  });
+}
+
+/** Writes the manifest once all G trajectories are stored, and sends the group on exactly once. */
+export async function completeGroupIfReady(
+  ctx: StageContext,
+  group: GroupRef,
+  sampleIndex: number,
+): Promise<void> {
+  const stored = await ctx.blobs.list(keys.trajectoryPrefix(group.runId, group.groupId));
+  if (stored.length < group.groupSize) return;
+  const manifestKey = keys.group(group.runId, group.groupId);
+  let body = await ctx.blobs.get(manifestKey);
+  if (!body) {
+    const trajectories: Trajectory[] = [];
+    for (let i = 0; i < group.groupSize; i++) {
+      const t = await readJson(ctx.blobs, keys.trajectory(group.runId, group.groupId, i), TrajectorySchema);
+      if (!t) return; // a stray key filled the listing; wait for the real sample
+      trajectories.push(t.value);
+    }
+    const manifest: ScoredGroup = {
+      schemaVersion: 1,
+      runId: group.runId,
+      groupId: group.groupId,
+      promptId: group.promptId,
+      epoch: group.epoch,
+      stage: group.stage,
+      split: group.split,
+      dataSource: group.dataSource,
+      trajectories,
+      completedBy: sampleIndex,
+    };
+    const text = toJson(manifest);
+    const put = await ctx.blobs.putIfAbsent(manifestKey, text, { contentType: 'application/json' });
+    if (put.written) {
+      await emitGroup(ctx, manifest, manifestKey, sha256Hex(text));
+      return;
+    }
+    body = await ctx.blobs.get(manifestKey);
+    if (!body) throw new Error(`${manifestKey} was written by another handler but cannot be read`);
+  }
+  const existing = ScoredGroupSchema.parse(JSON.parse(Buffer.from(body).toString('utf8')));
+  // Only the writer re-sends: a racing sibling stays silent, so one group yields one message (plus the
+  // writer's own re-send after a crash, which the learner drops as a duplicate).
+  if (existing.completedBy === sampleIndex) await emitGroup(ctx, existing, manifestKey, sha256Hex(body));
+}
+
+async function emitGroup(
+  ctx: StageContext,
+  group: ScoredGroup,
+  manifestKey: string,
+  sha256: string,
+): Promise<void> {
+  if (group.split === 'train') {
+    const message: ScoredGroupMessage = {
+      schemaVersion: 1,
+      runId: group.runId,
+      groupId: group.groupId,
+      manifestKey,
+      sha256,
+    };
+    await sendTo(ctx, 'scored-groups', group.runId, [message]);
+    ctx.log.info('group complete', { runId: group.runId, groupId: group.groupId });
+    return;
+  }
+  // A validation group: summarise its version once all of the version's groups are in.
+  const version = Number(/^val-v(\d+)-/.exec(group.groupId)?.[1]);
+  if (!Number.isInteger(version))
+    throw new PermanentError(`validation group id ${group.groupId} names no version`);
+  const run = await readRunStatus(ctx.blobs, group.runId);
+  if (!run) return;
+  const summary = await writeEvalSummaryIfComplete(ctx, run, version);
+  if (summary) await maybeCompleteRun(ctx, group.runId);
+}

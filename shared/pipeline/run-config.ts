@@ -1,0 +1,101 @@
+// The run config file: YAML validated by zod with errors that name the field, the local files it refers
+// to, and its resolved form (every data path a blob key of the run's input prefix) stored in run.json.
+import { basename } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
+import { keys } from '../topology.ts';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses and validates a run config; throws ConfigError listing every problem with its field path. */
+export function parseRunConfig(text: string, source: string): RunConfig {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`${source} is not valid YAML: ${(err as Error).message}`);
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new ConfigError(`${source} must be a YAML mapping of sections (model, data, rollout, …)`);
+  const parsed = RunConfigSchema.safeParse(raw);
+  if (!parsed.success)
+    throw new ConfigError(`${source} is not a valid run config:\n${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+const asList = (v: string | string[] | undefined): string[] =>
+  v === undefined ? [] : Array.isArray(v) ? v : [v];
+
+/** Datasets of the run, over the top-level data block and every curriculum stage, train and val. */
+export function datasetPaths(config: RunConfig): { train: string[]; val: string[] } {
+  const train = new Set(asList(config.data.train));
+  const val = new Set(asList(config.data.val));
+  for (const s of config.stages ?? []) {
+    for (const p of asList(s.data.train)) train.add(p);
+    for (const p of asList(s.data.val)) val.add(p);
+  }
+  return { train: [...train], val: [...val] };
+}
+
+/** Every local file the config names (relative to the config file), by role. */
+export function referencedFiles(config: RunConfig): {
+  train: string[];
+  val: string[];
+  other: string[];
+} {
+  const { train, val } = datasetPaths(config);
+  const other = [
+    ...(config.trainer.sft ? [config.trainer.sft.data] : []),
+    ...(config.tools.config_file ? [config.tools.config_file] : []),
+    ...config.reward.modules,
+  ];
+  return { train, val, other };
+}
+
+/** The name a referenced file gets under `runs/<runId>/input/`; two files may not share one. */
+export function inputName(path: string): string {
+  return basename(path);
+}
+
+/** Checks that no two referenced files collide under the input prefix. */
+export function checkInputNames(config: RunConfig): void {
+  const { train, val, other } = referencedFiles(config);
+  const seen = new Map<string, string>();
+  for (const p of [...train, ...val, ...other]) {
+    const name = inputName(p);
+    const prev = seen.get(name);
+    if (prev !== undefined && prev !== p)
+      throw new ConfigError(`${prev} and ${p} would both be uploaded as input/${name}; rename one of them`);
+    if (name === 'config.yaml') throw new ConfigError(`${p}: a referenced file may not be named config.yaml`);
+    seen.set(name, p);
+  }
+}
+
+/**
+ * The config as stored in run.json: data paths (train, val, per stage, SFT data) become blob keys of the run's
+ * input prefix. Tool configs and reward modules keep their paths (resolved against the run's base folder).
+ */
+export function resolveRunConfig(config: RunConfig, runId: string): RunConfig {
+  const key = (p: string) => `${keys.inputPrefix(runId)}${inputName(p)}`;
+  const mapPaths = <T extends string | string[] | undefined>(v: T): T =>
+    (v === undefined ? v : Array.isArray(v) ? v.map(key) : key(v)) as T;
+  return {
+    ...config,
+    data: { ...config.data, train: mapPaths(config.data.train), val: mapPaths(config.data.val) },
+    trainer: {
+      ...config.trainer,
+      ...(config.trainer.sft ? { sft: { ...config.trainer.sft, data: key(config.trainer.sft.data) } } : {}),
+    },
+    ...(config.stages
+      ? {
+          stages: config.stages.map((s) => ({
+            ...s,
+            data: { ...s.data, train: mapPaths(s.data.train), val: mapPaths(s.data.val) },
+          })),
+        }
+      : {}),
+  };
+}

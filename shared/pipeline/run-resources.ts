@@ -1,0 +1,163 @@
+// What the stages load once per run and keep for the life of the process (a Lambda container, or the
+// embedded runtime): the resolved config (per curriculum stage), dataset rows, the tool registry and the
+// reward function.
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { readDataset } from '../data/dataset.ts';
+import type { BlobStore } from '../ports/blob-store.ts';
+import type { RewardFn } from '../rewards/types.ts';
+import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
+import type { DatasetRow } from '../schemas/dataset-row.ts';
+import type { RunStatus } from '../schemas/run-status.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import { keys } from '../topology.ts';
+import { PermanentError } from './errors.ts';
+import { readRunStatus } from './run-status.ts';
+
+/** The tool registry of shared/tools. */
+export type ToolsHandle = ToolRegistry;
+
+/** The run's combined reward of shared/rewards. */
+export type RewardScorer = RewardFn;
+
+export interface RunResourcesOptions {
+  /** Where remote inputs (tool configs, reward modules) are materialised; /tmp on Lambda. */
+  readonly scratchDir: string;
+  /** Builds the tool registry of a config (defaults to shared/tools' buildToolRegistry). */
+  readonly buildTools?: (config: RunConfig, baseDir: string) => Promise<ToolsHandle>;
+  /** Builds the reward of a config (defaults to shared/rewards' buildReward). */
+  readonly buildReward?: (config: RunConfig, baseDir: string) => Promise<RewardScorer>;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Deep merge where mappings merge key by key and anything else (lists included) replaces. */
+export function deepMerge(base: unknown, over: unknown): unknown {
+  if (!isPlainObject(base) || !isPlainObject(over)) return over === undefined ? base : over;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = deepMerge(base[k], v);
+  return out;
+}
+
+/** The config a curriculum stage runs with: its overrides deep-merged over the run config, re-validated. */
+export function stageConfig(config: RunConfig, stage: string | null): RunConfig {
+  if (stage === null) return config;
+  const s = config.stages?.find((x) => x.name === stage);
+  if (!s) throw new PermanentError(`the run config has no curriculum stage named ${stage}`);
+  const merged = deepMerge(config, s.overrides);
+  const parsed = RunConfigSchema.safeParse(merged);
+  if (!parsed.success)
+    throw new PermanentError(`stage ${stage}: overrides make an invalid config: ${parsed.error.message}`);
+  return parsed.data;
+}
+
+export class RunResources {
+  private readonly statuses = new Map<string, Promise<RunStatus>>();
+  private readonly datasets = new Map<string, Promise<DatasetRow[]>>();
+  private readonly baseDirs = new Map<string, Promise<string>>();
+  private readonly tools = new Map<string, Promise<ToolsHandle>>();
+  private readonly rewards = new Map<string, Promise<RewardScorer>>();
+
+  constructor(
+    private readonly blobs: BlobStore,
+    private readonly opts: RunResourcesOptions,
+  ) {}
+
+  /** run.json of a started run (cached: the config in it never changes). */
+  runStatus(runId: string): Promise<RunStatus> {
+    return memo(this.statuses, runId, async () => {
+      const s = await readRunStatus(this.blobs, runId);
+      if (!s) throw new Error(`run ${runId} has no run.json yet`);
+      if (!s.config)
+        throw new PermanentError(`run ${runId} has no resolved config (status ${s.status}: ${s.reason})`);
+      return s;
+    });
+  }
+
+  async config(runId: string, stage: string | null = null): Promise<RunConfig> {
+    const s = await this.runStatus(runId);
+    return stageConfig(s.config!, stage);
+  }
+
+  /** The rows of one dataset of the run (a blob key). */
+  rows(key: string): Promise<DatasetRow[]> {
+    return memo(this.datasets, key, async () => {
+      const data = await this.blobs.get(key);
+      if (!data) throw new PermanentError(`dataset ${key} not found`);
+      return readDataset(data);
+    });
+  }
+
+  /** The folder tool configs and reward modules are resolved against. */
+  baseDir(runId: string): Promise<string> {
+    return memo(this.baseDirs, runId, async () => {
+      const s = await this.runStatus(runId);
+      if (s.input.sourceDir && existsSync(s.input.sourceDir)) return s.input.sourceDir;
+      const local = this.blobs.localPath?.(keys.inputPrefix(runId));
+      if (local && existsSync(local)) return local;
+      // A remote store: copy the run's small input files (not the datasets) next to each other.
+      const dir = join(this.opts.scratchDir, runId, 'input');
+      for (const info of await this.blobs.list(keys.inputPrefix(runId))) {
+        if (info.key.endsWith('.parquet')) continue;
+        const data = await this.blobs.get(info.key);
+        if (!data) continue;
+        const path = join(dir, info.key.slice(keys.inputPrefix(runId).length));
+        await mkdir(dirname(path), { recursive: true });
+        await writeFile(path, data);
+      }
+      return dir;
+    });
+  }
+
+  /** The run's tool registry (one per run and stage per process; servers it starts live until close). */
+  toolRegistry(runId: string, stage: string | null): Promise<ToolsHandle> {
+    return memo(this.tools, `${runId}\u0000${stage}`, async () => {
+      const config = await this.config(runId, stage);
+      const base = await this.baseDir(runId);
+      return (this.opts.buildTools ?? defaultBuildTools)(config, base);
+    });
+  }
+
+  reward(runId: string, stage: string | null): Promise<RewardScorer> {
+    return memo(this.rewards, `${runId}\u0000${stage}`, async () => {
+      const config = await this.config(runId, stage);
+      const base = await this.baseDir(runId);
+      return (this.opts.buildReward ?? defaultBuildReward)(config, base);
+    });
+  }
+
+  /** Closes tool registries (servers, sandboxes). */
+  async close(): Promise<void> {
+    const all = [...this.tools.values()];
+    this.tools.clear();
+    await Promise.allSettled(all.map(async (p) => (await p).close()));
+  }
+}
+
+async function defaultBuildTools(config: RunConfig, baseDir: string): Promise<ToolsHandle> {
+  const { buildToolRegistry } = await import('../tools/registry.ts');
+  const mt = config.rollout.multi_turn;
+  return buildToolRegistry(config.tools, {
+    baseDir,
+    truncate: { maxLength: mt.max_tool_response_length, side: mt.tool_response_truncate_side },
+  });
+}
+
+async function defaultBuildReward(config: RunConfig, baseDir: string): Promise<RewardScorer> {
+  const { buildReward } = await import('../rewards/index.ts');
+  return buildReward(config.reward, { baseDir });
+}
+
+/** Caches a promise per key; a rejected one is forgotten so the next call retries. */
+function memo<T>(map: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
+  const hit = map.get(key);
+  if (hit) return hit;
+  const p = make();
+  map.set(key, p);
+  p.catch(() => {
+    if (map.get(key) === p) map.delete(key);
+  });
+  return p;
+}

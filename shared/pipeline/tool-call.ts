@@ -1,0 +1,43 @@
+// The tool-call stage: runs the calls of a trajectory's last turn with the tool core (per-tool concurrency,
+// timeouts, rate limits, truncation), records the results in the episode, and sends the trajectory back to
+// rollout with the tool messages to append. A failing tool is a result the model reads, never an exception.
+import { onToolResults, type TimedToolResult } from '../episode/episode.ts';
+import type { ToolSchema } from '../schemas/chat.ts';
+import type { RolloutContinue } from '../schemas/messages/rollout-request.ts';
+import type { ToolCallRequest } from '../schemas/messages/tool-call-request.ts';
+import { type StageContext, sendTo } from './context.ts';
+import { alreadyScored } from './idempotency.ts';
+import type { RunResources } from './run-resources.ts';
+
+export interface ToolCallStageContext extends StageContext {
+  readonly resources: RunResources;
+}
+
+export async function handleToolCallRequest(ctx: ToolCallStageContext, req: ToolCallRequest): Promise<void> {
+  const t = req.trajectory;
+  if (await alreadyScored(ctx, t)) {
+    ctx.log.info('trajectory already scored; duplicate tool-call request dropped', {
+      groupId: t.group.groupId,
+      sampleIndex: t.sampleIndex,
+    });
+    return;
+  }
+  const base = await ctx.resources.toolRegistry(t.group.runId, t.group.stage);
+  const rowTools = (t.row as { extra_info?: { tools?: ToolSchema[] } }).extra_info?.tools;
+  const registry = rowTools ? base.forRow({ tools: rowTools }) : base;
+  const results: TimedToolResult[] = await Promise.all(
+    req.calls.map(async (call) => {
+      const started = performance.now();
+      const result = await registry.call(call);
+      return { ...result, durationMs: performance.now() - started };
+    }),
+  );
+  const { state: episode, toolMessages } = onToolResults(t.episode, results);
+  const next: RolloutContinue = {
+    schemaVersion: 1,
+    kind: 'continue',
+    trajectory: { ...t, episode },
+    toolMessages,
+  };
+  await sendTo(ctx, 'rollout', t.group.runId, [next]);
+}
