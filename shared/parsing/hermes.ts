@@ -10,18 +10,20 @@ const CLOSE = '</tool_call>';
 const SNIPPET_CHARS = 200;
 const MESSAGE_CHARS = 300;
 
+type Tag = { kind: 'open' | 'close'; at: number } | null;
+
 /**
- * `indexOf` with a memory: queries must come with non-decreasing `from`, and each character is scanned at
- * most once over the whole parse. This is what keeps hostile input (megabytes of unclosed or nested tags)
- * linear: without it, every opening tag would rescan the rest of the text for its closing tag.
+ * The next `<tool_call>` or `</tool_call>` at or after `from`. The parse below only ever asks for tags after
+ * the last one it got, so the whole text is scanned once, whatever it holds: this is what keeps hostile input
+ * (megabytes of unclosed or nested tags) linear, where searching for each opening tag's closing tag again
+ * would rescan the rest of the text per tag.
  */
-function forwardFinder(text: string, needle: string): (from: number) => number {
-  let found = -2; // -2: never searched; -1: no occurrence at or after the last query
-  return (from) => {
-    if (found === -1 || found >= from) return found;
-    found = text.indexOf(needle, from);
-    return found;
-  };
+function nextTag(text: string, from: number): Tag {
+  for (let i = text.indexOf('<', from); i !== -1; i = text.indexOf('<', i + 1)) {
+    if (text.startsWith(OPEN, i)) return { kind: 'open', at: i };
+    if (text.startsWith(CLOSE, i)) return { kind: 'close', at: i };
+  }
+  return null;
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
@@ -75,8 +77,6 @@ function parseHermes(text: string): ParseResult {
   const calls: ToolCall[] = [];
   const errors: ParseError[] = [];
   const content: string[] = [];
-  const nextOpen = forwardFinder(text, OPEN);
-  const nextClose = forwardFinder(text, CLOSE);
   const fail = (message: string, offset: number, end: number) =>
     errors.push({
       message,
@@ -84,41 +84,39 @@ function parseHermes(text: string): ParseResult {
       snippet: clip(text.slice(offset, Math.min(end, offset + SNIPPET_CHARS)), SNIPPET_CHARS),
     });
 
-  /** Text outside calls; a closing tag with no opening one is reported but kept as text. */
-  const keepContent = (start: number, end: number) => {
-    for (let c = nextClose(start); c !== -1 && c < end; c = nextClose(c + CLOSE.length)) {
-      fail(`${CLOSE} without a matching ${OPEN}`, c, c + CLOSE.length);
-    }
-    content.push(text.slice(start, end));
-  };
-
-  let pos = 0;
-  while (pos < text.length) {
-    const open = nextOpen(pos);
-    if (open === -1) {
-      keepContent(pos, text.length);
-      break;
-    }
-    keepContent(pos, open);
-    const bodyStart = open + OPEN.length;
-    const close = nextClose(bodyStart);
-    const inner = nextOpen(bodyStart);
-    if (close === -1) {
-      // With no closing tag anywhere after it, no later call can be complete either.
-      fail(`unclosed ${OPEN}: no ${CLOSE} follows`, open, text.length);
-      break;
-    }
-    if (inner !== -1 && inner < close) {
-      // A new call starts before this one closed: report this one and resume at the new one.
-      fail(`unclosed ${OPEN}: another ${OPEN} starts before ${CLOSE}`, open, inner);
-      pos = inner;
+  // Past the last closing tag no call can be complete: one error there, not one per opening tag.
+  const lastClose = text.lastIndexOf(CLOSE);
+  let pos = 0; // start of the text not yet assigned to content or a call
+  let tag = nextTag(text, 0);
+  while (tag !== null) {
+    if (tag.kind === 'close') {
+      // A closing tag with no opening one: reported, and kept as the model's text.
+      fail(`${CLOSE} without a matching ${OPEN}`, tag.at, tag.at + CLOSE.length);
+      tag = nextTag(text, tag.at + CLOSE.length);
       continue;
     }
-    const decoded = decodeHermesCall(text.slice(bodyStart, close));
+    content.push(text.slice(pos, tag.at));
+    const open = tag.at;
+    const bodyStart = open + OPEN.length;
+    tag = open > lastClose ? null : nextTag(text, bodyStart);
+    if (tag === null) {
+      fail(`unclosed ${OPEN}: no ${CLOSE} follows`, open, text.length);
+      pos = text.length;
+      break;
+    }
+    if (tag.kind === 'open') {
+      // A new call starts before this one closed: report this one and go on with the new one.
+      fail(`unclosed ${OPEN}: another ${OPEN} starts before ${CLOSE}`, open, tag.at);
+      pos = tag.at;
+      continue;
+    }
+    const decoded = decodeHermesCall(text.slice(bodyStart, tag.at));
     if ('call' in decoded) calls.push(decoded.call);
-    else fail(decoded.error, open, close + CLOSE.length);
-    pos = close + CLOSE.length;
+    else fail(decoded.error, open, tag.at + CLOSE.length);
+    pos = tag.at + CLOSE.length;
+    tag = nextTag(text, pos);
   }
+  content.push(text.slice(pos));
   return { calls, errors, content: content.join('').trim() };
 }
 
