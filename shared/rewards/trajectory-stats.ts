@@ -16,8 +16,15 @@ export const succeeded = (c: ScoredCall): boolean => c.result?.ok === true;
 /** A call that did not succeed: it failed, or it was not run (over a limit). Unknown results are not failures. */
 export const failed = (c: ScoredCall): boolean => c.result !== null && !c.result.ok;
 
-/** The last turn's content (text outside tool calls), where answers are read; '' for an empty episode. */
-export const finalContent = (input: RewardInput): string => input.turns.at(-1)?.content ?? '';
+/**
+ * The last turn's content (text outside tool calls) after any `<think>…</think>` reasoning (Qwen3, R1):
+ * where answers are read, so a \boxed{} drafted while thinking is not taken for the answer. '' when empty.
+ */
+export function finalContent(input: RewardInput): string {
+  const content = input.turns.at(-1)?.content ?? '';
+  const end = content.lastIndexOf('</think>');
+  return end < 0 ? content : content.slice(end + '</think>'.length).trim();
+}
 
 /**
  * The episode ended with an answer: it stopped of its own accord (eos) on a turn that made no call attempt.
@@ -30,6 +37,6 @@ export function endedWithAnswer(input: RewardInput): boolean {
     last !== undefined &&
     last.calls.length === 0 &&
     last.parseErrors.length === 0 &&
-    last.content.trim() !== ''
+    finalContent(input) !== ''
   );
 }

@@ -257,6 +257,21 @@ describe('exact_match', () => {
   });
 });
 
+describe('reasoning blocks', () => {
+  it('the answer is read after </think>, and thinking alone is no answer', () => {
+    const answered = fixture('calc-correct.json', {
+      turns: [{ text: '<think>maybe \\boxed{390}? no: 17*23 = 391</think>\nSo \\boxed{391}' }],
+    });
+    expect(score('retool', answered).components.correct).toBe(1);
+    const thinkingOnly = fixture('calc-correct.json', {
+      turns: [{ text: '<think>17*23 = \\boxed{391}</think>' }],
+    });
+    expect(score('retool', thinkingOnly).components.answer_found).toBe(0);
+    // well_formed 1 (no call attempted), final_answer 0 -> 0.5
+    expect(score('format', thinkingOnly).score).toBe(0.5);
+  });
+});
+
 describe('determinism', () => {
   it('the same input scores the same every time', () => {
     const input = fixture('calc-messy.json');
