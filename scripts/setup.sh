@@ -35,6 +35,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   VIRTUAL_ENV=$PWD/$venv "$venv/bin/uv" pip install -q uv==0.13.9
   echo "$want" > "$stamp"
 fi
+# bubblewrap isolates the built-in code sandbox (namespaces, read-only system, no network). Root
+# installs Debian's package; otherwise it is unpacked into .cache/bwrap (found there by the sandbox).
+if ! command -v bwrap >/dev/null 2>&1 && [ ! -x .cache/bwrap/usr/bin/bwrap ] && command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } \
+      || echo "setup: could not install bubblewrap; the code sandbox will run without namespaces" >&2
+  else
+    (mkdir -p .cache/bwrap && cd .cache/bwrap && apt-get download bubblewrap >/dev/null 2>&1 && dpkg-deb -x bubblewrap_*.deb .) \
+      || echo "setup: could not fetch bubblewrap; the code sandbox will run without namespaces" >&2
+  fi
+fi
 # The learner package is imported from the checkout itself (like an editable install).
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$PWD/gpu-worker" > "$site/toolrl_learner.pth"

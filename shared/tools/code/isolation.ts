@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export type Isolation = 'bwrap' | 'process';
 
@@ -47,6 +48,20 @@ export function findPython(configured?: string): PythonInstall {
 }
 
 let bwrapProbe: boolean | undefined;
+let bwrapBinary: string | undefined;
+
+/** bwrap on PATH, else the copy `scripts/setup.sh` unpacks into .cache/bwrap when not root. */
+export function bwrapPath(): string {
+  if (bwrapBinary) return bwrapBinary;
+  const local = fileURLToPath(new URL('../../../.cache/bwrap/usr/bin/bwrap', import.meta.url));
+  const onPath = [
+    '/usr/bin/bwrap',
+    '/usr/local/bin/bwrap',
+    ...(process.env.PATH ?? '').split(':').map((d) => `${d}/bwrap`),
+  ];
+  bwrapBinary = [...onPath, local].find((p) => p.startsWith('/') && existsSync(p)) ?? 'bwrap';
+  return bwrapBinary;
+}
 
 /** True when `bwrap` exists and can create the namespaces we use (it cannot on Lambda or in some containers). */
 export function bwrapUsable(): boolean {

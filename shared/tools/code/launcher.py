@@ -24,6 +24,10 @@ def set_limit(res, soft, hard=None):
 def run_child():
     os.close(STATUS_FD)  # the program must not forge the report
     os.setpgid(0, 0)
+    with open(
+        "main.py", "rb"
+    ) as f:  # read before dropping privileges: the work dir's parents may be closed
+        source = f.read()
     libc.prctl(
         PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0
     )  # setuid binaries cannot give privileges back
@@ -37,13 +41,16 @@ def run_child():
     set_limit(resource.RLIMIT_FSIZE, cfg["fsize_bytes"])
     set_limit(resource.RLIMIT_NOFILE, 256)
     set_limit(resource.RLIMIT_CORE, 0)
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__file__ = "main.py"
+    sys.modules["__main__"] = main
     sys.argv = ["main.py"]
-    sys.path.insert(0, os.getcwd())
+    sys.path.insert(0, "")
     code = 0
     try:
-        import runpy
-
-        runpy.run_path("main.py", run_name="__main__")
+        exec(compile(source, "main.py", "exec"), main.__dict__)  # noqa: S102 - running it is the point
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if not isinstance(e.code, int) and e.code is not None:
@@ -52,7 +59,7 @@ def run_child():
         import traceback
 
         tb = e.__traceback__
-        while tb is not None and not tb.tb_frame.f_code.co_filename.endswith("main.py"):
+        while tb is not None and tb.tb_frame.f_code.co_filename != "main.py":
             tb = tb.tb_next
         traceback.print_exception(type(e), e, tb)
         code = 1

@@ -16,7 +16,14 @@ import { lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bwrapArgs, bwrapUsable, findPython, type Isolation, SANDBOX_WORKDIR } from './isolation.ts';
+import {
+  bwrapArgs,
+  bwrapPath,
+  bwrapUsable,
+  findPython,
+  type Isolation,
+  SANDBOX_WORKDIR,
+} from './isolation.ts';
 
 const LAUNCHER = readFileSync(fileURLToPath(new URL('./launcher.py', import.meta.url)), 'utf8');
 
@@ -50,6 +57,8 @@ export interface SandboxOptions {
   /** Interpreter to run (e.g. a venv's python with numpy); default: the system's python3. */
   python?: string;
   limits?: Partial<SandboxLimits>;
+  /** Where per-run work dirs are created (default: the OS temp dir). */
+  workRoot?: string;
 }
 
 export interface RunRequest {
@@ -120,7 +129,7 @@ export class PythonSandbox {
     const memoryMb = Math.min(req.memoryMb ?? this.limits.memoryMb, this.limits.memoryMb);
     const root = process.getuid?.() === 0;
     const uid = root ? UID_BASE + randomInt(100_000_000) : null;
-    const workdir = await mkdtemp(join(tmpdir(), 'toolrl-sandbox-'));
+    const workdir = await mkdtemp(join(this.opts.workRoot ?? tmpdir(), 'toolrl-sandbox-'));
     try {
       await writeFile(join(workdir, 'main.py'), req.code);
       for (const [name, b64] of Object.entries(req.files ?? {})) {

@@ -1,0 +1,67 @@
+// The calculator evaluates arithmetic and nothing else: no JavaScript, no definitions, bounded time.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
+
+let reg: ToolRegistry;
+beforeAll(async () => {
+  reg = await buildToolRegistry({ tools: [{ kind: 'calculator', config: { max_eval_ms: 500, num_workers: 2 } }] });
+});
+afterAll(() => reg.close());
+
+const calc = (expression: string) => reg.call({ name: 'calculator', arguments: { expression } });
+
+describe('calculator', () => {
+  it.each([
+    ['17 * 23', '391'],
+    ['2^10 mod 7', '2'], // 1024 = 146*7 + 2
+    ['sqrt(16) + 3!', '10'], // 4 + 6
+    ['round(pi, 3)', '3.142'],
+    ['(1 + 2) / 4', '0.75'],
+    ['gcd(84, 36)', '12'],
+    ['1 inch to cm', '2.54 cm'],
+    ['max(3, 9, 2)', '9'],
+  ])('%s = %s', async (expression, expected) => {
+    expect(await calc(expression)).toEqual({ ok: true, output: expected, error: null, truncated: false });
+  });
+
+  it.each([
+    ['import({x: 1}, {override: true})', /function import is not available/],
+    ['evaluate("1+1")', /function evaluate is not available/],
+    ['parse("1")', /function parse is not available/],
+    ['createUnit("foo")', /function createUnit is not available/],
+    ['f(x) = x^2', /function definition is not allowed/],
+    ['a = 5', /assignment is not allowed/],
+    ['cos.constructor("return process")', /function constructor is not available/],
+    ['sin["constructor"]', /property access is not allowed|indexing is not allowed/],
+    ['[1,2].map', /not allowed/],
+    ['{a: 1}', /an object is not allowed/],
+    ['1:1e9', /a range is not allowed/],
+    ['sqrt', /unknown symbol sqrt/],
+    ['x + 1', /unknown symbol x/],
+  ])('refuses %s', async (expression, message) => {
+    const r = await calc(expression);
+    expect(r.ok).toBe(false);
+    expect(r.error?.type).toBe('execution_error');
+    expect(r.error?.message).toMatch(message);
+  });
+
+  it('bounds evaluation time on hostile input and keeps working afterwards', async () => {
+    const t0 = Date.now();
+    const r = await calc('isPrime(9007199254740881) and isPrime(9007199254740881)');
+    expect(r.error).toEqual({ type: 'resource_limit', message: 'expression took longer than 500 ms to evaluate' });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect((await calc('1 + 1')).output).toBe('2');
+  });
+
+  it('bounds the expression size', async () => {
+    const r = await calc('1+'.repeat(1500) + '1');
+    expect(r.error?.type).toBe('invalid_arguments');
+    const nodes = await calc(Array.from({ length: 500 }, () => '1').join('+'));
+    expect(nodes.error?.message).toMatch(/too large/);
+  });
+
+  it('validates arguments before evaluating', async () => {
+    expect((await reg.call({ name: 'calculator', arguments: { expr: '1' } })).error?.type).toBe('invalid_arguments');
+    expect((await calc('   ')).error?.message).toBe('expression is empty');
+  });
+});

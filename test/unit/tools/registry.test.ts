@@ -1,0 +1,180 @@
+// The registry's contract: schemas, validation before execution, limits, truncation, and every
+// failure as a ToolResult (never an exception).
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ToolResultSchema } from '#shared/schemas/tool-result';
+import { buildToolRegistry } from '#shared/tools/registry';
+import { renderToolResult } from '#shared/tools/render';
+
+/** A local JSON service that counts concurrent requests and can be told to fail. */
+let server: Server;
+let url: string;
+let active = 0;
+let peak = 0;
+let hits = 0;
+let failFirst = 0;
+const bodies: unknown[] = [];
+beforeAll(async () => {
+  server = createServer(async (req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body: unknown = JSON.parse(Buffer.concat(chunks).toString() || '{}');
+    bodies.push(body);
+    hits++;
+    const counted = req.url === '/count'; // only this path's concurrency is measured
+    if (counted) active++;
+    peak = Math.max(peak, active);
+    await new Promise((r) => setTimeout(r, req.url === '/slow' ? 2000 : 40));
+    if (counted) active--;
+    if (failFirst > 0) {
+      failFirst--;
+      res.writeHead(503).end('busy');
+      return;
+    }
+    if (req.url === '/bad') return res.writeHead(400).end('no such thing');
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ result: `echo ${JSON.stringify(body)}`, n: hits }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+});
+afterAll(() => server.close());
+
+const echoTool = (config: Record<string, unknown> = {}, path = '/echo') => ({
+  kind: 'http',
+  config: { url: `${url}${path}`, retry_backoff: 0.01, ...config },
+  tool_schema: {
+    type: 'function' as const,
+    function: {
+      name: 'echo',
+      description: 'echo',
+      parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false },
+    },
+  },
+});
+
+describe('buildToolRegistry', () => {
+  it('has the issue\'s defaults with no config', async () => {
+    const reg = await buildToolRegistry();
+    expect(reg.names()).toEqual(['calculator', 'get_current_time', 'weather_query', 'search', 'code_interpreter']);
+    for (const s of reg.schemas()) expect(s).toMatchObject({ type: 'function', function: { parameters: { type: 'object' } } });
+    await reg.close();
+  });
+
+  it('accepts verl-style class names and config keys', async () => {
+    const reg = await buildToolRegistry({
+      tools: [
+        { class_name: 'verl.tools.sandbox_fusion_tools.SandboxFusionTool', config: { num_workers: 2, rate_limit: 10, default_timeout: 30, type: 'native', memory_limit_mb: 512 } },
+        { class_name: 'verl.tools.search_tool.SearchTool', config: { topk: 2 } },
+      ],
+    });
+    expect(reg.names()).toEqual(['code_interpreter', 'search']);
+    await reg.close();
+  });
+
+  it('fails at build time, naming the tool and key, on a bad config', async () => {
+    await expect(buildToolRegistry({ tools: [{ kind: 'telepathy', config: {} }] })).rejects.toThrow(/unknown tool kind "telepathy"/);
+    await expect(buildToolRegistry({ tools: [{ kind: 'calculator', config: { max_eval_ms: -1 } }] })).rejects.toThrow(/tool calculator: bad config: max_eval_ms/);
+    await expect(buildToolRegistry({ tools: [{ kind: 'search', config: { top_k: 3 } }] })).rejects.toThrow(/tool search: bad config: .*top_k/);
+    await expect(buildToolRegistry({ tools: [{ kind: 'calculator', config: {} }, { kind: 'calculator', config: {} }] })).rejects.toThrow(/two tools are named calculator/);
+  });
+
+  it('reads a tool config file relative to the base dir', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tools-cfg-'));
+    writeFileSync(join(dir, 'tools.yaml'), 'tools:\n  - kind: calculator\n  - kind: get_current_time\n    config: {default_timezone: Europe/Paris}\n');
+    const reg = await buildToolRegistry({ config_file: 'tools.yaml' }, { baseDir: dir, clock: () => new Date('2024-07-01T12:00:00Z') });
+    expect(reg.names()).toEqual(['calculator', 'get_current_time']);
+    expect((await reg.call({ name: 'get_current_time', arguments: {} })).output).toBe('2024-07-01T14:00:00+02:00 (Monday) Europe/Paris');
+    await reg.close();
+  });
+});
+
+describe('ToolRegistry.call', () => {
+  it('reports an unknown tool and bad arguments as results, never throwing', async () => {
+    const reg = await buildToolRegistry({ tools: [echoTool()] });
+    const unknown = await reg.call({ name: 'nope', arguments: {} });
+    expect(unknown).toEqual({ ok: false, output: '', error: { type: 'unknown_tool', message: 'unknown tool "nope"; available tools: echo' }, truncated: false });
+    const before = hits;
+    const bad = await reg.call({ name: 'echo', arguments: { txt: 'x' } });
+    expect(bad.error).toEqual({ type: 'invalid_arguments', message: 'echo: missing required argument "text"' });
+    expect(hits).toBe(before); // validation happens before the tool runs
+    const garbage = await reg.call({ name: 'echo', arguments: '{"text": ' });
+    expect(garbage.error?.type).toBe('invalid_arguments');
+    expect(ToolResultSchema.parse(await reg.call(null as never))).toMatchObject({ ok: false });
+    await reg.close();
+  });
+
+  it('runs a call and returns the output', async () => {
+    const reg = await buildToolRegistry({ tools: [echoTool({ result_field: 'result' })] });
+    expect(await reg.call({ name: 'echo', arguments: { text: 'hi' } })).toEqual({ ok: true, output: 'echo {"text":"hi"}', error: null, truncated: false });
+    await reg.close();
+  });
+
+  it('times out a slow tool and reports it', async () => {
+    const reg = await buildToolRegistry({ tools: [echoTool({ timeout: 0.2 }, '/slow')] });
+    const t0 = Date.now();
+    const r = await reg.call({ name: 'echo', arguments: { text: 'x' } });
+    expect(r.error).toEqual({ type: 'timeout', message: 'the tool did not finish within 0.2s' });
+    expect(Date.now() - t0).toBeLessThan(1500);
+    await reg.close();
+  });
+
+  it('retries transient HTTP failures with backoff, and not permanent ones', async () => {
+    const reg = await buildToolRegistry({ tools: [echoTool({ max_retries: 2 })] });
+    failFirst = 2;
+    const before = hits;
+    expect((await reg.call({ name: 'echo', arguments: { text: 'x' } })).ok).toBe(true);
+    expect(hits - before).toBe(3);
+    failFirst = 5;
+    const gaveUp = await reg.call({ name: 'echo', arguments: { text: 'x' } });
+    expect(gaveUp.error?.type).toBe('http_error');
+    expect(gaveUp.error?.message).toMatch(/HTTP 503/);
+    failFirst = 0;
+    const reg400 = await buildToolRegistry({ tools: [echoTool({ max_retries: 2 }, '/bad')] });
+    const h = hits;
+    const r = await reg400.call({ name: 'echo', arguments: { text: 'x' } });
+    expect(r.error?.message).toMatch(/HTTP 400: no such thing/);
+    expect(hits - h).toBe(1);
+    await reg.close();
+    await reg400.close();
+  });
+
+  it('callMany keeps call order and holds each tool to num_workers', async () => {
+    const reg = await buildToolRegistry({ tools: [echoTool({ num_workers: 2, result_field: 'result' }, '/count')] });
+    peak = 0;
+    const calls = Array.from({ length: 6 }, (_, i) => ({ name: 'echo', arguments: { text: String(i) } }));
+    const results = await reg.callMany(calls);
+    expect(results.map((r) => r.output)).toEqual(calls.map((c) => `echo {"text":"${c.arguments.text}"}`));
+    expect(peak).toBe(2);
+    await reg.close();
+  });
+
+  it('holds a tool to its rate limit', async () => {
+    const reg = await buildToolRegistry({ tools: [echoTool({ rate_limit: 10, num_workers: 10 })] });
+    const t0 = Date.now();
+    await reg.callMany(Array.from({ length: 13 }, () => ({ name: 'echo', arguments: { text: 'x' } })));
+    // 10 calls/s with a burst of 10: calls 11..13 wait 100, 200, 300 ms for their tokens.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
+    await reg.close();
+  });
+
+  it('truncates outputs to max_tool_response_length on the configured side', async () => {
+    const reg = await buildToolRegistry({ tools: [{ kind: 'search', config: { topk: 3 } }] }, { truncate: { maxLength: 80, side: 'right' } });
+    const r = await reg.call({ name: 'search', arguments: { query_list: ['Eiffel Tower Paris'] } });
+    expect(r.ok).toBe(true);
+    expect(r.truncated).toBe(true);
+    expect(r.output.length).toBeLessThanOrEqual(80);
+    expect(r.output).toMatch(/^Doc 1\(Title: Paris\)/);
+    expect(r.output).toMatch(/chars truncated \.\.\.\]$/);
+    await reg.close();
+  });
+
+  it('renders a failure with its error for the model', () => {
+    expect(renderToolResult({ ok: false, output: 'Traceback ...', error: { type: 'execution_error', message: 'the program exited with status 1' }, truncated: false })).toBe(
+      'Traceback ...\nError (execution_error): the program exited with status 1',
+    );
+    expect(renderToolResult({ ok: true, output: '391', error: null, truncated: false })).toBe('391');
+  });
+});
