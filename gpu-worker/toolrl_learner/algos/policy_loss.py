@@ -95,9 +95,11 @@ def policy_loss(
         kl_loss = aggregate(kl, mask)
         loss = loss + kl_coef * kl_loss
         metrics["kl_loss"] = kl_loss.detach()
+        metrics["kl"] = masked_mean(kl, mask).detach()
     if entropy is not None:
         entropy_loss = aggregate(entropy, mask)
         if entropy_coeff:
             loss = loss - entropy_coeff * entropy_loss
-        metrics["entropy"] = entropy_loss.detach()
+        metrics["entropy_loss"] = entropy_loss.detach()
+        metrics["entropy"] = masked_mean(entropy, mask).detach()
     return loss, metrics

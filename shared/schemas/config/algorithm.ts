@@ -14,9 +14,15 @@ export const AlgorithmConfigSchema = z
     clip_ratio_c: z.number().gt(1).nullable().default(null),
     /** `token` (PPO/GRPO) or `sequence` (GSPO, arXiv:2507.18071). */
     importance_sampling_level: z.enum(['token', 'sequence']).default('token'),
+    /**
+     * How per-token losses become one number. Unset: `seq-mean-token-sum-norm` for dr_grpo (its constant
+     * normaliser), `token-mean` otherwise (DAPO).
+     */
     loss_agg_mode: z
       .enum(['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'])
-      .default('token-mean'),
+      .optional(),
+    /** The constant L of `seq-mean-token-sum-norm` (Dr. GRPO); unset: rollout.multi_turn.max_total_response_length. */
+    loss_scale_factor: z.number().positive().optional(),
     use_kl_loss: z.boolean().default(false),
     kl_loss_coef: z.number().nonnegative().default(0.001),
     kl_loss_type: z.enum(['k1', 'k2', 'k3']).default('k3'),

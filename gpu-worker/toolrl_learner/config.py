@@ -1,0 +1,227 @@
+"""The learner's configuration: one frozen dataclass read from the run config's `algorithm`, `trainer`
+and `model` sections (plus the two rollout settings the math needs). Names are the YAML keys, which
+follow verl/TRL; defaults are the zod schemas' (shared/schemas/config/*.ts), and a test holds the two
+in step through the generated JSON Schema."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from .contracts import validate
+
+GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo")
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Every knob of a learner step. `algorithm:` keys
+
+    adv_estimator ("grpo"): grpo (group mean/std, arXiv:2402.03300), dr_grpo (no std, arXiv:2503.20783),
+        rloo (leave-one-out baseline, arXiv:2402.14740), reinforce_pp (batch-normalised returns,
+        arXiv:2501.03262), gae (PPO with a value head on the policy's trunk, arXiv:1506.02438).
+    norm_adv_by_std_in_grpo (True): divide GRPO advantages by the group std (Dr. GRPO: False).
+    clip_ratio_low (0.2), clip_ratio_high (0.28): PPO's epsilon below / above 1 (arXiv:1707.06347);
+        a larger high bound is DAPO's clip-higher (arXiv:2503.14476).
+    clip_ratio_c (None): dual-clip constant c > 1 bounding the loss of negative advantages at -A c
+        (arXiv:1912.09729); None disables.
+    importance_sampling_level ("token"): token ratios (PPO/GRPO) or one ratio per sequence, the geometric
+        mean of its token ratios (GSPO, arXiv:2507.18071; use clip ratios around 3e-4/4e-4 with it).
+    loss_agg_mode (None -> "seq-mean-token-sum-norm" for dr_grpo, else "token-mean"): token-mean (DAPO),
+        seq-mean-token-mean (GRPO as published), seq-mean-token-sum, seq-mean-token-sum-norm (Dr. GRPO).
+    loss_scale_factor (None -> max_total_response_length): Dr. GRPO's constant normaliser L.
+    use_kl_loss (False), kl_loss_coef (0.001), kl_loss_type ("k3"): KL to the reference policy as a loss
+        term (GRPO, arXiv:2402.03300), estimator k1/k2/k3 (Schulman's KL approximations).
+    use_kl_in_reward (False), kl_penalty ("k1"), kl_coef (0.001): KL as a per-token reward penalty
+        instead (InstructGPT/PPO-RLHF, arXiv:2203.02155).
+    entropy_coeff (0.0): entropy bonus weight (subtracted from the loss).
+    rollout_is ("token"), rollout_is_mode ("truncate"), rollout_is_threshold (2.0): importance weights
+        pi_old / pi_rollout per token or sequence, truncated at or masked outside the threshold, because
+        the ONNX rollout and the bf16 learner never agree exactly (TIS, Yao et al. 2025); "none" disables.
+    filter_groups (True): drop groups that carry no signal (all rewards equal; for group-relative
+        estimators also groups of one) - DAPO's dynamic sampling filter (arXiv:2503.14476).
+    refill_filtered_groups (False): keep reading groups until the batch has batch_prompts groups with
+        signal (DAPO); False trains on what is left of the batch_prompts groups received.
+    gamma (1.0), lam (1.0): discount and GAE lambda (gae, reinforce_pp).
+    vf_coef (0.5), cliprange_value (0.2): value loss weight and clip range (PPO).
+
+    `trainer:` keys
+
+    batch_prompts (8): groups per learner step. lr (1e-6): AdamW learning rate (fp32 master weights).
+    lr_scheduler ("constant"), warmup_steps (0), min_lr_ratio (0.0): linear warmup then constant or
+        cosine decay to min_lr_ratio * lr over the run's steps.
+    weight_decay (0.0): AdamW decoupled weight decay (arXiv:1711.05101), not on biases and norms.
+    grad_clip (1.0): max global gradient norm.
+    ppo_epochs (1): optimiser steps per batch; with 1 the old log-probs are the current ones (no extra
+        forward), with more they are recomputed once before the first.
+    micro_batch_tokens (8192): token budget of one packed micro-batch (gradients accumulate over them).
+    logprob_chunk_size (4096): rows of logits materialised at once when computing log-probs.
+    max_steps (None): stop after this many learner steps. max_staleness (1): drop a group whose oldest
+        sampled token is more than this many policy versions behind.
+    publish_every (1), save_every (10), keep_checkpoints (2): publish a policy version / write a
+        checkpoint every this many steps; complete checkpoints kept.
+    seed (0): torch RNG seed.
+    sft_data, sft_steps (100), sft_lr (1e-4), sft_batch_size (16): `trainer.sft`, an SFT warm start on
+        chat demonstrations (cross-entropy on assistant tokens) before the first policy is published.
+
+    `model:` keys
+
+    model_path: a Hugging Face model folder, or "tiny" for the built-in test model.
+    dtype ("bf16"): compute dtype; bf16 is autocast over fp32 master weights (on a GPU; CPU runs fp32).
+    gradient_checkpointing (False): recompute layer activations in backward.
+    lora_rank, lora_alpha, lora_dropout (0.0), lora_target_modules: LoRA through peft
+        (arXiv:2106.09685); None rank = full fine-tuning. With LoRA the reference policy is the base
+        without adapters and published weights are merged.
+    rollout_quantization ("none"): weight-only quantisation of the published bundle.
+
+    From `rollout:` / `logging:`: temperature (1.0, the behaviour log-probs are of logits / T),
+    max_total_response_length (1024), tensorboard (True), wandb_project / wandb_entity (None).
+    """
+
+    # algorithm
+    adv_estimator: str = "grpo"
+    norm_adv_by_std_in_grpo: bool = True
+    clip_ratio_low: float = 0.2
+    clip_ratio_high: float = 0.28
+    clip_ratio_c: float | None = None
+    importance_sampling_level: str = "token"
+    loss_agg_mode: str | None = None
+    loss_scale_factor: float | None = None
+    use_kl_loss: bool = False
+    kl_loss_coef: float = 0.001
+    kl_loss_type: str = "k3"
+    use_kl_in_reward: bool = False
+    kl_penalty: str = "k1"
+    kl_coef: float = 0.001
+    entropy_coeff: float = 0.0
+    rollout_is: str = "token"
+    rollout_is_mode: str = "truncate"
+    rollout_is_threshold: float = 2.0
+    filter_groups: bool = True
+    refill_filtered_groups: bool = False
+    gamma: float = 1.0
+    lam: float = 1.0
+    vf_coef: float = 0.5
+    cliprange_value: float = 0.2
+    # trainer
+    batch_prompts: int = 8
+    lr: float = 1e-6
+    lr_scheduler: str = "constant"
+    warmup_steps: int = 0
+    min_lr_ratio: float = 0.0
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    ppo_epochs: int = 1
+    micro_batch_tokens: int = 8192
+    logprob_chunk_size: int = 4096
+    max_steps: int | None = None
+    max_staleness: int = 1
+    publish_every: int = 1
+    save_every: int = 10
+    keep_checkpoints: int = 2
+    seed: int = 0
+    sft_data: str | None = None
+    sft_steps: int = 100
+    sft_lr: float = 1e-4
+    sft_batch_size: int = 16
+    # model
+    model_path: str = "tiny"
+    dtype: str = "bf16"
+    gradient_checkpointing: bool = False
+    lora_rank: int | None = None
+    lora_alpha: float | None = None
+    lora_dropout: float = 0.0
+    lora_target_modules: tuple[str, ...] = (
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    )
+    rollout_quantization: str = "none"
+    # rollout / logging
+    temperature: float = 1.0
+    max_total_response_length: int = 1024
+    tensorboard: bool = True
+    wandb_project: str | None = None
+    wandb_entity: str | None = None
+
+    @property
+    def resolved_loss_agg_mode(self) -> str:
+        if self.loss_agg_mode is not None:
+            return self.loss_agg_mode
+        return "seq-mean-token-sum-norm" if self.adv_estimator == "dr_grpo" else "token-mean"
+
+    @property
+    def loss_norm_constant(self) -> float:
+        return float(self.loss_scale_factor or self.max_total_response_length)
+
+    @property
+    def use_lora(self) -> bool:
+        return self.lora_rank is not None
+
+    @property
+    def needs_reference(self) -> bool:
+        return self.use_kl_loss or self.use_kl_in_reward
+
+    @property
+    def group_relative(self) -> bool:
+        return self.adv_estimator in GROUP_ESTIMATORS
+
+    @classmethod
+    def from_run_config(cls, run_config: dict[str, Any], stage: str | None = None) -> LearnerConfig:
+        """Validate a run config (the resolved one from run.json, or a user's YAML) and read the learner's
+        fields; `stage` applies that curriculum stage's `algorithm`/`trainer` overrides."""
+        validate("run-config", run_config)
+        algorithm = dict(run_config.get("algorithm") or {})
+        trainer = dict(run_config.get("trainer") or {})
+        if stage is not None:
+            stages = {s["name"]: s for s in run_config.get("stages") or []}
+            if stage not in stages:
+                raise ValueError(f"unknown stage {stage!r}; the run config has {sorted(stages) or 'none'}")
+            overrides = stages[stage].get("overrides") or {}
+            algorithm.update(overrides.get("algorithm") or {})
+            trainer.update(overrides.get("trainer") or {})
+        model = run_config["model"]
+        rollout = run_config.get("rollout") or {}
+        logging = run_config.get("logging") or {}
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw: dict[str, Any] = {k: v for k, v in algorithm.items() if k in names}
+        kw.update({k: v for k, v in trainer.items() if k in names})
+        sft = trainer.get("sft")
+        if sft:
+            kw.update(
+                sft_data=sft["data"],
+                **{f"sft_{k}": sft[k] for k in ("steps", "lr", "batch_size") if k in sft},
+            )
+        kw["model_path"] = model["path"]
+        for k in ("dtype", "gradient_checkpointing", "rollout_quantization"):
+            if k in model:
+                kw[k] = model[k]
+        lora = model.get("lora")
+        if lora:
+            kw.update(lora_rank=lora["rank"], lora_alpha=lora["alpha"], lora_dropout=lora.get("dropout", 0.0))
+            if "target_modules" in lora:
+                kw["lora_target_modules"] = tuple(lora["target_modules"])
+        if "temperature" in rollout:
+            kw["temperature"] = rollout["temperature"]
+        mt = rollout.get("multi_turn") or {}
+        if "max_total_response_length" in mt:
+            kw["max_total_response_length"] = mt["max_total_response_length"]
+        kw["tensorboard"] = logging.get("tensorboard", True)
+        if logging.get("wandb"):
+            kw.update(wandb_project=logging["wandb"]["project"], wandb_entity=logging["wandb"].get("entity"))
+        return cls(**kw)
+
+    def stage_configs(self, run_config: dict[str, Any]) -> dict[str, LearnerConfig]:
+        """The config of every curriculum stage (model fields never change between stages)."""
+        out = {}
+        for s in run_config.get("stages") or []:
+            out[s["name"]] = LearnerConfig.from_run_config(run_config, stage=s["name"])
+        return out
+
+    def replace(self, **changes: Any) -> LearnerConfig:
+        return dataclasses.replace(self, **changes)

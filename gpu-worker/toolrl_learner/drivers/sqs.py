@@ -1,0 +1,226 @@
+"""`python -m toolrl_learner sqs --run-id ID [--root s3://bucket] [--queue-url URL]`: the learner polling
+the scored-groups queue (LocalStack, AWS). Blobs go through S3; AWS_ENDPOINT_URL selects LocalStack.
+
+A received message stays in flight until the checkpoint covering its group is committed: a heartbeat
+thread keeps extending its visibility, and only `committed` deletes it. A crash therefore redelivers
+exactly the uncommitted groups. A message for another run is released at once (visibility 0); an
+unreadable one goes to the dead-letter queue with its reason. Events are printed as stdio's lines.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import traceback
+from typing import Any
+
+from .common import SignalGuard, Terminated, base_parser, setup_logging
+from .stdio import LineWriter
+
+log = logging.getLogger("toolrl_learner.sqs")
+
+
+class InFlight:
+    """Receipt handles of received, not yet committed messages, by group id (a redelivery adds one)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.handles: dict[str, list[str]] = {}
+
+    def add(self, group_id: str, handle: str) -> None:
+        with self.lock:
+            self.handles.setdefault(group_id, []).append(handle)
+
+    def pop(self, group_ids: list[str]) -> list[str]:
+        with self.lock:
+            return [h for g in group_ids for h in self.handles.pop(g, [])]
+
+    def all(self) -> list[str]:
+        with self.lock:
+            return [h for hs in self.handles.values() for h in hs]
+
+
+class Heartbeat(threading.Thread):
+    """Extends the visibility of every in-flight message every `period` seconds while training runs."""
+
+    def __init__(self, client, queue_url: str, inflight: InFlight, visibility: int, period: float) -> None:
+        super().__init__(daemon=True, name="sqs-heartbeat")
+        self.client, self.queue_url, self.inflight = client, queue_url, inflight
+        self.visibility, self.period = visibility, period
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.period):
+            self.beat()
+
+    def beat(self) -> None:
+        handles = self.inflight.all()
+        for i in range(0, len(handles), 10):
+            entries = [
+                {"Id": str(j), "ReceiptHandle": h, "VisibilityTimeout": self.visibility}
+                for j, h in enumerate(handles[i : i + 10])
+            ]
+            try:
+                resp = self.client.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
+                for f in resp.get("Failed", []):
+                    log.warning("visibility extension failed: %s", f.get("Message"))
+            except Exception as e:  # noqa: BLE001 - a missed beat is retried on the next one
+                log.warning("visibility extension failed: %s", e)
+
+
+class SqsDriver:
+    def __init__(self, client, queue_url: str, dlq_url: str | None, run_id: str, out: LineWriter) -> None:
+        self.client, self.queue_url, self.dlq_url, self.run_id, self.out = (
+            client,
+            queue_url,
+            dlq_url,
+            run_id,
+            out,
+        )
+        self.inflight = InFlight()
+        self.handle_of: dict[str, str] = {}  # last receipt handle per group, for dead-lettering
+        self.body_of: dict[str, str] = {}
+
+    def emit(self, msg: dict[str, Any]) -> None:
+        self.out(msg)
+        if msg["type"] == "committed":
+            self.delete(self.inflight.pop(msg["groupIds"]))
+        elif msg["type"] == "dropped" and msg["reason"] == "invalid":
+            gid = msg["groupId"]
+            self.inflight.pop([gid])
+            if gid in self.handle_of:
+                self.dead_letter(self.body_of[gid], self.handle_of[gid], msg.get("message", "invalid"))
+
+    def delete(self, handles: list[str]) -> None:
+        for i in range(0, len(handles), 10):
+            entries = [{"Id": str(j), "ReceiptHandle": h} for j, h in enumerate(handles[i : i + 10])]
+            resp = self.client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            for f in resp.get("Failed", []):
+                log.warning("delete failed (the group is settled; a redelivery will be a duplicate): %s", f)
+
+    def dead_letter(self, body: str, handle: str, reason: str) -> None:
+        if not self.dlq_url:
+            log.error(
+                "no dead-letter queue configured; leaving the message to the queue's redrive policy: %s",
+                reason,
+            )
+            return
+        self.client.send_message(
+            QueueUrl=self.dlq_url,
+            MessageBody=body,
+            MessageAttributes={"reason": {"DataType": "String", "StringValue": reason[:1000]}},
+        )
+        self.client.delete_message(QueueUrl=self.queue_url, ReceiptHandle=handle)
+
+    def receive(self, wait_s: int, visibility: int) -> list[dict[str, Any]]:
+        """Poll once; returns the stdio-style lines of the messages for this run."""
+        resp = self.client.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=wait_s,
+            VisibilityTimeout=visibility,
+        )
+        lines = []
+        for m in resp.get("Messages", []):
+            body, handle = m["Body"], m["ReceiptHandle"]
+            try:
+                msg = json.loads(body)
+                if not isinstance(msg, dict):
+                    raise ValueError("message body is not a JSON object")
+            except ValueError as e:
+                self.dead_letter(body, handle, f"unreadable scored-group message: {e}")
+                continue
+            if msg.get("runId") != self.run_id:
+                # Another run's learner consumes it: make it visible again right away.
+                self.client.change_message_visibility(
+                    QueueUrl=self.queue_url, ReceiptHandle=handle, VisibilityTimeout=0
+                )
+                continue
+            gid = str(msg.get("groupId") or "?")
+            self.inflight.add(gid, handle)
+            self.handle_of[gid], self.body_of[gid] = handle, body
+            lines.append({**msg, "type": "group"})
+        return lines
+
+
+def main(argv: list[str]) -> int:
+    p = base_parser("sqs", __doc__.splitlines()[0])
+    bucket = os.environ.get("TOOLRL_BUCKET")
+    p.add_argument(
+        "--root", default=f"s3://{bucket}" if bucket else None, help="s3://bucket (env TOOLRL_BUCKET)"
+    )
+    p.add_argument("--queue-url", default=os.environ.get("TOOLRL_QUEUE_URL_SCORED_GROUPS"))
+    p.add_argument("--dlq-url", default=os.environ.get("TOOLRL_DLQ_URL_SCORED_GROUPS"))
+    p.add_argument("--wait", type=int, default=20, help="long-poll seconds")
+    p.add_argument(
+        "--visibility", type=int, default=900, help="visibility lease (s), renewed every third of it"
+    )
+    p.add_argument("--idle-exit", type=float, help="exit after this many seconds without a message (tests)")
+    args = p.parse_args(argv)
+    for flag in ("run_id", "root", "queue_url"):
+        if not getattr(args, flag):
+            p.error(f"--{flag.replace('_', '-')} is required (or its environment variable)")
+    setup_logging(args.log_level)
+    out = LineWriter(sys.stdout)
+    sys.stdout = sys.stderr
+    guard = SignalGuard()
+    session = heartbeat = None
+    try:
+        import time
+
+        from ..storage import open_store
+        from ..storage.s3 import make_client
+        from ..train.session import LearnerSession
+
+        client = make_client("sqs")
+        driver = SqsDriver(client, args.queue_url, args.dlq_url, args.run_id, out)
+        heartbeat = Heartbeat(
+            make_client("sqs"), args.queue_url, driver.inflight, args.visibility, args.visibility / 3
+        )
+        heartbeat.start()
+        with guard.busy():
+            session = LearnerSession(
+                open_store(args.root),
+                args.run_id,
+                emit=driver.emit,
+                workdir=args.workdir,
+                max_steps=args.max_steps,
+                device=args.device,
+            )
+            session.start()
+        last_message = time.monotonic()
+        while not session.done:
+            lines = driver.receive(args.wait, args.visibility)
+            if lines:
+                last_message = time.monotonic()
+            for line in lines:
+                with guard.busy():
+                    session.offer(line)
+                if session.done:
+                    break
+            with guard.busy():
+                session.tick()
+            if (
+                not session.done
+                and args.idle_exit is not None
+                and time.monotonic() - last_message > args.idle_exit
+            ):
+                log.info("no message for %.0f s: finishing", args.idle_exit)
+                with guard.busy():
+                    session.finish()
+        return 0
+    except Terminated:
+        guard.shield()
+        if session is not None and hasattr(session, "state"):
+            session.interrupt()
+        return 143
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc(file=sys.stderr)
+        out({"type": "error", "message": f"{type(e).__name__}: {e}"})
+        return 1
+    finally:
+        if heartbeat is not None:
+            heartbeat.stopped.set()

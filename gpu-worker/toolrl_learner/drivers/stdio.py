@@ -1,0 +1,106 @@
+"""`python -m toolrl_learner stdio --root DIR --run-id ID [--max-steps N]`: the learner driven over JSON
+lines (shared/schemas/learner-stdio.ts): groups in on stdin, events out on stdout, logs on stderr.
+
+Exit codes: 0 done (stop, EOF, planned groups seen or max steps), 143 after SIGTERM (checkpoint
+written first), 1 on a fatal error (an `error` line is printed first).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import traceback
+from typing import Any
+
+from ..contracts import ContractError, validate
+from .common import SignalGuard, Terminated, base_parser, setup_logging
+
+log = logging.getLogger("toolrl_learner.stdio")
+
+
+class LineWriter:
+    """Validated JSON lines on stdout (the runtime parses every line; nothing else may go there)."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stdout
+        self.lock = threading.Lock()
+
+    def __call__(self, msg: dict[str, Any]) -> None:
+        validate("learner-stdio-out", msg)
+        with self.lock:
+            self.stream.write(json.dumps(msg) + "\n")
+            self.stream.flush()
+
+
+def parse_line(raw: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ContractError(f"not JSON: {e}") from None
+    return validate("learner-stdio-in", obj)
+
+
+def main(argv: list[str]) -> int:
+    p = base_parser("stdio", __doc__.splitlines()[0])
+    p.add_argument("--root", required=True, help="blob store root: a folder, or s3://bucket[/prefix]")
+    args = p.parse_args(argv)
+    if not args.run_id:
+        p.error("--run-id is required")
+    setup_logging(args.log_level)
+    # Anything a library prints must not corrupt the protocol: stdout is ours alone.
+    out = LineWriter(sys.stdout)
+    sys.stdout = sys.stderr
+    guard = SignalGuard()
+    session = None
+    try:
+        from ..storage import open_store
+        from ..train.session import LearnerSession
+
+        with guard.busy():
+            session = LearnerSession(
+                open_store(args.root),
+                args.run_id,
+                emit=out,
+                workdir=args.workdir,
+                max_steps=args.max_steps,
+                device=args.device,
+            )
+            session.start()
+        for raw in sys.stdin:
+            if session.done or not raw.strip():
+                if session.done:
+                    break
+                continue
+            try:
+                line = parse_line(raw)
+            except ContractError as e:
+                gid = _group_id(raw)
+                log.warning("bad input line (group %s): %s", gid, e)
+                out({"type": "dropped", "groupId": gid, "reason": "invalid", "message": str(e)})
+                continue
+            if line["type"] == "stop":
+                break
+            with guard.busy():
+                session.offer(line)
+        with guard.busy():
+            session.finish()
+        return 0
+    except Terminated:
+        guard.shield()
+        if session is not None and hasattr(session, "state"):
+            session.interrupt()
+        return 143
+    except Exception as e:  # noqa: BLE001 - reported on the protocol, then the process fails
+        traceback.print_exc(file=sys.stderr)
+        out({"type": "error", "message": f"{type(e).__name__}: {e}"})
+        return 1
+
+
+def _group_id(raw: str) -> str:
+    try:
+        obj = json.loads(raw)
+        return str(obj.get("groupId") or (obj.get("group") or {}).get("groupId") or "?")
+    except (json.JSONDecodeError, AttributeError):
+        return "?"

@@ -1,0 +1,39 @@
+"""The bucket layout, as shared/topology.ts `keys` declares it (keep the two in step)."""
+
+from __future__ import annotations
+
+
+def run_json(run_id: str) -> str:
+    return f"runs/{run_id}/run.json"
+
+
+def input_prefix(run_id: str) -> str:
+    return f"runs/{run_id}/input/"
+
+
+def policy_version(run_id: str, v: int) -> str:
+    return f"runs/{run_id}/policy/v{v}/"
+
+
+def policy_latest(run_id: str) -> str:
+    return f"runs/{run_id}/policy/LATEST.json"
+
+
+def group(run_id: str, group_id: str) -> str:
+    return f"runs/{run_id}/groups/{group_id}.json"
+
+
+def checkpoints(run_id: str) -> str:
+    return f"runs/{run_id}/checkpoints/"
+
+
+def checkpoint(run_id: str, step: int) -> str:
+    return f"runs/{run_id}/checkpoints/step-{step}/"
+
+
+def metrics(run_id: str) -> str:
+    return f"runs/{run_id}/metrics/"
+
+
+def learner_state(run_id: str) -> str:
+    return f"runs/{run_id}/learner/state.json"

@@ -1,0 +1,102 @@
+"""A learner batch built from scored groups: the trajectories as token sequences, and their sampled
+tokens (loss mask 1) laid out as one packed list of "loss tokens" that every per-token tensor indexes.
+
+Loss token k of sequence s is token p of that sequence (p >= 1): it is predicted by the hidden state at
+p - 1. Prompt and tool-result tokens are inputs only; they never become loss tokens, so the vocabulary
+projection runs on sampled tokens alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+def group_staleness(group: dict[str, Any], policy_version: int) -> int:
+    """How many versions behind `policy_version` the group's oldest sampled token is (0 if none)."""
+    versions = [
+        v
+        for t in group["trajectories"]
+        for v, m in zip(t["policyVersions"], t["lossMask"], strict=True)
+        if m == 1 and v >= 0
+    ]
+    return policy_version - min(versions) if versions else 0
+
+
+def tool_calls(trajectory: dict[str, Any]) -> int:
+    return sum(len(turn.get("toolCalls") or []) for turn in trajectory.get("turns") or [])
+
+
+@dataclass
+class LearnerBatch:
+    """S sequences from G groups; N loss tokens. All tensors on CPU until a micro-batch moves them."""
+
+    token_ids: list[Tensor]  # S x [L_s] int64
+    rewards: Tensor  # [S]
+    group_index: Tensor  # [S] which group (0..G-1)
+    group_ids: list[str]  # [G]
+    stages: list[str | None]  # [G]
+    loss_positions: list[Tensor]  # S x [n_s] positions p >= 1 in sequence s
+    tok_offsets: Tensor  # [S+1] loss tokens of sequence s are [tok_offsets[s], tok_offsets[s+1])
+    targets: Tensor  # [N] token ids
+    behavior_logprobs: Tensor  # [N]
+    seq_ids: Tensor  # [N] sequence of each loss token
+    staleness: Tensor  # [G]
+    tool_calls: Tensor  # [S]
+    reward_components: dict[str, Tensor] = field(default_factory=dict)  # name -> [S] (NaN where absent)
+
+    @property
+    def num_seqs(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def num_loss_tokens(self) -> int:
+        return int(self.tok_offsets[-1])
+
+    @property
+    def lengths(self) -> list[int]:
+        return [int(t.shape[0]) for t in self.token_ids]
+
+    @classmethod
+    def from_groups(cls, groups: list[dict[str, Any]], policy_version: int) -> LearnerBatch:
+        token_ids, rewards, group_index, positions, targets, behavior, tcalls = [], [], [], [], [], [], []
+        comps: dict[str, list[float]] = {}
+        n_traj = sum(len(g["trajectories"]) for g in groups)
+        s = 0
+        for gi, g in enumerate(groups):
+            for t in g["trajectories"]:
+                ids = torch.tensor(t["tokenIds"], dtype=torch.long)
+                mask = torch.tensor(t["lossMask"], dtype=torch.bool)
+                mask[0] = False  # nothing predicts the first token
+                pos = torch.nonzero(mask, as_tuple=False).squeeze(-1)
+                token_ids.append(ids)
+                positions.append(pos)
+                targets.append(ids[pos])
+                behavior.append(torch.tensor(t["behaviorLogprobs"], dtype=torch.float32)[pos])
+                rewards.append(float(t["reward"]))
+                group_index.append(gi)
+                tcalls.append(tool_calls(t))
+                for name, value in (t.get("rewardComponents") or {}).items():
+                    comps.setdefault(name, [float("nan")] * n_traj)[s] = float(value)
+                s += 1
+        counts = torch.tensor([p.shape[0] for p in positions], dtype=torch.long)
+        offsets = torch.zeros(len(positions) + 1, dtype=torch.long)
+        offsets[1:] = torch.cumsum(counts, 0)
+        return cls(
+            token_ids=token_ids,
+            rewards=torch.tensor(rewards, dtype=torch.float32),
+            group_index=torch.tensor(group_index, dtype=torch.long),
+            group_ids=[g["groupId"] for g in groups],
+            stages=[g.get("stage") for g in groups],
+            loss_positions=positions,
+            tok_offsets=offsets,
+            targets=torch.cat(targets) if targets else torch.zeros(0, dtype=torch.long),
+            behavior_logprobs=torch.cat(behavior) if behavior else torch.zeros(0),
+            seq_ids=torch.repeat_interleave(torch.arange(len(positions)), counts),
+            staleness=torch.tensor([group_staleness(g, policy_version) for g in groups], dtype=torch.float32),
+            tool_calls=torch.tensor(tcalls, dtype=torch.float32),
+            reward_components={k: torch.tensor(v) for k, v in comps.items()},
+        )

@@ -1,0 +1,231 @@
+"""Checkpoints: `checkpoints/step-<S>/` with Hugging Face format weights (the full model, or the peft
+adapter and value head), optimizer state and RNG state, and `COMPLETE.json`.
+
+`COMPLETE.json` is the commit record: written last, in one atomic put, it lists every file with its
+sha256 and carries the trainer state (step, policy version, consumed and dropped group ids, data
+position). A half-written checkpoint has no marker and is never taken for a complete one (S3 has no
+atomic directory rename; the marker works on both stores); resume takes the newest checkpoint whose
+files all match their hashes. Settling more group ids at the same step rewrites only the marker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+import re
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..storage import BlobNotFound, BlobStore, keys
+from .policy import Policy
+
+log = logging.getLogger(__name__)
+MARKER = "COMPLETE.json"
+_STEP_RE = re.compile(r"checkpoints/step-(\d+)/")
+
+
+@dataclass
+class TrainerState:
+    """What a resumed learner needs besides weights and optimizer: its counters and the ids it has settled."""
+
+    step: int = 0
+    policy_version: int = 0
+    groups_consumed: int = 0
+    groups_dropped: int = 0
+    consumed_group_ids: list[str] = field(default_factory=list)
+    dropped_group_ids: list[str] = field(default_factory=list)
+    reward_mean: float | None = None
+    # Lines of an offline JSONL already read (the offline driver's data position).
+    data_position: int = 0
+    sft_done: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TrainerState:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _rng_state() -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _write_files(
+    out: Path, policy: Policy, trainer_state: dict[str, Any] | None, state: TrainerState
+) -> None:
+    from safetensors.torch import save_file
+
+    from ..model.hf_io import save_pretrained
+
+    out.mkdir(parents=True, exist_ok=True)
+    if policy.peft is None:
+        save_pretrained(policy.base, out / "model", dtype=torch.float32, tokenizer_from=policy.model_dir)
+    else:
+        (out / "adapter").mkdir(exist_ok=True)
+        policy.peft.peft_config["default"].save_pretrained(str(out / "adapter"))
+    trainable = policy.trainable_state()
+    if trainable:
+        save_file(trainable, str(out / "trainable.safetensors"), metadata={"format": "pt"})
+    if trainer_state is not None:
+        torch.save(trainer_state, out / "optimizer.pt")
+    torch.save(_rng_state(), out / "rng.pt")
+
+
+def _put_marker(store: BlobStore, prefix: str, files: dict[str, Any], state: TrainerState) -> None:
+    marker = {"step": state.step, "files": files, "trainerState": state.to_json()}
+    store.put_bytes(prefix + MARKER, (json.dumps(marker, indent=1) + "\n").encode())
+
+
+def save_checkpoint(
+    store: BlobStore,
+    run_id: str,
+    policy: Policy,
+    trainer_state: dict[str, Any] | None,
+    state: TrainerState,
+    workdir: Path,
+    keep: int = 2,
+    weights_unchanged: bool = False,
+) -> str:
+    """Write checkpoint step-<state.step>; returns its prefix. Older complete ones beyond `keep` are removed.
+
+    weights_unchanged: nothing was trained since this step's checkpoint was written; only its marker (the
+    trainer state) is replaced, atomically, so the complete checkpoint is never taken apart.
+    """
+    prefix = keys.checkpoint(run_id, state.step)
+    if weights_unchanged:
+        try:
+            files = json.loads(store.get_bytes(prefix + MARKER))["files"]
+        except BlobNotFound:
+            files = None
+        if files is not None:
+            _put_marker(store, prefix, files, state)
+            return prefix
+    for stale in store.list(prefix):  # leftovers of an interrupted attempt at the same step
+        store.delete(stale)
+    local = store.local_path(prefix + MARKER)
+    staging = Path(local).parent if local is not None else Path(tempfile.mkdtemp(prefix="ckpt-", dir=workdir))
+    try:
+        _write_files(staging, policy, trainer_state)
+        files = {}
+        for f in sorted(p for p in staging.rglob("*") if p.is_file()):
+            rel = f.relative_to(staging).as_posix()
+            files[rel] = {"sha256": _sha256(f), "bytes": f.stat().st_size}
+            if local is None:
+                store.put_file(prefix + rel, f)
+        _put_marker(store, prefix, files, state)
+    finally:
+        if local is None:
+            shutil.rmtree(staging, ignore_errors=True)
+    _prune(store, run_id, keep)
+    return prefix
+
+
+def complete_steps(store: BlobStore, run_id: str) -> list[int]:
+    """Steps that have a COMPLETE marker, newest first."""
+    steps = []
+    for key in store.list(keys.checkpoints(run_id)):
+        m = _STEP_RE.search(key)
+        if m and key.endswith("/" + MARKER):
+            steps.append(int(m.group(1)))
+    return sorted(set(steps), reverse=True)
+
+
+def _prune(store: BlobStore, run_id: str, keep: int) -> None:
+    complete = complete_steps(store, run_id)
+    if not complete:
+        return
+    kept = set(complete[:keep])
+    newest = complete[0]
+    for key in store.list(keys.checkpoints(run_id)):
+        m = _STEP_RE.search(key)
+        if not m:
+            continue
+        s = int(m.group(1))
+        # Older than the kept ones, or an incomplete attempt older than the newest complete one.
+        if s not in kept and s < newest:
+            store.delete(key)
+    local = store.local_path(keys.checkpoint(run_id, newest) + MARKER)
+    if local is not None:  # a folder store keeps empty directories after its files are deleted
+        for d in Path(local).parents[1].glob("step-*"):
+            if d.is_dir() and not any(p.is_file() for p in d.rglob("*")):
+                shutil.rmtree(d, ignore_errors=True)
+
+
+def _fetch(store: BlobStore, prefix: str, marker: dict[str, Any], workdir: Path) -> Path | None:
+    """A local folder with the checkpoint's files, each verified against the marker; None if any is bad."""
+    local = store.local_path(prefix + MARKER)
+    folder = (
+        Path(local).parent if local is not None else Path(tempfile.mkdtemp(prefix="resume-", dir=workdir))
+    )
+    for rel, meta in marker["files"].items():
+        path = folder / rel
+        if local is None:
+            store.get_file(prefix + rel, path)
+        if not path.is_file() or path.stat().st_size != meta["bytes"] or _sha256(path) != meta["sha256"]:
+            log.warning("checkpoint %s: %s is missing or does not match its hash; skipping it", prefix, rel)
+            return None
+    return folder
+
+
+def load_latest_checkpoint(
+    store: BlobStore, run_id: str, policy: Policy, workdir: Path
+) -> tuple[TrainerState, dict[str, Any] | None] | None:
+    """Restore the newest verifiable checkpoint into `policy` (weights, RNG); returns (state, optimizer
+    state or None), or None when there is no complete checkpoint."""
+    for step in complete_steps(store, run_id):
+        prefix = keys.checkpoint(run_id, step)
+        marker = json.loads(store.get_bytes(prefix + MARKER))
+        folder = _fetch(store, prefix, marker, workdir)
+        if folder is None:
+            continue
+        try:
+            if (folder / "model").is_dir():
+                policy.load_base_weights(folder / "model")
+            if (folder / "trainable.safetensors").is_file():
+                from safetensors.torch import load_file
+
+                policy.load_trainable_state(
+                    load_file(str(folder / "trainable.safetensors"), device=str(policy.device))
+                )
+            optimizer = (
+                torch.load(folder / "optimizer.pt", map_location=policy.device, weights_only=False)
+                if (folder / "optimizer.pt").is_file()
+                else None
+            )
+            _set_rng_state(torch.load(folder / "rng.pt", weights_only=False))
+            state = TrainerState.from_json(marker["trainerState"])
+        finally:
+            if store.local_path(prefix + MARKER) is None:
+                shutil.rmtree(folder, ignore_errors=True)
+        log.info("resumed from %s (step %d, policy v%d)", prefix, state.step, state.policy_version)
+        return state, optimizer
+    return None

@@ -1,0 +1,147 @@
+"""Step metrics: `metrics/metrics.jsonl` (one JSON object per step), TensorBoard event files, W&B when
+configured, and `metrics/reward_curve.png`, refreshed as training goes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from ..storage import BlobNotFound, BlobStore, keys
+
+log = logging.getLogger(__name__)
+JSONL = "metrics.jsonl"
+PLOT = "reward_curve.png"
+
+
+def _clean(v: Any) -> Any:
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+class MetricsLogger:
+    def __init__(
+        self,
+        store: BlobStore,
+        run_id: str,
+        workdir: Path,
+        *,
+        resume_step: int = 0,
+        tensorboard: bool = True,
+        wandb_project: str | None = None,
+        wandb_entity: str | None = None,
+        plot_every_s: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.prefix = keys.metrics(run_id)
+        local = store.local_path(self.prefix + JSONL)
+        self.remote = local is None
+        self.dir = Path(local).parent if local is not None else Path(workdir) / "metrics"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.rows: list[dict[str, Any]] = self._load_rows(resume_step)
+        self._write_jsonl()
+        self.plot_every_s = plot_every_s
+        self._last_plot = 0.0
+        self.tb = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            # purge_step hides events of steps redone after a resume.
+            self.tb = SummaryWriter(log_dir=str(self.dir / "tensorboard"), purge_step=resume_step + 1)
+        self.wandb = None
+        if wandb_project:
+            try:
+                import wandb
+            except ImportError as e:
+                raise RuntimeError(
+                    "logging.wandb is set but the wandb package is not installed (pip install wandb)"
+                ) from e
+            self.wandb = wandb.init(project=wandb_project, entity=wandb_entity, id=run_id, resume="allow")
+
+    def _load_rows(self, resume_step: int) -> list[dict[str, Any]]:
+        """Rows of steps up to the resumed one (later ones are redone and would be duplicated)."""
+        try:
+            if self.remote:
+                self.store.get_file(self.prefix + JSONL, self.dir / JSONL)
+            text = (self.dir / JSONL).read_text()
+        except (BlobNotFound, FileNotFoundError):
+            return []
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return [r for r in rows if r.get("step", 0) <= resume_step]
+
+    def _write_jsonl(self) -> None:
+        tmp = self.dir / (".tmp-" + JSONL)  # the TS folder store skips .tmp- files
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
+        tmp.replace(self.dir / JSONL)
+
+    def log(self, metrics: dict[str, Any]) -> None:
+        row = {k: _clean(v) for k, v in metrics.items()}
+        self.rows.append(row)
+        with open(self.dir / JSONL, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        step = int(row["step"])
+        if self.tb is not None:
+            for k, v in row.items():
+                if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                    self.tb.add_scalar(k, v, step)
+            self.tb.flush()
+        if self.wandb is not None:
+            self.wandb.log({k: v for k, v in row.items() if k != "step"}, step=step)
+        if time.monotonic() - self._last_plot >= self.plot_every_s:
+            self.plot()
+        if self.remote:
+            self.store.put_file(self.prefix + JSONL, self.dir / JSONL)
+
+    def plot(self) -> None:
+        """Reward mean +- std and tool calls per trajectory against the step."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        self._last_plot = time.monotonic()
+        rows = [r for r in self.rows if r.get("reward_mean") is not None]
+        if not rows:
+            return
+        steps = [r["step"] for r in rows]
+        mean = [r["reward_mean"] for r in rows]
+        std = [r.get("reward_std") or 0.0 for r in rows]
+        fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+        ax.plot(steps, mean, color="tab:blue", label="reward mean")
+        ax.fill_between(
+            steps,
+            [m - s for m, s in zip(mean, std, strict=True)],
+            [m + s for m, s in zip(mean, std, strict=True)],
+            alpha=0.2,
+        )
+        ax.set_xlabel("learner step")
+        ax.set_ylabel("reward")
+        ax2 = ax.twinx()
+        ax2.plot(
+            steps, [r.get("tool_calls_per_trajectory") or 0.0 for r in rows], color="tab:orange", alpha=0.7
+        )
+        ax2.set_ylabel("tool calls / trajectory", color="tab:orange")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left")
+        fig.tight_layout()
+        tmp = self.dir / (".tmp-" + PLOT)
+        fig.savefig(tmp)
+        plt.close(fig)
+        tmp.replace(self.dir / PLOT)
+        if self.remote:
+            self.store.put_file(self.prefix + PLOT, self.dir / PLOT)
+
+    def close(self) -> None:
+        self.plot()
+        if self.tb is not None:
+            self.tb.close()
+            if self.remote:
+                for f in (self.dir / "tensorboard").glob("*"):
+                    self.store.put_file(self.prefix + "tensorboard/" + f.name, f)
+        if self.wandb is not None:
+            self.wandb.finish()
+        if self.remote:
+            shutil.rmtree(self.dir, ignore_errors=True)

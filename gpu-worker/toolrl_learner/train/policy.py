@@ -1,0 +1,246 @@
+"""The policy being trained: the decoder (full fine-tuning or LoRA through peft), an optional value head,
+the reference policy, and the forward pass of one packed micro-batch down to per-token log-probs.
+
+Only the hidden states that predict sampled tokens reach the vocabulary projection, and that
+projection runs in chunks (model/logprobs.py), so [tokens x vocabulary] logits never exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from ..config import LearnerConfig
+from .packing import MicroBatch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ForwardOut:
+    logprobs: Tensor  # [n] log pi(y_t | y_<t) under logits / temperature
+    entropy: Tensor | None  # [n]
+    values: Tensor | None  # [n] V(state before y_t)
+
+
+def resolve_model_dir(model_path: str, workdir: Path) -> Path:
+    """A model folder for `model.path`: `tiny` / `tiny:<preset>` are built (deterministically) under workdir."""
+    if model_path == "tiny" or model_path.startswith("tiny:"):
+        from ..model.tiny import TinySpec, build_tiny
+
+        preset = model_path.partition(":")[2]
+        spec = TinySpec.from_preset(preset) if preset else TinySpec()
+        out = workdir / ("model-tiny" + (f"-{preset}" if preset else ""))
+        if not (out / "config.json").is_file():
+            build_tiny(out, spec)
+        return out
+    path = Path(model_path)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(
+            f"model.path {model_path!r}: no config.json there (a Hugging Face model folder, or `tiny`)"
+        )
+    return path
+
+
+def _token_logprobs(
+    hidden: Tensor, weight: Tensor, targets: Tensor, temperature: float, chunk: int, entropy: bool
+):
+    from ..model.logprobs import token_logprobs
+
+    out = token_logprobs(
+        hidden, weight, targets, temperature=temperature, chunk_size=chunk, return_entropy=entropy
+    )
+    if isinstance(out, tuple):
+        return out[0], (out[1] if entropy else None)
+    return out, None
+
+
+class Policy:
+    """Owns the modules; the trainer owns the optimiser."""
+
+    def __init__(self, cfg: LearnerConfig, model_dir: Path, device: torch.device) -> None:
+        from ..model.hf_io import load_pretrained
+
+        self.cfg = cfg
+        self.model_dir = Path(model_dir)
+        self.device = device
+        # bf16 is autocast over fp32 master weights, on a GPU; CPU kernels for bf16 are slower than fp32.
+        self.autocast_dtype = torch.bfloat16 if (cfg.dtype == "bf16" and device.type == "cuda") else None
+        if cfg.dtype == "bf16" and device.type != "cuda":
+            log.info(
+                "model.dtype bf16 on %s: computing in fp32 (bf16 autocast is used on a GPU)", device.type
+            )
+        self.base: nn.Module = load_pretrained(self.model_dir, dtype=torch.float32, device=device)
+        if cfg.gradient_checkpointing:
+            self.base.gradient_checkpointing_enable()
+        self.peft = None
+        self.reference: nn.Module | None = None
+        if cfg.use_lora:
+            from peft import LoraConfig, get_peft_model
+
+            lora = LoraConfig(
+                r=cfg.lora_rank,
+                lora_alpha=cfg.lora_alpha,
+                lora_dropout=cfg.lora_dropout,
+                target_modules=list(cfg.lora_target_modules),
+                bias="none",
+            )
+            # Injects LoRA layers into self.base in place; self.base.forward_hidden then runs them.
+            self.peft = get_peft_model(self.base, lora)
+        elif cfg.needs_reference:
+            ref_dtype = torch.bfloat16 if self.autocast_dtype is not None else torch.float32
+            self.reference = copy.deepcopy(self.base).to(ref_dtype).eval().requires_grad_(False)
+        self.value_head: nn.Linear | None = None
+        if cfg.adv_estimator == "gae":
+            self.value_head = nn.Linear(self.base.config.hidden_size, 1).to(device)
+            nn.init.zeros_(self.value_head.weight)
+            nn.init.zeros_(self.value_head.bias)
+
+    # -- parameters -------------------------------------------------------------------------------------
+
+    def named_trainable_parameters(self) -> list[tuple[str, nn.Parameter]]:
+        out = [(n, p) for n, p in self.base.named_parameters() if p.requires_grad]
+        if self.value_head is not None:
+            out += [(f"value_head.{n}", p) for n, p in self.value_head.named_parameters()]
+        return out
+
+    def trainable_state(self) -> dict[str, Tensor]:
+        """The weights a checkpoint must hold to restore training exactly (fp32)."""
+        if self.peft is not None:
+            from peft import get_peft_model_state_dict
+
+            state = {f"adapter.{k}": v for k, v in get_peft_model_state_dict(self.peft).items()}
+        else:
+            state = {}
+        if self.value_head is not None:
+            state.update({f"value_head.{k}": v for k, v in self.value_head.state_dict().items()})
+        return {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
+
+    def load_trainable_state(self, state: dict[str, Tensor]) -> None:
+        if self.peft is not None:
+            from peft import set_peft_model_state_dict
+
+            adapter = {k.removeprefix("adapter."): v for k, v in state.items() if k.startswith("adapter.")}
+            result = set_peft_model_state_dict(self.peft, adapter)
+            if getattr(result, "unexpected_keys", None):
+                raise ValueError(
+                    f"checkpoint adapter does not match the LoRA config: {result.unexpected_keys[:5]}"
+                )
+        if self.value_head is not None:
+            vh = {k.removeprefix("value_head."): v for k, v in state.items() if k.startswith("value_head.")}
+            self.value_head.load_state_dict(vh)
+
+    def load_base_weights(self, model_dir: Path) -> None:
+        """Replace the full model's weights from a checkpoint folder (full fine-tuning)."""
+        from ..model.hf_io import load_state_dict_file
+
+        tensors = load_state_dict_file(model_dir)
+        with torch.no_grad():
+            params = dict(self.base.named_parameters())
+            for name, t in tensors.items():
+                if name in params:
+                    params[name].copy_(t.to(params[name].dtype))
+                elif name != "lm_head.weight":
+                    raise ValueError(f"checkpoint tensor {name} is not a parameter of the model")
+
+    # -- forward ----------------------------------------------------------------------------------------
+
+    def _autocast(self):
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+
+    def _forward(
+        self,
+        model: nn.Module,
+        mb: MicroBatch,
+        *,
+        entropy: bool,
+        values: bool,
+        temperature: float | None = None,
+    ) -> ForwardOut:
+        temp = self.cfg.temperature if temperature is None else temperature
+        with self._autocast():
+            hidden = model.forward_hidden(
+                mb.input_ids, mb.position_ids, mb.cu_seqlens, mb.max_seqlen
+            )  # [T, H]
+            h = hidden.index_select(0, mb.pred_rows)  # [n, H]
+            logprobs, ent = _token_logprobs(
+                h, model.lm_head_weight(), mb.targets, temp, self.cfg.logprob_chunk_size, entropy
+            )
+            v = self.value_head(h).squeeze(-1).float() if (values and self.value_head is not None) else None
+        return ForwardOut(logprobs.float(), None if ent is None else ent.float(), v)
+
+    def forward(
+        self, mb: MicroBatch, *, entropy: bool = True, values: bool = False, temperature: float | None = None
+    ) -> ForwardOut:
+        """With autograd: the training forward (temperature: the rollout's unless given, e.g. 1 for SFT)."""
+        self.base.train()
+        return self._forward(self.base, mb, entropy=entropy, values=values, temperature=temperature)
+
+    @torch.no_grad()
+    def forward_old(self, mb: MicroBatch, *, values: bool = False) -> ForwardOut:
+        """pi_old before the update (no autograd, dropout off)."""
+        self.base.eval()
+        return self._forward(self.base, mb, entropy=False, values=values)
+
+    @torch.no_grad()
+    def reference_logprobs(self, mb: MicroBatch) -> Tensor:
+        """pi_ref: the frozen initial model, or with LoRA the base with its adapters disabled."""
+        if self.peft is not None:
+            self.base.eval()
+            with self.peft.disable_adapter():
+                return self._forward(self.base, mb, entropy=False, values=False).logprobs
+        if self.reference is None:
+            raise RuntimeError("no reference policy: enable use_kl_loss or use_kl_in_reward")
+        return self._forward(self.reference, mb, entropy=False, values=False).logprobs
+
+    # -- rollout weights --------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def rollout_model(self) -> nn.Module:
+        """A plain CausalLM (CPU, fp32) with the weights rollouts should use: LoRA merged into the base."""
+        from ..model.modeling import CausalLM
+
+        if self.peft is None:
+            return self.base
+        state: dict[str, Tensor] = {}
+        lora_layers = {}
+        from peft.tuners.lora import LoraLayer
+
+        for name, module in self.base.named_modules():
+            if isinstance(module, LoraLayer):
+                lora_layers[name] = module
+        for name, p in self.base.named_parameters():
+            if ".lora_" in name:
+                continue
+            state[name.replace(".base_layer.", ".")] = p.detach().to("cpu", torch.float32)
+        for name, module in lora_layers.items():
+            delta = sum(module.get_delta_weight(a) for a in module.active_adapters)
+            state[f"{name}.weight"] = (module.base_layer.weight.detach().float() + delta.float()).cpu()
+        cfg = self.base.config
+        with torch.device("meta"):
+            merged = CausalLM(cfg)
+        if cfg.tie_word_embeddings:
+            state.pop("lm_head.weight", None)
+        merged.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
+        if cfg.tie_word_embeddings:
+            merged.lm_head.weight = merged.model.embed_tokens.weight
+        merged.inv_freq = cfg.inv_freq()
+        return merged.eval()
+
+    @contextlib.contextmanager
+    def eval_mode(self) -> Iterator[None]:
+        was = self.base.training
+        self.base.eval()
+        try:
+            yield
+        finally:
+            self.base.train(was)

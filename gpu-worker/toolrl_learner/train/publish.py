@@ -1,0 +1,90 @@
+"""Publishing policy versions: `policy/v<N>/` through the bundle export (the full graph once, then the
+weights file only), then `LATEST.json` moved to it - only after every file of the version is in place."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..contracts import validate
+from ..storage import BlobNotFound, BlobStore, keys
+
+log = logging.getLogger(__name__)
+MANIFEST = "manifest.json"
+DATA_FILE = "model.onnx.data"
+
+
+class Publisher:
+    def __init__(
+        self, store: BlobStore, run_id: str, workdir: Path, tokenizer_dir: Path, quantization: str = "none"
+    ):
+        self.store = store
+        self.run_id = run_id
+        self.workdir = Path(workdir)
+        self.tokenizer_dir = Path(tokenizer_dir)
+        self.quantization = quantization
+        self._graph_dir: Path | None = None  # a local bundle whose graph the next version reuses
+
+    def latest(self) -> dict[str, Any] | None:
+        """The current LATEST.json pointer, or None before v0."""
+        try:
+            raw = self.store.get_bytes(keys.policy_latest(self.run_id))
+        except BlobNotFound:
+            return None
+        return validate("policy-pointer", json.loads(raw))
+
+    def _local_dir(self, version: int) -> tuple[Path, bool]:
+        """Where to write version's files: in place for a folder store, else a staging folder to upload."""
+        prefix = keys.policy_version(self.run_id, version)
+        local = self.store.local_path(prefix + MANIFEST)
+        if local is not None:
+            return Path(local).parent, False
+        return self.workdir / "bundles" / f"v{version}", True
+
+    def _graph_source(self) -> Path | None:
+        """The previous version's bundle on this machine (downloaded without its weights if needed)."""
+        if self._graph_dir is not None and (self._graph_dir / MANIFEST).is_file():
+            return self._graph_dir
+        latest = self.latest()
+        if latest is None:
+            return None
+        local = self.store.local_path(latest["prefix"] + MANIFEST)
+        if local is not None:
+            return Path(local).parent
+        dest = self.workdir / "bundles" / f"v{latest['version']}"
+        manifest = json.loads(self.store.get_bytes(latest["prefix"] + MANIFEST))
+        for name in manifest["files"]:
+            if name != DATA_FILE:
+                self.store.get_file(latest["prefix"] + name, dest / name)
+        (dest / MANIFEST).write_bytes(json.dumps(manifest).encode())
+        return dest
+
+    def publish(self, model, version: int) -> dict[str, Any]:
+        """Write policy/v<version>/ and move LATEST to it; returns the pointer {version, prefix, sha256}."""
+        from ..export.bundle import export_bundle, publish_weights
+
+        prefix = keys.policy_version(self.run_id, version)
+        out, remote = self._local_dir(version)
+        graph_from = self._graph_source()
+        if graph_from is None:
+            export_bundle(model, out, version, self.quantization, tokenizer_dir=self.tokenizer_dir)
+        else:
+            publish_weights(model, out, version, graph_from=graph_from)
+        manifest_bytes = (out / MANIFEST).read_bytes()
+        if remote:
+            names = json.loads(manifest_bytes)["files"]
+            for name in names:  # the manifest goes last: a version without one is incomplete
+                self.store.put_file(prefix + name, out / name)
+            self.store.put_bytes(prefix + MANIFEST, manifest_bytes)
+        pointer = {"version": version, "prefix": prefix, "sha256": hashlib.sha256(manifest_bytes).hexdigest()}
+        validate("policy-pointer", pointer)
+        self.store.put_bytes(keys.policy_latest(self.run_id), json.dumps(pointer).encode())
+        if remote and self._graph_dir is not None and self._graph_dir != out:
+            shutil.rmtree(self._graph_dir, ignore_errors=True)
+        self._graph_dir = out
+        log.info("published %s", prefix)
+        return pointer

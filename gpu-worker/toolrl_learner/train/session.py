@@ -1,0 +1,385 @@
+"""The learner's life cycle, shared by every driver: load or resume, publish v0, take groups one at a
+time (dedupe, staleness, no-signal filter), step when a batch is full, publish, checkpoint and commit,
+and stop when the planned groups are all seen or max_steps is reached.
+
+Drivers feed `offer()` and receive events through `emit` (the stdio protocol's lines as dicts). A group
+id is "settled" once a committed checkpoint records it (trained or dropped); only then may its queue
+message be deleted, so a crash redelivers exactly the groups whose effect was lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import resource
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import LearnerConfig
+from ..contracts import ContractError, validate
+from ..storage import BlobNotFound, BlobStore, keys
+from .batch import group_staleness
+from .checkpoint import TrainerState, load_latest_checkpoint, save_checkpoint
+from .metrics import MetricsLogger
+from .policy import Policy, resolve_model_dir
+from .publish import Publisher
+from .trainer import Trainer
+
+log = logging.getLogger(__name__)
+Emit = Callable[[dict[str, Any]], None]
+
+
+def has_signal(group: dict[str, Any], cfg: LearnerConfig) -> bool:
+    """False when the estimator can get no advantage out of the group: all rewards equal (DAPO's filter),
+    or a single sample for a group-relative estimator (no baseline)."""
+    rewards = [t["reward"] for t in group["trajectories"]]
+    if len(rewards) < 2:
+        return not cfg.group_relative
+    return max(rewards) - min(rewards) > 1e-9
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class LearnerSession:
+    def __init__(
+        self,
+        store: BlobStore,
+        run_id: str,
+        *,
+        emit: Emit,
+        workdir: Path | None = None,
+        max_steps: int | None = None,
+        run_config: dict[str, Any] | None = None,
+        device: str | None = None,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.emit = emit
+        self.max_steps_flag = max_steps
+        self._run_config = run_config
+        local_run = store.local_path(keys.run_json(run_id))
+        default_work = (
+            Path(local_run).parent / "learner" / "work"
+            if local_run is not None
+            else Path(tempfile.gettempdir()) / f"toolrl-learner-{run_id}"
+        )
+        self.workdir = Path(workdir) if workdir else default_work
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.done = False
+        self.buffer: list[dict[str, Any]] = []
+        self.batch_arrivals = 0
+        self.pending_commit: list[str] = []  # ids settled since the last checkpoint
+        self.in_flight: set[str] = set()  # ids buffered or trained but not yet committed
+        self.dropped_since_step = 0
+        self.duplicates = 0
+        self.last_published_step = -1
+        self.last_checkpoint_step = -1
+        self.groups_planned: int | None = None
+        self._totals_read_at = 0.0
+        self.lines_offered = 0  # the offline driver's position in its file
+
+    # -- start ------------------------------------------------------------------------------------------
+
+    def _read_run(self) -> dict[str, Any] | None:
+        self._totals_read_at = time.monotonic()
+        try:
+            run = json.loads(self.store.get_bytes(keys.run_json(self.run_id)))
+        except BlobNotFound:
+            return None
+        planned = (run.get("totals") or {}).get("groupsPlanned")
+        self.groups_planned = int(planned) if planned is not None else None
+        return run
+
+    def start(self) -> dict[str, Any]:
+        """Load or resume, publish a version if none exists for these weights; returns the `ready` line."""
+        run = self._read_run()
+        config = self._run_config if self._run_config is not None else (run or {}).get("config")
+        if config is None:
+            raise ValueError(
+                f"{keys.run_json(self.run_id)}: missing, or without a resolved `config`; pass a config"
+            )
+        cfg = LearnerConfig.from_run_config(config)
+        if self.max_steps_flag is not None:
+            cfg = cfg.replace(max_steps=self.max_steps_flag)
+        stage_cfgs = {name: c.replace(max_steps=cfg.max_steps) for name, c in _stage_configs(config).items()}
+        self.cfg = cfg
+        torch.manual_seed(cfg.seed)
+        model_dir = resolve_model_dir(cfg.model_path, self.workdir)
+        self.policy = Policy(cfg, model_dir, self.device)
+        self.trainer = Trainer(cfg, self.policy, stage_cfgs)
+        self.trainer.total_steps = self._total_steps()
+        self.publisher = Publisher(self.store, self.run_id, self.workdir, model_dir, cfg.rollout_quantization)
+
+        resumed = load_latest_checkpoint(self.store, self.run_id, self.policy, self.workdir)
+        resumed_from = None
+        if resumed is not None:
+            self.state, optimizer_state = resumed
+            if optimizer_state is not None:
+                self.trainer.load_state_dict(optimizer_state)
+            resumed_from = self.state.step
+            self.last_checkpoint_step = self.state.step
+        else:
+            self.state = TrainerState()
+        self.settled = set(self.state.consumed_group_ids) | set(self.state.dropped_group_ids)
+        self.lines_offered = self.state.data_position
+        self.metrics = MetricsLogger(
+            self.store,
+            self.run_id,
+            self.workdir,
+            resume_step=self.state.step,
+            tensorboard=cfg.tensorboard,
+            wandb_project=cfg.wandb_project,
+            wandb_entity=cfg.wandb_entity,
+        )
+
+        latest = self.publisher.latest()
+        weights_changed = False
+        if cfg.sft_data and not self.state.sft_done:
+            self._run_sft(cfg)
+            weights_changed = True
+        if latest is None:
+            self._publish(self.state.policy_version)  # v0 of a fresh run
+        elif latest["version"] != self.state.policy_version or weights_changed:
+            # LATEST holds weights this learner no longer has (steps lost in a crash, or pre-SFT weights):
+            # these weights go out as the next version, so rollouts follow the learner; versions are never rewritten.
+            self._publish(max(latest["version"], self.state.policy_version) + 1)
+        self.last_published_step = self.state.step
+        if weights_changed and resumed is None:
+            self._commit()  # a step-0 checkpoint, so a restart does not redo the SFT
+        self._write_state()
+        ready = {"type": "ready", "policyVersion": self.state.policy_version, "resumedFromStep": resumed_from}
+        self.emit(ready)
+        if self._should_stop():
+            self.finish()
+        return ready
+
+    def _total_steps(self) -> int | None:
+        if self.cfg.max_steps:
+            return self.cfg.max_steps
+        if self.groups_planned:
+            return math.ceil(self.groups_planned / self.cfg.batch_prompts)
+        return None
+
+    def _run_sft(self, cfg: LearnerConfig) -> None:
+        from .sft import run_sft
+
+        path = Path(cfg.sft_data)
+        if not path.is_file():
+            local = self.store.local_path(cfg.sft_data)
+            if local is not None and Path(local).is_file():
+                path = Path(local)
+            else:
+                path = self.workdir / "sft" / Path(cfg.sft_data).name
+                self.store.get_file(cfg.sft_data, path)
+        log.info("SFT warm start: %d steps on %s", cfg.sft_steps, cfg.sft_data)
+        run_sft(self.policy, cfg, path, on_step=lambda m: log.info("sft %s", json.dumps(m)))
+        self.state.sft_done = True
+
+    # -- groups -----------------------------------------------------------------------------------------
+
+    def resolve(self, line: dict[str, Any]) -> dict[str, Any]:
+        """A ScoredGroup from an inline group or a queue message (manifest read, sha256 checked, validated)."""
+        if "group" in line:
+            group = line["group"]
+        else:
+            validate("scored-group-message", {k: v for k, v in line.items() if k != "type"})
+            raw = self.store.get_bytes(line["manifestKey"])
+            digest = hashlib.sha256(raw).hexdigest()
+            if digest != line["sha256"]:
+                raise ContractError(f"{line['manifestKey']}: sha256 {digest} != message's {line['sha256']}")
+            group = json.loads(raw)
+            if group.get("groupId") != line["groupId"]:
+                raise ContractError(
+                    f"{line['manifestKey']}: groupId {group.get('groupId')!r} != {line['groupId']!r}"
+                )
+        validate("scored-group", group)
+        if group["runId"] != self.run_id:
+            raise ContractError(
+                f"group {group['groupId']} belongs to run {group['runId']}, not {self.run_id}"
+            )
+        return group
+
+    def offer(self, line: dict[str, Any]) -> None:
+        """Take one group (inline or by reference); may run a step, publish, checkpoint and finish."""
+        if self.done:
+            return
+        group_id = line.get("groupId") or (line.get("group") or {}).get("groupId") or "?"
+        try:
+            group = self.resolve(line)
+        except (ContractError, BlobNotFound, ValueError, KeyError) as e:
+            reason = f"manifest {e} not found" if isinstance(e, BlobNotFound) else str(e)
+            log.warning("dropping invalid group %s: %s", group_id, reason)
+            self.emit({"type": "dropped", "groupId": group_id, "reason": "invalid", "message": reason})
+            return
+        gid = group["groupId"]
+        if gid in self.settled or gid in self.in_flight:
+            self.duplicates += 1
+            self.emit({"type": "dropped", "groupId": gid, "reason": "duplicate"})
+            if gid in self.settled:
+                self.pending_commit.append(gid)
+            return
+        staleness = group_staleness(group, self.state.policy_version)
+        if staleness > self.cfg.max_staleness:
+            msg = f"oldest sampled token is {staleness} versions behind v{self.state.policy_version}"
+            self._drop(gid, "stale", msg)
+        elif self.cfg.filter_groups and not has_signal(group, self.cfg):
+            self._drop(
+                gid, "no_signal", "all rewards equal" if len(group["trajectories"]) > 1 else "a group of one"
+            )
+            if not self.cfg.refill_filtered_groups:
+                self.batch_arrivals += 1
+        else:
+            self.buffer.append(group)
+            self.in_flight.add(gid)
+            self.batch_arrivals += 1
+        if len(self.buffer) >= self.cfg.batch_prompts or self.batch_arrivals >= self.cfg.batch_prompts:
+            self.step()
+        if self._should_stop():
+            self.finish()
+
+    def _drop(self, gid: str, reason: str, message: str) -> None:
+        self.state.groups_dropped += 1
+        self.state.dropped_group_ids.append(gid)
+        self.dropped_since_step += 1
+        self.in_flight.add(gid)
+        self.pending_commit.append(gid)
+        self.emit({"type": "dropped", "groupId": gid, "reason": reason, "message": message})
+
+    # -- step, publish, commit --------------------------------------------------------------------------
+
+    def step(self) -> None:
+        groups, self.buffer, self.batch_arrivals = self.buffer, [], 0
+        if not groups:
+            return
+        version_before = self.state.policy_version
+        metrics = self.trainer.step(groups, version_before)
+        st = self.state
+        st.step += 1
+        st.groups_consumed += len(groups)
+        st.consumed_group_ids.extend(g["groupId"] for g in groups)
+        st.reward_mean = metrics["reward_mean"]
+        self.pending_commit.extend(g["groupId"] for g in groups)
+        row = {
+            "step": st.step,
+            "policy_version": version_before,
+            "groups": len(groups),
+            "dropped_groups": self.dropped_since_step,
+            "groups_consumed": st.groups_consumed,
+            "groups_dropped": st.groups_dropped,
+            "duplicate_groups": self.duplicates,
+            **metrics,
+        }
+        if self.device.type != "cuda":
+            row["memory_gb"] = (
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+            )  # peak RSS (KiB -> GiB)
+        self.dropped_since_step = 0
+        self.metrics.log(row)
+        self.emit({"type": "step", "step": st.step, "metrics": row})
+        if st.step % self.cfg.publish_every == 0:
+            self._publish(st.policy_version + 1)
+        if st.step % self.cfg.save_every == 0:
+            self._commit()
+        self._write_state()
+        if self.trainer.total_steps is None:
+            self._read_run()
+            self.trainer.total_steps = self._total_steps()
+
+    def _publish(self, version: int) -> None:
+        pointer = self.publisher.publish(self.policy.rollout_model(), version)
+        self.state.policy_version = version
+        self.last_published_step = self.state.step
+        self.emit({"type": "published", **pointer})
+
+    def _commit(self) -> None:
+        """Checkpoint, then tell the driver which groups' messages may now be deleted."""
+        # Buffered groups are the last ones offered and are not trained yet: a resume re-reads them.
+        self.state.data_position = max(0, self.lines_offered - len(self.buffer))
+        save_checkpoint(
+            self.store,
+            self.run_id,
+            self.policy,
+            self.trainer.state_dict(),
+            self.state,
+            self.workdir,
+            keep=self.cfg.keep_checkpoints,
+            weights_unchanged=self.last_checkpoint_step == self.state.step,
+        )
+        self.last_checkpoint_step = self.state.step
+        ids, self.pending_commit = self.pending_commit, []
+        self.settled.update(ids)
+        self.in_flight.difference_update(ids)
+        self.emit({"type": "committed", "step": self.state.step, "groupIds": ids})
+
+    def _write_state(self) -> None:
+        st = self.state
+        doc = {
+            "step": st.step,
+            "policyVersion": st.policy_version,
+            "groupsConsumed": st.groups_consumed,
+            "groupsDropped": st.groups_dropped,
+            "rewardMean": st.reward_mean,
+            "done": self.done,
+            "updatedAt": _now(),
+        }
+        validate("learner-state", doc)
+        self.store.put_bytes(keys.learner_state(self.run_id), (json.dumps(doc) + "\n").encode())
+
+    def _should_stop(self) -> bool:
+        if self.cfg.max_steps is not None and self.state.step >= self.cfg.max_steps:
+            return True
+        if time.monotonic() - self._totals_read_at > 5:
+            self._read_run()
+        # Buffered groups count: finish() trains them, so the last partial batch is not waited for forever.
+        seen = self.state.groups_consumed + self.state.groups_dropped + len(self.buffer)
+        return self.groups_planned is not None and seen >= self.groups_planned
+
+    def tick(self) -> None:
+        """Between inputs (idle polls): finish once the planned groups are all seen (totals may come late)."""
+        if not self.done and self._should_stop():
+            self.finish()
+
+    # -- the end ----------------------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Train what is buffered, publish the final weights, checkpoint, say done."""
+        if self.done:
+            return
+        if self.buffer and not (self.cfg.max_steps is not None and self.state.step >= self.cfg.max_steps):
+            self.step()
+        if self.last_published_step != self.state.step:
+            self._publish(self.state.policy_version + 1)
+        if self.last_checkpoint_step != self.state.step or self.pending_commit:
+            self._commit()
+        self.done = True
+        self._write_state()
+        self.metrics.close()
+        self.emit({"type": "done"})
+
+    def interrupt(self) -> None:
+        """SIGTERM (spot interruption): checkpoint what has been trained and leave buffered groups uncommitted."""
+        if self.done:
+            return
+        # Buffered groups were never trained: they stay uncommitted and are redelivered.
+        if self.last_checkpoint_step != self.state.step or self.pending_commit:
+            self._commit()
+        self._write_state()
+        self.metrics.close()
+
+
+def _stage_configs(run_config: dict[str, Any]) -> dict[str, LearnerConfig]:
+    return {
+        s["name"]: LearnerConfig.from_run_config(run_config, stage=s["name"])
+        for s in run_config.get("stages") or []
+    }

@@ -1,0 +1,155 @@
+"""SFT mode: cross-entropy on chat demonstrations, on the assistant tokens only, for warm starts and
+format stages (`trainer.sft`). Demonstrations are JSONL `{"messages": [...], "tools"?: [...]}` or
+Parquet rows with a `messages` (or `prompt`) column, tokenised with the model folder's tokenizer and
+chat template (transformers)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import LearnerConfig
+from .batch import LearnerBatch
+from .optim import build_optimizer
+from .packing import pack_batch
+from .policy import Policy
+
+log = logging.getLogger(__name__)
+
+
+def _as_messages(value: Any, where: str) -> list[dict[str, Any]]:
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, list) or not all(isinstance(m, dict) and "role" in m for m in value):
+        raise ValueError(f"{where}: messages must be a list of {{role, content}} objects")
+    if not any(m["role"] == "assistant" for m in value):
+        raise ValueError(f"{where}: no assistant message to learn from")
+    return [{k: v for k, v in m.items() if v is not None} for m in value]
+
+
+def load_demonstrations(path: Path) -> list[dict[str, Any]]:
+    """[{"messages": [...], "tools": [...] | None}] from a .jsonl/.json or .parquet file."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+    elif path.suffix in (".jsonl", ".json"):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    else:
+        raise ValueError(f"{path}: SFT data must be .jsonl or .parquet")
+    out = []
+    for i, row in enumerate(rows):
+        where = f"{path.name} row {i}"
+        col = (
+            "messages"
+            if row.get("messages") is not None
+            else "prompt"
+            if row.get("prompt") is not None
+            else None
+        )
+        if col is None:
+            raise ValueError(f"{where}: needs a `messages` (or `prompt`) column")
+        tools = row.get("tools")
+        if isinstance(tools, str):
+            tools = json.loads(tools)
+        out.append({"messages": _as_messages(row[col], where), "tools": tools or None})
+    if not out:
+        raise ValueError(f"{path}: no demonstrations")
+    return out
+
+
+def tokenize_demonstration(
+    tokenizer, example: dict[str, Any], where: str = ""
+) -> tuple[list[int], list[int]]:
+    """(token ids, loss mask) with 1 on the tokens of every assistant message (its end-of-turn included).
+
+    Assistant spans are found by rendering the conversation up to each message: the text before it (with
+    the generation prompt) and through it must both be prefixes of the whole rendering.
+    """
+    msgs, tools = example["messages"], example.get("tools")
+
+    def render(m, gen=False):
+        return tokenizer.apply_chat_template(m, tools=tools, tokenize=False, add_generation_prompt=gen)
+
+    full = render(msgs)
+    spans = []
+    for i, m in enumerate(msgs):
+        if m["role"] != "assistant":
+            continue
+        before, through = render(msgs[:i], gen=True), render(msgs[: i + 1])
+        if not (full.startswith(before) and full.startswith(through)):
+            raise ValueError(
+                f"{where}: the chat template renders message {i} differently in context; "
+                "cannot find the assistant tokens"
+            )
+        spans.append((len(before), len(through)))
+    enc = tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+    ids = list(enc["input_ids"])
+    mask = [int(any(s <= a < e for s, e in spans)) for a, _ in enc["offset_mapping"]]
+    return ids, mask
+
+
+def _as_group(step: int, sequences: list[tuple[list[int], list[int]]]) -> dict[str, Any]:
+    trajectories = [
+        {
+            "tokenIds": ids,
+            "lossMask": mask,
+            "behaviorLogprobs": [0.0] * len(ids),
+            "policyVersions": [0] * len(ids),
+            "reward": 0.0,
+            "turns": [],
+        }
+        for ids, mask in sequences
+    ]
+    return {"groupId": f"sft-{step}", "trajectories": trajectories}
+
+
+def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -> list[dict[str, float]]:
+    """cfg.sft_steps AdamW steps of cfg.sft_batch_size demonstrations each (a seeded shuffle, cycling)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(policy.model_dir))
+    examples = load_demonstrations(data_path)
+    data = [
+        tokenize_demonstration(tokenizer, ex, f"{Path(data_path).name} row {i}")
+        for i, ex in enumerate(examples)
+    ]
+    optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.sft_lr, cfg.weight_decay)
+    params = [p for _, p in policy.named_trainable_parameters()]
+    gen = torch.Generator().manual_seed(cfg.seed)
+    order: list[int] = []
+    history = []
+    for step in range(1, cfg.sft_steps + 1):
+        t0 = time.perf_counter()
+        picked = []
+        while len(picked) < cfg.sft_batch_size:
+            if not order:
+                order = torch.randperm(len(data), generator=gen).tolist()
+            picked.append(data[order.pop()])
+        batch = LearnerBatch.from_groups([_as_group(step, picked)], 0)
+        n_tok = max(1, batch.num_loss_tokens)
+        optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for mb in pack_batch(batch, cfg.micro_batch_tokens):
+            out = policy.forward(mb.to(policy.device), entropy=False, temperature=1.0)
+            loss = -out.logprobs.sum() / n_tok  # token-mean cross-entropy over the whole batch
+            loss.backward()
+            total += float(loss)
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
+        optimizer.step()
+        m = {
+            "sft_step": step,
+            "sft_loss": total,
+            "grad_norm": grad_norm,
+            "step_time_s": time.perf_counter() - t0,
+        }
+        history.append(m)
+        if on_step is not None:
+            on_step(m)
+    return history

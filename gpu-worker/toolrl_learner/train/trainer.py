@@ -1,0 +1,276 @@
+"""One learner step: scored groups -> advantages -> packed micro-batches -> clipped-surrogate loss with
+gradient accumulation -> one AdamW step per PPO epoch. Returns the step's metrics."""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..algos import advantages as adv_fns
+from ..algos.aggregation import aggregate_loss
+from ..algos.kl import kl_k1, kl_penalty
+from ..algos.policy_loss import policy_loss
+from ..algos.rollout_is import rollout_is_weights
+from ..algos.segments import segment_sum
+from ..algos.value_loss import value_loss
+from ..config import LearnerConfig
+from .batch import LearnerBatch
+from .optim import build_optimizer, lr_at, set_lr
+from .packing import MicroBatch, pack_batch
+from .policy import Policy
+
+# Metrics that are partial sums of a batch-normalised loss (they add over micro-batches); the others are
+# micro-batch means, weighted by the micro-batch's share of loss tokens.
+_SUMMED = {"pg_loss", "kl_loss", "entropy_loss", "vf_loss"}
+
+
+class Trainer:
+    """Holds the optimiser; `step` is one learner step (ppo_epochs optimiser steps) on a batch of groups."""
+
+    def __init__(
+        self, cfg: LearnerConfig, policy: Policy, stage_cfgs: dict[str, LearnerConfig] | None = None
+    ) -> None:
+        self.cfg = cfg
+        self.policy = policy
+        self.stage_cfgs = stage_cfgs or {}
+        self.optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.lr, cfg.weight_decay)
+        self.params = [p for _, p in policy.named_trainable_parameters()]
+        self.total_steps: int | None = cfg.max_steps
+        self.step_count = 0  # learner steps done; the schedule's only state
+
+    def config_for(self, batch: LearnerBatch) -> LearnerConfig:
+        """The stage's config when the batch's first group names a stage with overrides."""
+        stage = batch.stages[0] if batch.stages else None
+        return self.stage_cfgs.get(stage, self.cfg) if stage else self.cfg
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "step": self.step_count,
+            "total_steps": self.total_steps,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step_count = int(state["step"])
+
+    # -- the step ---------------------------------------------------------------------------------------
+
+    def step(self, groups: list[dict[str, Any]], policy_version: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        device = self.policy.device
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        batch = LearnerBatch.from_groups(groups, policy_version)
+        cfg = self.config_for(batch)
+        mbs = [mb.to(device) for mb in pack_batch(batch, cfg.micro_batch_tokens)]
+        n_tok = batch.num_loss_tokens
+        seq_ids = batch.seq_ids.to(device)
+        ones = torch.ones(n_tok, device=device)
+        behavior = batch.behavior_logprobs.to(device)
+
+        # pi_old is recomputed once when the batch is reused (ppo_epochs > 1) or when the advantages need
+        # it (values for GAE, log-probs for a KL reward); otherwise it is the first forward, detached.
+        need_old = cfg.ppo_epochs > 1 or cfg.adv_estimator == "gae" or cfg.use_kl_in_reward
+        old_logprobs = old_values = ref_logprobs = None
+        if need_old:
+            old_logprobs, old_values = self._gather(
+                mbs, n_tok, lambda mb: self.policy.forward_old(mb, values=True)
+            )
+        if cfg.needs_reference:
+            ref_logprobs, _ = self._gather(mbs, n_tok, lambda mb: (self.policy.reference_logprobs(mb), None))
+
+        advantages, returns, adv_metrics = self._advantages(
+            cfg, batch, seq_ids, ones, old_logprobs, old_values, ref_logprobs
+        )
+        num_loss_seqs = float(max(1, int((batch.tok_offsets[1:] > batch.tok_offsets[:-1]).sum())))
+
+        lr = lr_at(
+            self.step_count,
+            lr=cfg.lr,
+            scheduler=cfg.lr_scheduler,
+            warmup_steps=cfg.warmup_steps,
+            total_steps=self.total_steps,
+            min_lr_ratio=cfg.min_lr_ratio,
+        )
+        set_lr(self.optimizer, lr)
+        sums: dict[str, float] = {}
+        grad_norms = []
+        for _ in range(cfg.ppo_epochs):
+            self.optimizer.zero_grad(set_to_none=True)
+            for mb in mbs:
+                loss_metrics = self._micro_step(
+                    cfg,
+                    mb,
+                    n_tok,
+                    num_loss_seqs,
+                    advantages,
+                    returns,
+                    behavior,
+                    old_logprobs,
+                    old_values,
+                    ref_logprobs,
+                )
+                w = mb.targets.shape[0] / max(1, n_tok)
+                for k, v in loss_metrics.items():
+                    sums[k] = sums.get(k, 0.0) + float(v) * (1.0 if k in _SUMMED else w) / cfg.ppo_epochs
+            if n_tok:
+                grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)))
+                self.optimizer.step()
+        self.step_count += 1
+
+        elapsed = time.perf_counter() - t0
+        total_tokens = sum(batch.lengths)
+        metrics = {
+            **self._batch_metrics(batch),
+            **adv_metrics,
+            **sums,
+            "lr": lr,
+            "grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else 0.0,
+            "micro_batches": float(len(mbs)),
+            "tokens": float(total_tokens),
+            "loss_tokens": float(n_tok),
+            "tokens_per_s": total_tokens * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
+            "step_time_s": elapsed,
+        }
+        if ref_logprobs is not None and old_logprobs is not None:
+            metrics["ref_kl"] = float(kl_k1(old_logprobs, ref_logprobs).mean()) if n_tok else 0.0
+        if device.type == "cuda":
+            metrics["memory_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
+        return metrics
+
+    def _gather(self, mbs: list[MicroBatch], n_tok: int, fn) -> tuple[Tensor, Tensor | None]:
+        """Run a no-grad forward over every micro-batch and scatter its per-token outputs to [N]."""
+        device = self.policy.device
+        logprobs = torch.zeros(n_tok, device=device)
+        values = None
+        for mb in mbs:
+            out = fn(mb)
+            lp, v = (out.logprobs, out.values) if hasattr(out, "logprobs") else out
+            logprobs[mb.token_index] = lp
+            if v is not None:
+                values = torch.zeros(n_tok, device=device) if values is None else values
+                values[mb.token_index] = v
+        return logprobs, values
+
+    def _advantages(self, cfg, batch, seq_ids, ones, old_logprobs, old_values, ref_logprobs):
+        device = seq_ids.device
+        n_seq = batch.num_seqs
+        rewards = batch.rewards.to(device)  # [S]
+        group_index = batch.group_index.to(device)  # [S]
+        token_rewards = adv_fns.outcome_token_rewards(rewards, ones, seq_ids)  # [N]
+        metrics: dict[str, float] = {}
+        if cfg.use_kl_in_reward:
+            kl = kl_penalty(old_logprobs, ref_logprobs, cfg.kl_penalty)  # [N]
+            token_rewards = token_rewards - cfg.kl_coef * kl  # [N]
+            rewards = rewards - cfg.kl_coef * segment_sum(kl, seq_ids, n_seq)  # [S]
+            metrics["kl_in_reward"] = float(kl.mean()) if kl.numel() else 0.0
+        returns = None
+        if cfg.adv_estimator == "grpo":
+            seq_adv = adv_fns.grpo_advantages(rewards, group_index, norm_by_std=cfg.norm_adv_by_std_in_grpo)
+            advantages = seq_adv[seq_ids]  # [N]
+        elif cfg.adv_estimator == "dr_grpo":
+            advantages = adv_fns.dr_grpo_advantages(rewards, group_index)[seq_ids]
+        elif cfg.adv_estimator == "rloo":
+            advantages = adv_fns.rloo_advantages(rewards, group_index)[seq_ids]
+        elif cfg.adv_estimator == "reinforce_pp":
+            advantages = adv_fns.reinforce_pp_advantages(token_rewards, ones, seq_ids, n_seq, gamma=cfg.gamma)
+        elif cfg.adv_estimator == "gae":
+            advantages, returns = adv_fns.gae_advantages(
+                token_rewards, old_values, ones, seq_ids, n_seq, gamma=cfg.gamma, lam=cfg.lam
+            )
+        else:
+            raise ValueError(f"unknown adv_estimator {cfg.adv_estimator!r}")
+        if advantages.numel():
+            metrics.update(
+                adv_mean=float(advantages.mean()),
+                adv_std=float(advantages.std()) if advantages.numel() > 1 else 0.0,
+                adv_max=float(advantages.max()),
+                adv_min=float(advantages.min()),
+            )
+        return advantages, returns, metrics
+
+    def _micro_step(
+        self, cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp
+    ):
+        gae = cfg.adv_estimator == "gae"
+        out = self.policy.forward(mb, entropy=True, values=gae)
+        idx = mb.token_index
+        n, b = idx.shape[0], mb.num_seqs
+        mask = torch.ones(n, device=out.logprobs.device)
+        old = old_lp[idx] if old_lp is not None else out.logprobs.detach()  # [n]
+        is_weights, is_metrics = rollout_is_weights(
+            old,
+            behavior[idx],
+            mask,
+            mb.local_seq_ids,
+            b,
+            level=cfg.rollout_is,
+            mode=cfg.rollout_is_mode,
+            threshold=cfg.rollout_is_threshold,
+        )
+        aggregate = functools.partial(
+            aggregate_loss,
+            seq_ids=mb.local_seq_ids,
+            num_seqs=b,
+            mode=cfg.resolved_loss_agg_mode,
+            num_tokens=float(n_tok),
+            num_loss_seqs=num_loss_seqs,
+            norm_constant=cfg.loss_norm_constant,
+        )
+        kl = kl_penalty(out.logprobs, ref_lp[idx], cfg.kl_loss_type) if cfg.use_kl_loss else None
+        entropy = out.entropy if (out.entropy is None or cfg.entropy_coeff) else out.entropy.detach()
+        loss, metrics = policy_loss(
+            out.logprobs,
+            old,
+            advantages[idx],
+            mask,
+            mb.local_seq_ids,
+            b,
+            aggregate,
+            clip_ratio_low=cfg.clip_ratio_low,
+            clip_ratio_high=cfg.clip_ratio_high,
+            clip_ratio_c=cfg.clip_ratio_c,
+            importance_sampling_level=cfg.importance_sampling_level,
+            is_weights=is_weights,
+            kl=kl,
+            kl_coef=cfg.kl_loss_coef,
+            entropy=entropy,
+            entropy_coeff=cfg.entropy_coeff,
+        )
+        if gae:
+            vloss, vmetrics = value_loss(
+                out.values, old_v[idx], returns[idx], mask, aggregate, cliprange_value=cfg.cliprange_value
+            )
+            loss = loss + cfg.vf_coef * vloss
+            metrics.update(vmetrics)
+        if n:
+            loss.backward()
+        metrics.update(is_metrics)
+        return {k: v.item() for k, v in metrics.items()}
+
+    @staticmethod
+    def _batch_metrics(batch: LearnerBatch) -> dict[str, float]:
+        r = batch.rewards
+        resp = (batch.tok_offsets[1:] - batch.tok_offsets[:-1]).float()
+        out = {
+            "reward_mean": float(r.mean()),
+            "reward_std": float(r.std()) if r.numel() > 1 else 0.0,
+            "reward_max": float(r.max()),
+            "reward_min": float(r.min()),
+            "tool_calls_per_trajectory": float(batch.tool_calls.mean()),
+            "trajectories": float(batch.num_seqs),
+            "response_length_mean": float(resp.mean()),
+            "sequence_length_mean": sum(batch.lengths) / batch.num_seqs,
+            "staleness_mean": float(batch.staleness.mean()),
+            "staleness_max": float(batch.staleness.max()),
+        }
+        for name, values in batch.reward_components.items():
+            present = values[~values.isnan()]
+            if present.numel():
+                out[f"reward/{name}"] = float(present.mean())
+        return out
