@@ -84,8 +84,9 @@ function parseHermes(text: string): ParseResult {
       snippet: clip(text.slice(offset, Math.min(end, offset + SNIPPET_CHARS)), SNIPPET_CHARS),
     });
 
-  // Past the last closing tag no call can be complete: one error there, not one per opening tag.
-  const lastClose = text.lastIndexOf(CLOSE);
+  // Past the last closing tag no call can be complete: one error there, not one per opening tag. Looked up
+  // only once a call turns out unclosed, so well-formed turns never pay for it.
+  let lastClose: number | undefined;
   let pos = 0; // start of the text not yet assigned to content or a call
   let tag = nextTag(text, 0);
   while (tag !== null) {
@@ -98,8 +99,9 @@ function parseHermes(text: string): ParseResult {
     content.push(text.slice(pos, tag.at));
     const open = tag.at;
     const bodyStart = open + OPEN.length;
-    tag = open > lastClose ? null : nextTag(text, bodyStart);
-    if (tag === null) {
+    tag = nextTag(text, bodyStart);
+    if (tag === null || tag.kind === 'open') lastClose ??= text.lastIndexOf(CLOSE);
+    if (tag === null || open > lastClose!) {
       fail(`unclosed ${OPEN}: no ${CLOSE} follows`, open, text.length);
       pos = text.length;
       break;
