@@ -94,13 +94,12 @@ export async function openDataset(source: ParquetSource): Promise<Awaited<Return
   }
 }
 
-/** Streams parsed rows with their row numbers; throws DatasetError at the first bad row. */
+/** Streams parsed rows with their row numbers (a row group at a time); throws DatasetError at the first bad row. */
 export async function* iterateDataset(
   source: ParquetSource,
-  options: { batchRows?: number } = {},
 ): AsyncGenerator<{ rowNumber: number; row: DatasetRow }> {
   const pf = await openDataset(source);
-  for await (const { rowNumber, row: raw } of iterateParquetRows(pf, options.batchRows)) {
+  for await (const { rowNumber, row: raw } of iterateParquetRows(pf)) {
     const r = parseRow(raw, rowNumber);
     if ('problems' in r) throw new DatasetError(r.problems);
     yield { rowNumber, row: r.row };

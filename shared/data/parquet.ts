@@ -22,6 +22,8 @@ import {
 
 /** Key-value metadata entry listing the paths stored as JSON strings (a JSON array of path arrays). */
 export const JSON_PATHS_KEY = 'toolrl.json_paths';
+/** Rows per row group we write: a streaming reader holds one group in memory at a time. */
+export const ROW_GROUP_ROWS = 10_000;
 /** pandas writes its index as a column; it is not data. */
 const PANDAS_INDEX = /^__index_level_\d+__$/;
 
@@ -84,7 +86,13 @@ export function encodeParquet(rows: readonly Row[], options: WriteParquetOptions
   const kvMetadata = jsonPaths.length
     ? [{ key: JSON_PATHS_KEY, value: JSON.stringify(jsonPaths) }]
     : undefined;
-  const buffer = parquetWriteBuffer({ columnData, schema, kvMetadata, createdBy: 'toolrl' });
+  const buffer = parquetWriteBuffer({
+    columnData,
+    schema,
+    kvMetadata,
+    createdBy: 'toolrl',
+    rowGroupSize: ROW_GROUP_ROWS,
+  });
   return new Uint8Array(buffer);
 }
 
@@ -211,13 +219,16 @@ export async function readParquetRows(pf: ParquetFile, rowStart = 0, rowEnd = pf
   return raw.map((r) => normalizeRow(r, pf));
 }
 
-/** Streams rows with their 0-based row numbers, one row group (or `batchRows` rows) at a time. */
-export async function* iterateParquetRows(
-  pf: ParquetFile,
-  batchRows = 4096,
-): AsyncGenerator<{ rowNumber: number; row: Row }> {
-  for (let start = 0; start < pf.numRows; start += batchRows) {
-    const rows = await readParquetRows(pf, start, Math.min(pf.numRows, start + batchRows));
+/**
+ * Streams rows with their 0-based row numbers, one row group at a time (hyparquet decodes a whole row group
+ * for any slice of it, so slicing finer would decode it again for every slice).
+ */
+export async function* iterateParquetRows(pf: ParquetFile): AsyncGenerator<{ rowNumber: number; row: Row }> {
+  let start = 0;
+  for (const group of pf.metadata.row_groups) {
+    const end = start + Number(group.num_rows);
+    const rows = await readParquetRows(pf, start, end);
     for (let i = 0; i < rows.length; i++) yield { rowNumber: start + i, row: rows[i]! };
+    start = end;
   }
 }

@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DatasetError, encodeDataset, iterateDataset, readDataset, writeDataset } from '#shared/data/dataset';
-import { encodeParquet, JSON_PATHS_KEY, openParquet, readParquetRows } from '#shared/data/parquet';
+import {
+  encodeParquet,
+  JSON_PATHS_KEY,
+  openParquet,
+  ROW_GROUP_ROWS,
+  readParquetRows,
+} from '#shared/data/parquet';
 import type { DatasetRowInput } from '#shared/schemas/dataset-row';
 
 const FIXTURES = new URL('../../fixtures/data/', import.meta.url).pathname;
@@ -215,14 +221,22 @@ describe('writing files pyarrow and verl read', () => {
     expect(readdirSync(tmp).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
-  it('streams rows with row numbers across batches', async () => {
-    const rows = Array.from({ length: 25 }, (_, i) => ({ ...mathRow, extra_info: { index: i } }));
-    const seen: number[] = [];
-    for await (const { rowNumber, row } of iterateDataset(encodeDataset(rows), { batchRows: 10 })) {
+  it('streams rows with row numbers across row groups', async () => {
+    // 10_000 rows per group we write: 25_001 rows make groups of 10_000, 10_000 and 5_001.
+    const n = 2 * ROW_GROUP_ROWS + 5_001;
+    const rows = Array.from({ length: n }, (_, i) => ({ ...mathRow, extra_info: { index: i } }));
+    const bytes = encodeDataset(rows);
+    expect((await openParquet(bytes)).metadata.row_groups.map((g) => Number(g.num_rows))).toEqual([
+      ROW_GROUP_ROWS,
+      ROW_GROUP_ROWS,
+      5_001,
+    ]);
+    let next = 0;
+    for await (const { rowNumber, row } of iterateDataset(bytes)) {
+      expect(rowNumber).toBe(next++);
       expect(row.extra_info.index).toBe(rowNumber);
-      seen.push(rowNumber);
     }
-    expect(seen).toEqual(Array.from({ length: 25 }, (_, i) => i));
+    expect(next).toBe(n);
   });
 
   it('reads pyarrow files whose list elements are null and whose int64 exceeds 2^53 as strings', async () => {
