@@ -151,7 +151,7 @@ export class Policy {
     let next: TokenState;
     this.counters.prefixChecks++;
     try {
-      next = appendMessages(state, messages, this.tokenizer).state;
+      next = appendMessages(state, messages, this.tokenizer, this.stops.eosIds).state;
     } catch (err) {
       if (err instanceof PrefixBreakError) this.counters.prefixBreaks++;
       throw err;

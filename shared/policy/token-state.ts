@@ -30,6 +30,8 @@ export const PrefixCheckSchema = z.object({
   /** ~40 characters from `offset` of what the tokens say and of what the template rendered. */
   held: z.string().optional(),
   rendered: z.string().optional(),
+  /** The template's end-of-turn marker that the turn's sampled EOS (a different one) stood for. */
+  eosAs: z.string().optional(),
 });
 export type PrefixCheck = z.infer<typeof PrefixCheckSchema>;
 

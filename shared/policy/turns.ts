@@ -109,6 +109,30 @@ function firstDifference(held: string, rendered: string): number {
 }
 
 /**
+ * The text to check the new rendering against. A turn that stopped on an EOS other than the one the template
+ * closes turns with (`<|endoftext|>` where it writes `<|im_end|>`) still ends the turn: that sampled token stands
+ * for the template's marker, so the tokens keep what was sampled and the delta starts after the marker.
+ */
+function eosStandIn(
+  state: TokenState,
+  rendered: string,
+  tok: ChatTokenizer,
+  eosIds: ReadonlySet<number>,
+): { text: string; eosAs?: string } {
+  const last = state.turns.at(-1);
+  if (last?.stop !== 'eos' || rendered.startsWith(state.text)) return { text: state.text };
+  const sampled = tok.piece(state.tokenIds[last.tokenEnd - 1]!);
+  if (!state.text.endsWith(sampled)) return { text: state.text };
+  const base = state.text.slice(0, state.text.length - sampled.length);
+  for (const id of eosIds) {
+    const marker = tok.piece(id);
+    if (marker.length > 0 && rendered.startsWith(base + marker))
+      return { text: base + marker, eosAs: marker };
+  }
+  return { text: state.text };
+}
+
+/**
  * Appends messages (tool results, or a user turn) and the next assistant header as the template's delta:
  * render the whole conversation with the generation prompt, check that it starts with the text of the tokens
  * held, and tokenise only what it adds. Throws PrefixBreakError (carrying the state with the failed check) when
@@ -118,11 +142,13 @@ export function appendMessages(
   state: TokenState,
   messages: readonly ChatMessage[],
   tok: ChatTokenizer,
+  eosIds: ReadonlySet<number> = new Set(),
 ): { state: TokenState; deltaIds: number[] } {
   const all = [...state.messages, ...messages.map((m) => ({ ...m }))];
   const rendered = tok.render(all, state.tools, { addGenerationPrompt: true });
   const turn = state.turns.length;
-  const at = firstDifference(state.text, rendered);
+  const held = eosStandIn(state, rendered, tok, eosIds);
+  const at = firstDifference(held.text, rendered);
   if (at >= 0) {
     const check: PrefixCheck = {
       turn,
@@ -133,7 +159,7 @@ export function appendMessages(
     };
     throw new PrefixBreakError(check, { ...state, prefixChecks: [...state.prefixChecks, check] });
   }
-  const deltaIds = tok.encode(rendered.slice(state.text.length));
+  const deltaIds = tok.encode(rendered.slice(held.text.length));
   const n = deltaIds.length;
   return {
     deltaIds,
@@ -145,7 +171,7 @@ export function appendMessages(
       policyVersions: [...state.policyVersions, ...new Array<number>(n).fill(-1)],
       messages: all,
       text: rendered,
-      prefixChecks: [...state.prefixChecks, { turn, ok: true }],
+      prefixChecks: [...state.prefixChecks, { turn, ok: true, ...(held.eosAs ? { eosAs: held.eosAs } : {}) }],
     },
   };
 }

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPolicy, type Policy } from '#shared/policy/policy';
 import { DEFAULT_SAMPLING } from '#shared/policy/sampler';
+import type { ChatMessage } from '#shared/schemas/chat';
 import { tinyBundle } from '../../helpers/policy-fixture.ts';
 
 let bundleDir: string;
@@ -27,7 +28,7 @@ describe('transformers.js compatibility', () => {
       session_options: { intraOpNumThreads: 1 },
     });
     try {
-      const messages = [{ role: 'user', content: 'What is 17 * 23?' }];
+      const messages: ChatMessage[] = [{ role: 'user', content: 'What is 17 * 23?' }];
       const inputs = tokenizer.apply_chat_template(messages, {
         add_generation_prompt: true,
         return_dict: true,

@@ -97,6 +97,23 @@ describe('token bookkeeping on Qwen3', () => {
     expect(deltaIds.filter((id) => id === IM_END)).toHaveLength(1); // only the one closing the tool message
   });
 
+  it("a turn ended by another EOS (<|endoftext|>) stands for the template's <|im_end|>; tokens keep it", () => {
+    const ENDOFTEXT = qwen3.singleTokenId('<|endoftext|>')!;
+    const turn1 = [...qwen3.encode('done'), ENDOFTEXT];
+    const s1 = appendTurn(
+      begin(qwen3),
+      { tokenIds: turn1, logprobs: fakeLogprobs(turn1), stop: 'eos' },
+      0,
+      qwen3,
+    );
+    expect(() => appendMessages(s1, result, qwen3)).toThrow(PrefixBreakError); // no EOS set: a plain break
+    const { state, deltaIds } = appendMessages(s1, result, qwen3, new Set([ENDOFTEXT, IM_END]));
+    expect(state.prefixChecks).toEqual([{ turn: 1, ok: true, eosAs: '<|im_end|>' }]);
+    expect(state.tokenIds.slice(s1.turns[0]!.tokenStart, s1.turns[0]!.tokenEnd)).toEqual(turn1);
+    expect(deltaIds[0]).toBe(NEWLINE);
+    expect(state.text).toBe(qwen3.render(state.messages, tools, { addGenerationPrompt: true }));
+  });
+
   it('keeps a non-canonical tokenisation of the sampled text as sampled', () => {
     // "hello" sampled as h + ello: re-tokenising would give one token and shift every later position.
     const turn1 = [...qwen3.encode('h'), ...qwen3.encode('ello'), IM_END];
