@@ -94,7 +94,7 @@ export const DatasetRowSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['prompt', row.prompt.length - 1, 'role'],
-        message: `the prompt ends with a ${last.role} message; the policy answers after the prompt, so it must end with a user (or tool) message`,
+        message: `the prompt ends with ${/^[aeiou]/.test(last.role) ? 'an' : 'a'} ${last.role} message; the policy answers after the prompt, so it must end with a user (or tool) message`,
       });
     }
   });

@@ -97,7 +97,7 @@ describe('reading what pyarrow and pandas write (verl files)', () => {
     expect(rows).toEqual([1, 2, 3, 4]);
     expect(err.message).toMatch(/row 1: prompt: .*>=1/);
     expect(err.message).toMatch(/row 2: prompt\[0\]\.role: /);
-    expect(err.message).toMatch(/row 3: prompt\[1\]\.role: the prompt ends with a assistant message/);
+    expect(err.message).toMatch(/row 3: prompt\[1\]\.role: the prompt ends with an assistant message/);
     expect(err.message).toMatch(/row 4: data_source: /);
   });
 
@@ -210,6 +210,32 @@ describe('writing files pyarrow and verl read', () => {
     const back = await readDataset(path);
     expect(back[0]!.extra_info.initial_config).toEqual(rows[0]!.extra_info.initial_config);
     expect(back[1]!.extra_info.initial_config).toEqual({});
+  });
+
+  it('keeps tool_calls inside prompt messages (a JSON path under a list) exactly', async () => {
+    const row: DatasetRowInput = {
+      data_source: 'toolcall',
+      prompt: [
+        { role: 'user', content: 'What is 17 * 23?' },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [
+            { type: 'function', function: { name: 'calculator', arguments: { expression: '17 * 23' } } },
+          ],
+        },
+        { role: 'tool', name: 'calculator', content: '391' },
+        { role: 'user', content: 'And times 2?' },
+      ],
+      extra_info: { index: 0 },
+    };
+    const path = join(tmp, 'calls.parquet');
+    writeDataset(path, [row]);
+    expect((await readDataset(path))[0]!.prompt).toEqual(row.prompt);
+    const out = python(READ_WITH_PYARROW, path) as PyTable;
+    expect(out.schema.prompt).toBe(
+      'list<element: struct<role: string, content: string, tool_calls: string, name: string>>',
+    );
   });
 
   it('writes nothing when a row is bad, and leaves the previous file intact', async () => {

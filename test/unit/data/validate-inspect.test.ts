@@ -29,7 +29,7 @@ describe('validateDataset', () => {
     expect(r.problems.map((p) => p.row)).toEqual([1, 2, 3, 4, 5]);
     expect(r.problems[0]!.message).toMatch(/^prompt: /);
     expect(r.problems[1]!.message).toMatch(/^prompt\[0\]\.role: /);
-    expect(r.problems[2]!.message).toMatch(/ends with a assistant message/);
+    expect(r.problems[2]!.message).toMatch(/ends with an assistant message/);
     expect(r.problems[3]!.message).toMatch(/^data_source: /);
     expect(r.problems[4]!.message).toBe("extra_info.index 0 repeats row 0's; each row needs its own id");
     expect(r.data_sources).toEqual({ ok: 1, x: 1 });
