@@ -2,7 +2,7 @@
 
 Public API:
     export_bundle(model_dir_or_model, out_dir, version, quantization="none", graph_from=None, *,
-                  tokenizer_dir=None, block_size=32, variant="standard") -> manifest dict
+                  tokenizer_dir=None, block_size=32, accuracy_level=4, variant="standard") -> manifest dict
         Full export: builds the graph and writes every file. With graph_from=<previous bundle> it is a
         weights-only republish (publish_weights).
     publish_weights(model, out_dir, version, graph_from) -> manifest dict
@@ -131,6 +131,7 @@ def export_bundle(
     *,
     tokenizer_dir: str | Path | None = None,
     block_size: int = 32,
+    accuracy_level: int = 4,
     variant: str = "standard",
 ) -> dict:
     model, source = _resolve(model_dir_or_model)
@@ -142,11 +143,10 @@ def export_bundle(
     if tok_source is None or not (tok_source / "tokenizer.json").is_file():
         raise ValueError("export_bundle needs tokenizer files: pass a model folder or tokenizer_dir=<folder>")
     cfg: ModelConfig = model.config
-    quant = (
-        None
-        if quantization == "none"
-        else QuantSpec(bits=8 if quantization == "int8" else 4, block_size=block_size)
-    )
+    bits = {"none": 0, "int8": 8, "int4": 4}.get(quantization)
+    if bits is None:
+        raise ValueError(f"quantization must be none, int8 or int4, got {quantization!r}")
+    quant = QuantSpec(bits, block_size, accuracy_level) if bits else None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST_FILE).unlink(missing_ok=True)
@@ -158,7 +158,12 @@ def export_bundle(
     onnx.save(proto, out / GRAPH_FILE)
     onnx.checker.check_model(str(out / GRAPH_FILE))
     _write_configs(out, cfg, tok_source)
-    export = {"variant": variant, "blockSize": block_size if quant else None, "opset": 17}
+    export = {
+        "variant": variant,
+        "blockSize": block_size if quant else None,
+        "accuracyLevel": accuracy_level if quant else None,
+        "opset": 17,
+    }
     return _write_manifest(out, version, cfg, quantization, layout_hash(layout), export)
 
 

@@ -22,6 +22,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--quantization", choices=("none", "int8", "int4"), default="none")
     p.add_argument("--block-size", type=int, default=32, help="quantisation block along K (default 32)")
     p.add_argument(
+        "--accuracy-level",
+        type=int,
+        choices=(0, 1, 2, 3, 4),
+        default=4,
+        help="MatMulNBits compute precision: 4 = int8 activations (fastest on CPU), 0 = fp32 (default 4)",
+    )
+    p.add_argument(
         "--variant", choices=("standard",), default="standard", help="graph operators (see GRAPH.md)"
     )
     p.add_argument(
@@ -42,6 +49,7 @@ def main(argv: list[str]) -> int:
             args.quantization,
             graph_from=args.graph_from,
             block_size=args.block_size,
+            accuracy_level=args.accuracy_level,
             variant=args.variant,
         )
     except (ValueError, FileNotFoundError) as e:

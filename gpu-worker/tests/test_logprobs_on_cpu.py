@@ -1,0 +1,153 @@
+"""Chunked log-probs equal full log-probs (values and gradients); the `logprobs` command against transformers."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from contextlib import redirect_stdout
+
+import pytest
+import torch
+import transformers
+
+from toolrl_learner.model.logprobs import token_logprobs
+from toolrl_learner.model.logprobs_cli import main as logprobs_main
+from toolrl_learner.model.tiny import TinySpec, build_tiny
+
+
+def test_hand_computed_values_on_cpu():
+    # hidden [1, 0] against rows [1, 0] and [0, 0]: logits z = [1, 0].
+    # log p(0) = 1 - log(e + 1) = 1 - 1.313262 = -0.313262; p = [0.731059, 0.268941]
+    # H = -(0.731059 * -0.313262 + 0.268941 * -1.313262) = 0.229015 + 0.353190 = 0.582203
+    # At temperature 2, z = [0.5, 0]: log p(1) = 0 - log(e^0.5 + 1) = -log(2.648721) = -0.974077
+    h = torch.tensor([[1.0, 0.0]])
+    w = torch.tensor([[1.0, 0.0], [0.0, 0.0]])
+    lp, ent = token_logprobs(h, w, torch.tensor([0]), return_entropy=True)
+    assert lp.item() == pytest.approx(-0.313262, abs=1e-6)
+    assert ent.item() == pytest.approx(0.582203, abs=1e-6)
+    lp2, none = token_logprobs(h, w, torch.tensor([1]), temperature=2.0)
+    assert lp2.item() == pytest.approx(-0.974077, abs=1e-6) and none is None
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 64, 4096])
+def test_chunked_equals_full_values_and_gradients_on_cpu(chunk_size):
+    gen = torch.Generator().manual_seed(0)
+    t, hdim, v, tau = 50, 16, 300, 0.7
+    h = torch.randn(t, hdim, generator=gen, requires_grad=True)
+    w = torch.randn(v, hdim, generator=gen, requires_grad=True)
+    tgt = torch.randint(0, v, (t,), generator=gen)
+    g_lp, g_ent = torch.randn(t, generator=gen), torch.randn(t, generator=gen)
+
+    logits = (h @ w.T) / tau
+    ref_lp = logits.log_softmax(-1).gather(1, tgt[:, None]).squeeze(1)
+    p = logits.softmax(-1)
+    ref_ent = -(p * logits.log_softmax(-1)).sum(-1)
+    ref_h, ref_w = torch.autograd.grad((ref_lp * g_lp).sum() + (ref_ent * g_ent).sum(), (h, w))
+
+    lp, ent = token_logprobs(h, w, tgt, temperature=tau, chunk_size=chunk_size, return_entropy=True)
+    torch.testing.assert_close(lp, ref_lp, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ent, ref_ent, atol=1e-5, rtol=1e-5)
+    got_h, got_w = torch.autograd.grad((lp * g_lp).sum() + (ent * g_ent).sum(), (h, w))
+    torch.testing.assert_close(got_h, ref_h, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(got_w, ref_w, atol=1e-4, rtol=1e-4)
+
+
+def test_gradient_through_logprobs_only_on_cpu():
+    gen = torch.Generator().manual_seed(1)
+    h = torch.randn(9, 8, generator=gen, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(20, 8, generator=gen, dtype=torch.float64, requires_grad=True)
+    tgt = torch.randint(0, 20, (9,), generator=gen)
+    assert torch.autograd.gradcheck(lambda a, b: token_logprobs(a, b, tgt, chunk_size=4)[0], (h, w))
+
+
+def test_runs_under_bf16_autocast_on_cpu():
+    gen = torch.Generator().manual_seed(2)
+    h = torch.randn(10, 32, generator=gen, requires_grad=True)
+    w = torch.randn(50, 32, generator=gen, requires_grad=True)
+    tgt = torch.randint(0, 50, (10,), generator=gen)
+    ref, _ = token_logprobs(h, w, tgt)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        lp, _ = token_logprobs(h, w, tgt, chunk_size=3)
+    assert lp.dtype == torch.float32
+    torch.testing.assert_close(lp, ref, atol=0.15, rtol=0.05)  # bf16 logits of magnitude ~10
+    lp.sum().backward()
+    assert h.grad.dtype == torch.float32 and w.grad.dtype == torch.float32
+
+
+def test_bad_arguments_are_named_on_cpu():
+    h, w = torch.zeros(3, 4), torch.zeros(5, 4)
+    with pytest.raises(ValueError, match="targets must be"):
+        token_logprobs(h, w, torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        token_logprobs(h, w, torch.zeros(3, dtype=torch.long), temperature=0)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny"), TinySpec(init_std=0.1, seed=3))
+
+
+def _hf_reference(tiny_dir, ids: list[int], temperature: float) -> list[float]:
+    """log p(ids[t] | ids[:t]) for t >= 1 from transformers' own model."""
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tiny_dir, dtype=torch.float32).eval()
+    with torch.no_grad():
+        logp = (hf(torch.tensor([ids])).logits[0] / temperature).log_softmax(-1)
+    return [logp[t - 1, ids[t]].item() for t in range(1, len(ids))]
+
+
+def _run(args: list[str]) -> dict:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert logprobs_main(args) == 0
+    return json.loads(buf.getvalue())
+
+
+def test_cli_on_generate_output_on_cpu(tiny_dir, tmp_path):
+    prompt, samples = [1, 40, 41, 42, 2], [[50, 51, 52], [60, 2]]
+    ref = [_hf_reference(tiny_dir, prompt + s, 0.8)[len(prompt) - 1 :] for s in samples]
+    doc = {
+        "prompt_token_ids": prompt,
+        "samples": [
+            {
+                "text": "",
+                "token_ids": samples[0],
+                "logprobs": [x + 1e-4 for x in ref[0]],
+                "finish_reason": "length",
+            },
+            {"text": "", "token_ids": samples[1], "finish_reason": "eos"},
+        ],
+    }
+    (tmp_path / "gen.json").write_text(json.dumps(doc))
+    out = _run(
+        ["--model", str(tiny_dir), "--input", str(tmp_path / "gen.json"), "--temperature", "0.8", "--json"]
+    )
+    assert [len(s["logprobs"]) for s in out["samples"]] == [3, 2]
+    for got, want in zip(out["samples"], ref, strict=True):
+        assert got["logprobs"] == pytest.approx(want, abs=1e-5)
+    assert out["samples"][0]["maxAbsDiff"] == pytest.approx(1e-4, abs=2e-5)
+    assert "maxAbsDiff" not in out["samples"][1]
+
+
+def test_cli_on_multi_turn_trajectories_on_cpu(tiny_dir, tmp_path):
+    # prompt (3) | sampled (2) | tool result (3) | sampled (2): only the sampled tokens are scored.
+    ids = [1, 30, 31, 70, 71, 5, 80, 81, 90, 2]
+    mask = [0, 0, 0, 1, 1, 0, 0, 0, 1, 1]
+    full = [0.0] + _hf_reference(tiny_dir, ids, 1.0)
+    want = [full[t] if m else 0.0 for t, m in enumerate(mask)]
+    group = {"trajectories": [{"tokenIds": ids, "lossMask": mask, "behaviorLogprobs": want}]}
+    (tmp_path / "group.json").write_text(json.dumps(group))
+    out = _run(["--model", str(tiny_dir), "--input", str(tmp_path / "group.json"), "--json"])
+    (sample,) = out["samples"]
+    assert sample["logprobs"] == pytest.approx(want, abs=1e-5)
+    assert sample["maxAbsDiff"] < 1e-5
+    assert all(sample["logprobs"][t] == 0.0 for t, m in enumerate(mask) if not m)
+    assert all(math.isfinite(x) and x < 0 for x, m in zip(sample["logprobs"], mask, strict=True) if m)
+
+
+def test_cli_rejects_unknown_shapes_on_cpu(tiny_dir, tmp_path, capsys):
+    (tmp_path / "bad.json").write_text(json.dumps({"something": 1}))
+    with pytest.raises(SystemExit) as exc:
+        logprobs_main(["--model", str(tiny_dir), "--input", str(tmp_path / "bad.json")])
+    assert exc.value.code == 2
+    assert "needs tokenIds and lossMask" in capsys.readouterr().err

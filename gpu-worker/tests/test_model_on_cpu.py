@@ -1,0 +1,214 @@
+"""CausalLM against transformers' own Llama / Qwen2 / Qwen3 on random weights, packed sequences, autocast, peft."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers
+
+from toolrl_learner.model.attention import block_causal_mask, packed_causal_attention
+from toolrl_learner.model.config import ModelConfig
+from toolrl_learner.model.hf_io import load_pretrained
+from toolrl_learner.model.modeling import CausalLM, init_weights, pack
+
+BASE = dict(
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    vocab_size=200,
+    rms_norm_eps=1e-6,
+    max_position_embeddings=512,
+)
+# Each case exercises one family trait: Qwen2's q/k/v bias with tied embeddings and GQA 4:2; Llama untied with
+# one KV head and Llama 3.1 RoPE scaling; Qwen3's q/k norms with a head_dim that is not hidden/heads; Llama with
+# attention and MLP biases.
+CASES = {
+    "qwen2-tied-gqa": ("qwen2", dict(num_key_value_heads=2, tie_word_embeddings=True, rope_theta=1e6)),
+    "llama-untied-mqa-llama3rope": (
+        "llama",
+        dict(
+            num_key_value_heads=1,
+            tie_word_embeddings=False,
+            rope_parameters={
+                "rope_type": "llama3",
+                "rope_theta": 500000.0,
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+        ),
+    ),
+    "qwen3-qknorm": ("qwen3", dict(num_key_value_heads=2, head_dim=24, tie_word_embeddings=True)),
+    "llama-biases": ("llama", dict(num_key_value_heads=4, attention_bias=True, mlp_bias=True)),
+}
+HF_CLASSES = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "qwen3": "Qwen3Config"}
+
+
+def make_hf_model(model_type: str, overrides: dict, seed: int = 0):
+    """A transformers model with every parameter random (biases and norm gains too, so none is a no-op)."""
+    cfg = getattr(transformers, HF_CLASSES[model_type])(**BASE, **overrides)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen)
+            p.copy_(1 + 0.1 * noise if "norm" in name else 0.08 * noise)
+    return model
+
+
+@pytest.fixture(params=sorted(CASES))
+def hf_and_ours(request, tmp_path):
+    model_type, overrides = CASES[request.param]
+    hf = make_hf_model(model_type, overrides)
+    hf.save_pretrained(tmp_path)
+    return hf, load_pretrained(tmp_path).eval()
+
+
+def test_packed_forward_matches_transformers_on_cpu(hf_and_ours):
+    hf, ours = hf_and_ours
+    gen = torch.Generator().manual_seed(1)
+    seqs = [torch.randint(0, 200, (n,), generator=gen) for n in (7, 1, 13)]
+    ids, pos, cu = pack(seqs)
+    with torch.no_grad():
+        packed = ours(ids, pos, cu)  # [21, V]
+        for s, seq in enumerate(seqs):
+            ref = hf(seq[None]).logits[0]
+            got = packed[cu[s] : cu[s + 1]]
+            assert ref.abs().max() > 0.5, "logits too flat for the comparison to mean anything"
+            torch.testing.assert_close(got, ref, atol=2e-5, rtol=1e-4)
+
+
+def test_positions_beyond_original_context_match_on_cpu(hf_and_ours):
+    # Llama 3.1 scaling only changes long wavelengths; positions up to 300 exercise them (original ctx 64).
+    hf, ours = hf_and_ours
+    seq = torch.randint(0, 200, (300,), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        torch.testing.assert_close(
+            ours.forward_batch(seq[None])[0], hf(seq[None]).logits[0], atol=5e-5, rtol=1e-4
+        )
+
+
+def test_config_reads_what_transformers_means_on_cpu(hf_and_ours):
+    hf, ours = hf_and_ours
+    c, h = ours.config, hf.config
+    assert c.head_dim == getattr(h, "head_dim", h.hidden_size // h.num_attention_heads)
+    assert c.tie_word_embeddings == h.tie_word_embeddings
+    assert (ours.lm_head.weight is ours.model.embed_tokens.weight) == c.tie_word_embeddings
+    assert c.num_parameters() == sum(p.numel() for p in ours.parameters())
+    # Our inverse frequencies are transformers' (default and llama3 scaling).
+    torch.testing.assert_close(ours.inv_freq, hf.model.rotary_emb.inv_freq, atol=0, rtol=1e-6)
+    assert set(ours.state_dict()) == set(hf.state_dict())
+
+
+def test_block_causal_mask_on_cpu():
+    # Two sequences of lengths 2 and 3: token 2 starts the second one and must not see tokens 0-1.
+    mask = block_causal_mask(torch.tensor([0, 2, 5]), 5).int().tolist()
+    assert mask == [
+        [1, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0],
+        [0, 0, 1, 0, 0],
+        [0, 0, 1, 1, 0],
+        [0, 0, 1, 1, 1],
+    ]
+
+
+def test_packed_attention_equals_per_sequence_sdpa_on_cpu():
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(9, h, 8, generator=gen) for h in (4, 2, 2))
+    cu = torch.tensor([0, 4, 9])
+    out = packed_causal_attention(q, k, v, cu, backend="sdpa")
+    for s in range(2):
+        a, b = cu[s], cu[s + 1]
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q[a:b].transpose(0, 1),
+            k[a:b].repeat_interleave(2, dim=1).transpose(0, 1),
+            v[a:b].repeat_interleave(2, dim=1).transpose(0, 1),
+            is_causal=True,
+        ).transpose(0, 1)
+        torch.testing.assert_close(out[a:b], ref)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="varlen (Flash) attention needs CUDA")
+def test_varlen_backend_matches_sdpa_on_cuda():
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    q, k, v = (torch.randn(300, h, 64, generator=gen, device="cuda", dtype=torch.bfloat16) for h in (8, 2, 2))
+    cu = torch.tensor([0, 100, 101, 300], device="cuda")
+    a = packed_causal_attention(q, k, v, cu, backend="varlen")
+    b = packed_causal_attention(q, k, v, cu, backend="sdpa")
+    torch.testing.assert_close(a.float(), b.float(), atol=2e-2, rtol=2e-2)
+
+
+def _tiny_model(**over) -> CausalLM:
+    cfg = ModelConfig.from_hf(
+        {
+            "model_type": "qwen2",
+            **BASE,
+            "num_key_value_heads": 2,
+            "tie_word_embeddings": True,
+            **over,
+        }
+    )
+    model = CausalLM(cfg)
+    init_weights(model, seed=5, std=0.1)
+    return model
+
+
+def test_gradient_checkpointing_gives_the_same_gradients_on_cpu():
+    ids, pos, cu = pack([torch.arange(10), torch.arange(50, 56)])
+
+    def grads(checkpointing: bool):
+        model = _tiny_model().train()
+        if checkpointing:
+            model.gradient_checkpointing_enable()
+        model(ids, pos, cu).logsumexp(-1).sum().backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    plain, ckpt = grads(False), grads(True)
+    assert plain.keys() == ckpt.keys()
+    for name in plain:
+        torch.testing.assert_close(ckpt[name], plain[name], msg=name)
+
+
+def test_bf16_autocast_with_fp32_params_on_cpu():
+    model = _tiny_model().train()
+    ids, pos, cu = pack([torch.arange(12)])
+    with torch.no_grad():
+        ref = model(ids, pos, cu)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(ids, pos, cu)
+    assert out.dtype == torch.bfloat16
+    # bf16 has 8 mantissa bits: expect ~1% agreement on logits of magnitude ~1.
+    torch.testing.assert_close(out.float(), ref, atol=0.1, rtol=0.05)
+    out.float().logsumexp(-1).sum().backward()
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in model.parameters())
+
+
+def test_peft_lora_targets_hf_module_names_on_cpu():
+    peft = pytest.importorskip("peft")
+    model = _tiny_model()
+    lora = peft.get_peft_model(model, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    names = [n for n, p in lora.named_parameters() if p.requires_grad]
+    assert len(names) == 2 * 2 * BASE["num_hidden_layers"]  # A and B for q and v in each layer
+    assert all(("q_proj" in n or "v_proj" in n) and "lora_" in n for n in names)
+    ids, pos, cu = pack([torch.arange(8)])
+    base = lora.get_base_model()
+    base(ids, pos, cu).sum().backward()
+    assert all(p.grad is not None for n, p in lora.named_parameters() if p.requires_grad)
+
+
+def test_bad_inputs_are_named_on_cpu():
+    model = _tiny_model()
+    with pytest.raises(ValueError, match="cu_seqlens must run from 0 to T=4"):
+        model.forward_hidden(torch.arange(4), torch.arange(4), torch.tensor([0, 3]))
+    with pytest.raises(ValueError, match="packed 1-D"):
+        model.forward_hidden(
+            torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.long), torch.tensor([0, 6])
+        )
+    with pytest.raises(ValueError, match="model_type 'gpt2' is not supported"):
+        ModelConfig.from_hf({"model_type": "gpt2", **BASE})
+    with pytest.raises(ValueError, match="multiple of num_key_value_heads"):
+        ModelConfig.from_hf({"model_type": "llama", **BASE, "num_key_value_heads": 3})

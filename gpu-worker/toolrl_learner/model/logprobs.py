@@ -1,0 +1,124 @@
+"""Per-token log-probs (and entropy) from final hidden states without materialising [T, V] logits.
+
+With Qwen's ~152k vocabulary, full fp32 logits for 8k tokens are 4.9 GB (and as much again for their
+gradient). token_logprobs walks T in chunks: each chunk's logits exist only inside the chunk, and the backward
+pass recomputes them instead of saving them, so memory is O(chunk_size x V) whatever T is.
+
+Public API:
+    token_logprobs(hidden[T, H], weight[V, H], targets[T], temperature=1.0, chunk_size=1024,
+                   return_entropy=False) -> (logprobs[T], entropy[T] | None)
+        logprobs[t] = log softmax(hidden[t] @ weight.T / temperature)[targets[t]]  (fp32)
+        entropy[t]  = -sum_v p_v log p_v of the same distribution                  (fp32)
+        Differentiable w.r.t. hidden and weight. Under torch.autocast the logits matmul runs in the autocast
+        dtype (as an lm_head Linear would) and the softmax in fp32.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def _compute_dtype(hidden: torch.Tensor) -> torch.dtype:
+    dev = hidden.device.type
+    if torch.is_autocast_enabled(dev):
+        return torch.get_autocast_dtype(dev)
+    return hidden.dtype
+
+
+def _chunk_stats(h: torch.Tensor, w: torch.Tensor, tgt: torch.Tensor, temperature: float):
+    # Softmax in fp32 at least (bf16/fp16 logits are upcast; fp64 stays fp64 for gradcheck).
+    z = (h @ w.T).to(torch.promote_types(h.dtype, torch.float32)) / temperature  # [C, V]
+    lse = torch.logsumexp(z, dim=-1)  # [C]
+    logp_tgt = z.gather(1, tgt[:, None]).squeeze(1) - lse  # [C]
+    return z, lse, logp_tgt
+
+
+class _ChunkedLogprobs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, targets, temperature, chunk_size, with_entropy, dtype):
+        h_all, w = hidden.to(dtype), weight.to(dtype)
+        t = hidden.shape[0]
+        acc = torch.promote_types(dtype, torch.float32)
+        logp = torch.empty(t, dtype=acc, device=hidden.device)
+        ent = torch.empty(t, dtype=acc, device=hidden.device) if with_entropy else None
+        with torch.autocast(hidden.device.type, enabled=False):
+            for s in range(0, t, chunk_size):
+                e = min(s + chunk_size, t)
+                z, lse, logp[s:e] = _chunk_stats(h_all[s:e], w, targets[s:e], temperature)
+                if with_entropy:
+                    p = torch.softmax(z, dim=-1)
+                    ent[s:e] = lse - (p * z).sum(-1)  # H = lse - sum_v p_v z_v
+        ctx.save_for_backward(hidden, weight, targets)
+        ctx.temperature, ctx.chunk_size, ctx.with_entropy, ctx.dtype = (
+            temperature,
+            chunk_size,
+            with_entropy,
+            dtype,
+        )
+        return (logp, ent) if with_entropy else (logp, torch.empty(0, device=hidden.device))
+
+    @staticmethod
+    def backward(ctx, grad_logp, grad_ent):
+        hidden, weight, targets = ctx.saved_tensors
+        tau, dtype = ctx.temperature, ctx.dtype
+        h_all, w = hidden.to(dtype), weight.to(dtype)
+        acc = torch.promote_types(dtype, torch.float32)
+        grad_h = torch.zeros_like(hidden, dtype=acc) if ctx.needs_input_grad[0] else None
+        grad_w = torch.zeros_like(weight, dtype=acc) if ctx.needs_input_grad[1] else None
+        with torch.autocast(hidden.device.type, enabled=False):
+            for s in range(0, hidden.shape[0], ctx.chunk_size):
+                e = min(s + ctx.chunk_size, hidden.shape[0])
+                z, lse, _ = _chunk_stats(h_all[s:e], w, targets[s:e], tau)
+                logp_all = z - lse[:, None]
+                p = logp_all.exp()  # [C, V]
+                # d logp[target] / dz = onehot(target) - p
+                gz = -p * grad_logp[s:e, None]
+                gz.scatter_add_(1, targets[s:e, None], grad_logp[s:e, None])
+                if ctx.with_entropy and grad_ent is not None:
+                    # H = -sum p log p  ->  dH/dz_j = -p_j (log p_j + H)
+                    ent = -(p * logp_all).sum(-1, keepdim=True)
+                    gz -= grad_ent[s:e, None] * p * (logp_all + ent)
+                gz = (gz / tau).to(dtype)  # z = logits / tau
+                if grad_h is not None:
+                    grad_h[s:e] = gz @ w
+                if grad_w is not None:
+                    grad_w += gz.T @ h_all[s:e]
+        return (
+            grad_h.to(hidden.dtype) if grad_h is not None else None,
+            grad_w.to(weight.dtype) if grad_w is not None else None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+
+
+def token_logprobs(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float = 1.0,
+    chunk_size: int = 1024,
+    return_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    if hidden.dim() != 2 or weight.dim() != 2 or hidden.shape[1] != weight.shape[1]:
+        raise ValueError(
+            f"hidden [T, H] and weight [V, H] expected, got {tuple(hidden.shape)}, {tuple(weight.shape)}"
+        )
+    if targets.shape != hidden.shape[:1]:
+        raise ValueError(f"targets must be [T]={hidden.shape[0]}, got {tuple(targets.shape)}")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if chunk_size <= 0:
+        raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
+    logp, ent = _ChunkedLogprobs.apply(
+        hidden,
+        weight,
+        targets.long(),
+        float(temperature),
+        int(chunk_size),
+        bool(return_entropy),
+        _compute_dtype(hidden),
+    )
+    return logp, (ent if return_entropy else None)
