@@ -151,7 +151,7 @@ export class PythonSandbox {
       const [cmd, ...args] =
         isolation === 'bwrap'
           ? [
-              'bwrap',
+              bwrapPath(),
               ...bwrapArgs({ workdir, python, tmpfsBytes: this.limits.maxFileMb * 1024 * 1024 }),
               ...launch,
             ]

@@ -4,7 +4,9 @@ import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 
 let reg: ToolRegistry;
 beforeAll(async () => {
-  reg = await buildToolRegistry({ tools: [{ kind: 'calculator', config: { max_eval_ms: 500, num_workers: 2 } }] });
+  reg = await buildToolRegistry({
+    tools: [{ kind: 'calculator', config: { max_eval_ms: 500, num_workers: 2 } }],
+  });
 });
 afterAll(() => reg.close());
 
@@ -48,7 +50,10 @@ describe('calculator', () => {
   it('bounds evaluation time on hostile input and keeps working afterwards', async () => {
     const t0 = Date.now();
     const r = await calc('isPrime(9007199254740881) and isPrime(9007199254740881)');
-    expect(r.error).toEqual({ type: 'resource_limit', message: 'expression took longer than 500 ms to evaluate' });
+    expect(r.error).toEqual({
+      type: 'resource_limit',
+      message: 'expression took longer than 500 ms to evaluate',
+    });
     expect(Date.now() - t0).toBeLessThan(5000);
     expect((await calc('1 + 1')).output).toBe('2');
   });
@@ -61,7 +66,9 @@ describe('calculator', () => {
   });
 
   it('validates arguments before evaluating', async () => {
-    expect((await reg.call({ name: 'calculator', arguments: { expr: '1' } })).error?.type).toBe('invalid_arguments');
+    expect((await reg.call({ name: 'calculator', arguments: { expr: '1' } })).error?.type).toBe(
+      'invalid_arguments',
+    );
     expect((await calc('   ')).error?.message).toBe('expression is empty');
   });
 });

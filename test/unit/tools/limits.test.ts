@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { HttpFailure, RateLimiter, retryWithBackoff, Semaphore, sleep, withTimeout } from '#shared/tools/limits';
+import {
+  HttpFailure,
+  RateLimiter,
+  retryWithBackoff,
+  Semaphore,
+  sleep,
+  withTimeout,
+} from '#shared/tools/limits';
 import { ToolFailure } from '#shared/tools/types';
 
 describe('limits', () => {
@@ -43,7 +50,7 @@ describe('limits', () => {
     expect(aborted).toBe(true);
   });
 
-  it('withTimeout follows the caller\'s signal', async () => {
+  it("withTimeout follows the caller's signal", async () => {
     const outer = new AbortController();
     setTimeout(() => outer.abort(), 10);
     await expect(withTimeout(5000, outer.signal, (s) => sleep(1000, s))).rejects.toBeInstanceOf(ToolFailure);

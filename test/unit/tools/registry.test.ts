@@ -1,7 +1,8 @@
 // The registry's contract: schemas, validation before execution, limits, truncation, and every
 // failure as a ToolResult (never an exception).
+
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,7 +36,9 @@ beforeAll(async () => {
       return;
     }
     if (req.url === '/bad') return res.writeHead(400).end('no such thing');
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ result: `echo ${JSON.stringify(body)}`, n: hits }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ result: `echo ${JSON.stringify(body)}`, n: hits }));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -50,23 +53,44 @@ const echoTool = (config: Record<string, unknown> = {}, path = '/echo') => ({
     function: {
       name: 'echo',
       description: 'echo',
-      parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false },
+      parameters: {
+        type: 'object',
+        properties: { text: { type: 'string' } },
+        required: ['text'],
+        additionalProperties: false,
+      },
     },
   },
 });
 
 describe('buildToolRegistry', () => {
-  it('has the issue\'s defaults with no config', async () => {
+  it("has the issue's defaults with no config", async () => {
     const reg = await buildToolRegistry();
-    expect(reg.names()).toEqual(['calculator', 'get_current_time', 'weather_query', 'search', 'code_interpreter']);
-    for (const s of reg.schemas()) expect(s).toMatchObject({ type: 'function', function: { parameters: { type: 'object' } } });
+    expect(reg.names()).toEqual([
+      'calculator',
+      'get_current_time',
+      'weather_query',
+      'search',
+      'code_interpreter',
+    ]);
+    for (const s of reg.schemas())
+      expect(s).toMatchObject({ type: 'function', function: { parameters: { type: 'object' } } });
     await reg.close();
   });
 
   it('accepts verl-style class names and config keys', async () => {
     const reg = await buildToolRegistry({
       tools: [
-        { class_name: 'verl.tools.sandbox_fusion_tools.SandboxFusionTool', config: { num_workers: 2, rate_limit: 10, default_timeout: 30, type: 'native', memory_limit_mb: 512 } },
+        {
+          class_name: 'verl.tools.sandbox_fusion_tools.SandboxFusionTool',
+          config: {
+            num_workers: 2,
+            rate_limit: 10,
+            default_timeout: 30,
+            type: 'native',
+            memory_limit_mb: 512,
+          },
+        },
         { class_name: 'verl.tools.search_tool.SearchTool', config: { topk: 2 } },
       ],
     });
@@ -75,18 +99,39 @@ describe('buildToolRegistry', () => {
   });
 
   it('fails at build time, naming the tool and key, on a bad config', async () => {
-    await expect(buildToolRegistry({ tools: [{ kind: 'telepathy', config: {} }] })).rejects.toThrow(/unknown tool kind "telepathy"/);
-    await expect(buildToolRegistry({ tools: [{ kind: 'calculator', config: { max_eval_ms: -1 } }] })).rejects.toThrow(/tool calculator: bad config: max_eval_ms/);
-    await expect(buildToolRegistry({ tools: [{ kind: 'search', config: { top_k: 3 } }] })).rejects.toThrow(/tool search: bad config: .*top_k/);
-    await expect(buildToolRegistry({ tools: [{ kind: 'calculator', config: {} }, { kind: 'calculator', config: {} }] })).rejects.toThrow(/two tools are named calculator/);
+    await expect(buildToolRegistry({ tools: [{ kind: 'telepathy', config: {} }] })).rejects.toThrow(
+      /unknown tool kind "telepathy"/,
+    );
+    await expect(
+      buildToolRegistry({ tools: [{ kind: 'calculator', config: { max_eval_ms: -1 } }] }),
+    ).rejects.toThrow(/tool calculator: bad config: max_eval_ms/);
+    await expect(buildToolRegistry({ tools: [{ kind: 'search', config: { top_k: 3 } }] })).rejects.toThrow(
+      /tool search: bad config: .*top_k/,
+    );
+    await expect(
+      buildToolRegistry({
+        tools: [
+          { kind: 'calculator', config: {} },
+          { kind: 'calculator', config: {} },
+        ],
+      }),
+    ).rejects.toThrow(/two tools are named calculator/);
   });
 
   it('reads a tool config file relative to the base dir', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tools-cfg-'));
-    writeFileSync(join(dir, 'tools.yaml'), 'tools:\n  - kind: calculator\n  - kind: get_current_time\n    config: {default_timezone: Europe/Paris}\n');
-    const reg = await buildToolRegistry({ config_file: 'tools.yaml' }, { baseDir: dir, clock: () => new Date('2024-07-01T12:00:00Z') });
+    writeFileSync(
+      join(dir, 'tools.yaml'),
+      'tools:\n  - kind: calculator\n  - kind: get_current_time\n    config: {default_timezone: Europe/Paris}\n',
+    );
+    const reg = await buildToolRegistry(
+      { config_file: 'tools.yaml' },
+      { baseDir: dir, clock: () => new Date('2024-07-01T12:00:00Z') },
+    );
     expect(reg.names()).toEqual(['calculator', 'get_current_time']);
-    expect((await reg.call({ name: 'get_current_time', arguments: {} })).output).toBe('2024-07-01T14:00:00+02:00 (Monday) Europe/Paris');
+    expect((await reg.call({ name: 'get_current_time', arguments: {} })).output).toBe(
+      '2024-07-01T14:00:00+02:00 (Monday) Europe/Paris',
+    );
     await reg.close();
   });
 });
@@ -95,10 +140,18 @@ describe('ToolRegistry.call', () => {
   it('reports an unknown tool and bad arguments as results, never throwing', async () => {
     const reg = await buildToolRegistry({ tools: [echoTool()] });
     const unknown = await reg.call({ name: 'nope', arguments: {} });
-    expect(unknown).toEqual({ ok: false, output: '', error: { type: 'unknown_tool', message: 'unknown tool "nope"; available tools: echo' }, truncated: false });
+    expect(unknown).toEqual({
+      ok: false,
+      output: '',
+      error: { type: 'unknown_tool', message: 'unknown tool "nope"; available tools: echo' },
+      truncated: false,
+    });
     const before = hits;
     const bad = await reg.call({ name: 'echo', arguments: { txt: 'x' } });
-    expect(bad.error).toEqual({ type: 'invalid_arguments', message: 'echo: missing required argument "text"' });
+    expect(bad.error).toEqual({
+      type: 'invalid_arguments',
+      message: 'echo: missing required argument "text"',
+    });
     expect(hits).toBe(before); // validation happens before the tool runs
     const garbage = await reg.call({ name: 'echo', arguments: '{"text": ' });
     expect(garbage.error?.type).toBe('invalid_arguments');
@@ -108,7 +161,12 @@ describe('ToolRegistry.call', () => {
 
   it('runs a call and returns the output', async () => {
     const reg = await buildToolRegistry({ tools: [echoTool({ result_field: 'result' })] });
-    expect(await reg.call({ name: 'echo', arguments: { text: 'hi' } })).toEqual({ ok: true, output: 'echo {"text":"hi"}', error: null, truncated: false });
+    expect(await reg.call({ name: 'echo', arguments: { text: 'hi' } })).toEqual({
+      ok: true,
+      output: 'echo {"text":"hi"}',
+      error: null,
+      truncated: false,
+    });
     await reg.close();
   });
 
@@ -142,7 +200,9 @@ describe('ToolRegistry.call', () => {
   });
 
   it('callMany keeps call order and holds each tool to num_workers', async () => {
-    const reg = await buildToolRegistry({ tools: [echoTool({ num_workers: 2, result_field: 'result' }, '/count')] });
+    const reg = await buildToolRegistry({
+      tools: [echoTool({ num_workers: 2, result_field: 'result' }, '/count')],
+    });
     peak = 0;
     const calls = Array.from({ length: 6 }, (_, i) => ({ name: 'echo', arguments: { text: String(i) } }));
     const results = await reg.callMany(calls);
@@ -161,7 +221,10 @@ describe('ToolRegistry.call', () => {
   });
 
   it('truncates outputs to max_tool_response_length on the configured side', async () => {
-    const reg = await buildToolRegistry({ tools: [{ kind: 'search', config: { topk: 3 } }] }, { truncate: { maxLength: 80, side: 'right' } });
+    const reg = await buildToolRegistry(
+      { tools: [{ kind: 'search', config: { topk: 3 } }] },
+      { truncate: { maxLength: 80, side: 'right' } },
+    );
     const r = await reg.call({ name: 'search', arguments: { query_list: ['Eiffel Tower Paris'] } });
     expect(r.ok).toBe(true);
     expect(r.truncated).toBe(true);
@@ -172,9 +235,14 @@ describe('ToolRegistry.call', () => {
   });
 
   it('renders a failure with its error for the model', () => {
-    expect(renderToolResult({ ok: false, output: 'Traceback ...', error: { type: 'execution_error', message: 'the program exited with status 1' }, truncated: false })).toBe(
-      'Traceback ...\nError (execution_error): the program exited with status 1',
-    );
+    expect(
+      renderToolResult({
+        ok: false,
+        output: 'Traceback ...',
+        error: { type: 'execution_error', message: 'the program exited with status 1' },
+        truncated: false,
+      }),
+    ).toBe('Traceback ...\nError (execution_error): the program exited with status 1');
     expect(renderToolResult({ ok: true, output: '391', error: null, truncated: false })).toBe('391');
   });
 });

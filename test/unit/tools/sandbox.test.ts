@@ -41,11 +41,19 @@ describe('bubblewrap isolation', () => {
   const box = () => new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { wallS: 4, cpuS: 4 } });
 
   it('runs ordinary code and returns stdout, stderr and the exit code', async () => {
-    const r = await box().run({ code: 'import sys\nprint(6*7)\nprint("warn", file=sys.stderr)\nsys.exit(3)' });
-    expect(r).toMatchObject({ exitCode: 3, stdout: '42\n', stderr: 'warn\n', limit: null, isolation: 'bwrap' });
+    const r = await box().run({
+      code: 'import sys\nprint(6*7)\nprint("warn", file=sys.stderr)\nsys.exit(3)',
+    });
+    expect(r).toMatchObject({
+      exitCode: 3,
+      stdout: '42\n',
+      stderr: 'warn\n',
+      limit: null,
+      isolation: 'bwrap',
+    });
   });
 
-  it('shows a traceback with only the program\'s own frames', async () => {
+  it("shows a traceback with only the program's own frames", async () => {
     const r = await box().run({ code: 'x = 1\n1/0\n' });
     expect(r.exitCode).toBe(1);
     expect(r.stderr).toContain('File "main.py", line 2');
@@ -126,9 +134,11 @@ print('cwd', os.getcwd(), sorted(os.listdir('.')))
 
   it('stops an infinite loop at the wall clock', async () => {
     const t0 = performance.now();
-    const r = await new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { wallS: 1.5, cpuS: 10 } }).run({
-      code: 'while True: pass',
-    });
+    const r = await new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { wallS: 1.5, cpuS: 10 } }).run(
+      {
+        code: 'while True: pass',
+      },
+    );
     expect(r.limit).toBe('wall_time');
     expect(performance.now() - t0).toBeLessThan(4000);
   });
@@ -163,7 +173,11 @@ for _ in range(500):
         failed += 1
 print('started', started, 'failed', failed)
 `;
-    const r = await new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { maxProcesses: 16, wallS: 5 } }).run({ code });
+    const r = await new PythonSandbox({
+      isolation: 'bwrap',
+      workRoot,
+      limits: { maxProcesses: 16, wallS: 5 },
+    }).run({ code });
     const started = Number(/started (\d+)/.exec(r.stdout)?.[1]);
     expect(started).toBeLessThan(16);
     expect(Number(/failed (\d+)/.exec(r.stdout)?.[1])).toBeGreaterThan(400);
@@ -172,7 +186,11 @@ print('started', started, 'failed', failed)
 
   it('survives a classic fork bomb within the wall clock', async () => {
     const t0 = performance.now();
-    const r = await new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { maxProcesses: 16, wallS: 2 } }).run({
+    const r = await new PythonSandbox({
+      isolation: 'bwrap',
+      workRoot,
+      limits: { maxProcesses: 16, wallS: 2 },
+    }).run({
       code: 'import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass',
     });
     expect(['wall_time', 'processes']).toContain(r.limit);
@@ -180,7 +198,11 @@ print('started', started, 'failed', failed)
   });
 
   it('stops an output flood at the output cap', async () => {
-    const r = await new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { maxOutputBytes: 10_000 } }).run({
+    const r = await new PythonSandbox({
+      isolation: 'bwrap',
+      workRoot,
+      limits: { maxOutputBytes: 10_000 },
+    }).run({
       code: 'while True:\n    print("x" * 1000)',
     });
     expect(r.limit).toBe('output');
@@ -233,7 +255,9 @@ describe('process isolation (no namespaces: what holds on Lambda)', () => {
     new PythonSandbox({ isolation: 'process', workRoot, limits: { wallS: 4, cpuS: 4, ...limits } });
 
   it('scrubs the environment', async () => {
-    const r = await box().run({ code: 'import os\nprint(sorted(os.environ))\nprint(open("/proc/self/environ","rb").read())' });
+    const r = await box().run({
+      code: 'import os\nprint(sorted(os.environ))\nprint(open("/proc/self/environ","rb").read())',
+    });
     expect(r.isolation).toBe('process');
     expect(r.stdout).not.toMatch(/AWS|TOOLRL|do-not-leak/);
   });

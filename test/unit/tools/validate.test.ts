@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { compileArgumentValidator, decodeArguments, MAX_SCHEMA_DEPTH, sanitizeSchema } from '#shared/tools/validate';
+import {
+  compileArgumentValidator,
+  decodeArguments,
+  MAX_SCHEMA_DEPTH,
+  sanitizeSchema,
+} from '#shared/tools/validate';
 
 const schema = {
   type: 'object',
@@ -47,11 +52,17 @@ describe('argument validation', () => {
     let deep: Record<string, unknown> = { type: 'string' };
     for (let i = 0; i < MAX_SCHEMA_DEPTH; i++) deep = { type: 'object', properties: { x: deep } };
     expect(() => compileArgumentValidator('deep', deep)).toThrow(/nests deeper/);
-    expect(() => compileArgumentValidator('big', { type: 'object', description: 'x'.repeat(70_000) })).toThrow(/bytes/);
-    expect(() => compileArgumentValidator('data', { type: 'object', properties: { a: { $data: '1/b' } } })).not.toThrow();
+    expect(() =>
+      compileArgumentValidator('big', { type: 'object', description: 'x'.repeat(70_000) }),
+    ).toThrow(/bytes/);
+    expect(() =>
+      compileArgumentValidator('data', { type: 'object', properties: { a: { $data: '1/b' } } }),
+    ).not.toThrow();
   });
 
   it('fails at build time on a schema Ajv cannot compile', () => {
-    expect(() => compileArgumentValidator('bad', { type: 'object', required: 'city', minimum: 'x' })).toThrow(/tool bad: invalid parameters schema/);
+    expect(() => compileArgumentValidator('bad', { type: 'object', required: 'city', minimum: 'x' })).toThrow(
+      /tool bad: invalid parameters schema/,
+    );
   });
 });

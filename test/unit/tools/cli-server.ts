@@ -1,0 +1,45 @@
+// Starts a `toolrl ... serve` command as a real process on port 0 and returns the URL it prints.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const TOOLRL = fileURLToPath(new URL('../../../bin/toolrl.mjs', import.meta.url));
+
+export interface CliServer {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export function startCliServer(args: string[]): Promise<CliServer> {
+  const child = spawn(process.execPath, [TOOLRL, ...args, '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no URL from toolrl ${args.join(' ')} in 60 s: ${err}`)),
+      60_000,
+    );
+    child.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    child.on('exit', (code) => reject(new Error(`toolrl ${args.join(' ')} exited ${code}: ${err}`)));
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      resolve({
+        url: m[1]!,
+        child,
+        stop: () =>
+          new Promise<void>((done) => {
+            if (child.exitCode !== null) return done();
+            child.once('exit', () => done());
+            child.kill('SIGTERM');
+          }),
+      });
+    });
+  });
+}

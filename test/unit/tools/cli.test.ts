@@ -1,0 +1,104 @@
+// `toolrl tools list|call`: the JSON contract and exit codes other checks rely on.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ToolSchemaSchema } from '#shared/schemas/chat';
+import { ToolResultSchema } from '#shared/schemas/tool-result';
+import { TOOLRL } from './cli-server.ts';
+
+const toolrl = (...args: string[]) => {
+  const r = spawnSync(process.execPath, [TOOLRL, ...args], { encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+
+describe('toolrl tools', () => {
+  it('list --json prints the default OpenAI schemas', () => {
+    const r = toolrl('tools', 'list', '--json');
+    expect(r.code).toBe(0);
+    const schemas = JSON.parse(r.stdout) as unknown[];
+    expect(schemas.map((s) => ToolSchemaSchema.parse(s).function.name)).toEqual([
+      'calculator',
+      'get_current_time',
+      'weather_query',
+      'search',
+      'code_interpreter',
+    ]);
+  });
+
+  it('call --json prints one ToolResult; tool failures exit 0', () => {
+    const ok = toolrl('tools', 'call', 'calculator', '--args', '{"expression": "17 * 23"}', '--json');
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toEqual({ ok: true, output: '391', error: null, truncated: false });
+    for (const args of [
+      ['tools', 'call', 'nope', '--json'],
+      ['tools', 'call', 'calculator', '--args', '{"expression": 5}', '--json'],
+      ['tools', 'call', 'calculator', '--args', 'not json', '--json'],
+    ]) {
+      const r = toolrl(...args);
+      expect(r.code).toBe(0);
+      expect(ToolResultSchema.parse(JSON.parse(r.stdout)).ok).toBe(false);
+    }
+    const code = toolrl('tools', 'call', 'code_interpreter', '--args', '{"code": "print(2**10)"}', '--json');
+    expect(JSON.parse(code.stdout)).toEqual({ ok: true, output: '1024\n', error: null, truncated: false });
+  });
+
+  it('truncates with --max-length and --truncate-side', () => {
+    const r = toolrl(
+      'tools',
+      'call',
+      'code_interpreter',
+      '--args',
+      '{"code": "print(\\"a\\" * 500)"}',
+      '--max-length',
+      '100',
+      '--truncate-side',
+      'left',
+      '--json',
+    );
+    const result = JSON.parse(r.stdout);
+    expect(result.truncated).toBe(true);
+    expect(result.output.length).toBeLessThanOrEqual(100);
+    expect(result.output.startsWith('[... ')).toBe(true);
+  });
+
+  it('reads a tool config file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cli-tools-'));
+    const file = join(dir, 'tools.yaml');
+    writeFileSync(
+      file,
+      'tools:\n  - kind: calculator\n    tool_schema:\n      type: function\n      function:\n        name: calc\n        description: math\n        parameters: {type: object, properties: {expression: {type: string}}, required: [expression]}\n',
+    );
+    expect(JSON.parse(toolrl('tools', 'list', '--tools', file, '--json').stdout)).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'calc',
+          description: 'math',
+          parameters: {
+            type: 'object',
+            properties: { expression: { type: 'string' } },
+            required: ['expression'],
+          },
+        },
+      },
+    ]);
+    expect(
+      JSON.parse(
+        toolrl('tools', 'call', 'calc', '--tools', file, '--args', '{"expression": "2+2"}', '--json').stdout,
+      ).output,
+    ).toBe('4');
+  });
+
+  it('exits 2 on misuse of the command', () => {
+    expect(toolrl('tools', 'call', '--json').code).toBe(2); // no tool name
+    expect(toolrl('tools', 'list', '--tools', '/nonexistent.yaml').code).toBe(2);
+    const dir = mkdtempSync(join(tmpdir(), 'cli-tools-'));
+    writeFileSync(join(dir, 'bad.yaml'), 'tools:\n  - kind: teleport\n');
+    const bad = toolrl('tools', 'list', '--tools', join(dir, 'bad.yaml'));
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/unknown tool kind "teleport"/);
+    expect(toolrl('tools', 'call', 'calculator', '--max-length', 'x').code).toBe(2);
+  });
+});
