@@ -1,7 +1,7 @@
 // Lambda entry of the tool-call stage (environment parsed once, at cold start).
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
+import { createToolCallHandler } from '#shared/pipeline/handlers';
 import { RunResources } from '#shared/pipeline/run-resources';
-import { createToolCallHandler } from './handler.ts';
 
 const ctx = awsStageContext('tool-call');
 export const handler = createToolCallHandler({

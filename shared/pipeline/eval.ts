@@ -10,7 +10,10 @@ import { putJsonIfAbsent, readJson } from './blob-json.ts';
 import type { StageContext } from './context.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
-/** Reward components read as task accuracy, first match wins (the rewards name their correctness part so). */
+/**
+ * Reward components read as task accuracy, first match wins; a combined reward names its parts
+ * `<reward>/<component>` (`retool/correct`), so the last path segment is what is matched.
+ */
 export const ACCURACY_COMPONENTS = ['accuracy', 'correct', 'correctness', 'exact_match', 'answer_correct'];
 
 /**
@@ -91,7 +94,9 @@ export function summarise(
   for (const t of trajs)
     for (const [k, v] of Object.entries(t.rewardComponents)) sums.set(k, (sums.get(k) ?? 0) + v);
   const components = Object.fromEntries([...sums].map(([k, v]) => [k, v / n]));
-  const accuracyComponent = ACCURACY_COMPONENTS.find((c) => c in components) ?? null;
+  const names = Object.keys(components);
+  const accuracyComponent =
+    ACCURACY_COMPONENTS.map((c) => names.find((k) => k === c || k.endsWith(`/${c}`))).find((k) => k) ?? null;
   const finishReasons: Record<string, number> = {};
   for (const t of trajs) finishReasons[t.finishReason] = (finishReasons[t.finishReason] ?? 0) + 1;
   const calls = trajs.reduce((a, t) => a + t.turns.reduce((b, turn) => b + turn.toolCalls.length, 0), 0);

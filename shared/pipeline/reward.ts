@@ -110,10 +110,17 @@ export async function completeGroupIfReady(
     if (!body) throw new Error(`${manifestKey} was written by another handler but cannot be read`);
   }
   const existing = ScoredGroupSchema.parse(JSON.parse(Buffer.from(body).toString('utf8')));
-  // Only the writer re-sends: a racing sibling stays silent, so one group yields one message (plus the
-  // writer's own re-send after a crash, which the learner drops as a duplicate).
-  if (existing.completedBy === sampleIndex) await emitGroup(ctx, existing, manifestKey, sha256Hex(body));
+  // Only the writer re-sends, and only while its send is unconfirmed: a racing sibling or a plain duplicate
+  // stays silent, so one group yields one message. (A crash after the send but before the confirmation
+  // re-sends once more; the learner drops that duplicate.)
+  if (existing.completedBy !== sampleIndex) return;
+  if (await ctx.blobs.head(sentMarkerKey(group.runId, group.groupId))) return;
+  await emitGroup(ctx, existing, manifestKey, sha256Hex(body));
 }
+
+/** Written after a group's message was sent: the writer's redelivery then knows it need not re-send. */
+export const sentMarkerKey = (runId: string, groupId: string): string =>
+  `runs/${runId}/groups-sent/${groupId}`;
 
 async function emitGroup(
   ctx: StageContext,
@@ -130,6 +137,7 @@ async function emitGroup(
       sha256,
     };
     await sendTo(ctx, 'scored-groups', group.runId, [message]);
+    await ctx.blobs.putIfAbsent(sentMarkerKey(group.runId, group.groupId), manifestKey);
     ctx.log.info('group complete', { runId: group.runId, groupId: group.groupId });
     return;
   }

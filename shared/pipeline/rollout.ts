@@ -6,7 +6,7 @@ import type { EpisodeState } from '../episode/state.ts';
 import type { TurnSample } from '../policy/policy.ts';
 import type { SamplingParams } from '../policy/sampler.ts';
 import type { TokenState } from '../policy/token-state.ts';
-import { PrefixBreakError } from '../policy/turns.ts';
+import { PrefixBreakError, startState } from '../policy/turns.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import { DatasetRowSchema } from '../schemas/dataset-row.ts';
 import type { RewardRequest } from '../schemas/messages/reward-request.ts';
@@ -70,11 +70,38 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
   ).schemas();
   const lease = await ctx.policies.acquire(g.runId, g.policyVersion);
   try {
-    const promptIds = lease.policy.renderPrompt(row.prompt, tools);
-    if (promptIds.length > config.data.max_prompt_length)
-      throw new PermanentError(
-        `group ${g.groupId}: prompt is ${promptIds.length} tokens, over data.max_prompt_length=${config.data.max_prompt_length}`,
-      );
+    const promptText = lease.policy.tokenizer.render(row.prompt, tools, { addGenerationPrompt: true });
+    const promptIds = lease.policy.tokenizer.encode(promptText);
+    if (promptIds.length > config.data.max_prompt_length) {
+      // Nothing is sampled, but the group still completes (every sample ends with `error`, the same reward),
+      // so the learner counts it and the run's plan is not left waiting for it.
+      const reason = `prompt is ${promptIds.length} tokens, over data.max_prompt_length=${config.data.max_prompt_length}`;
+      ctx.log.warn('prompt too long; group ends without sampling', { groupId: g.groupId, reason });
+      for (let i = 0; i < g.groupSize; i++) {
+        const episode = startEpisode(config.rollout.multi_turn, row.prompt, {
+          promptTokens: promptIds.length,
+        });
+        const tokens = startState({
+          sampleIndex: i,
+          seed: req.seed,
+          messages: row.prompt,
+          tools,
+          promptText,
+          promptIds,
+        });
+        out.rewards.push(
+          reward({
+            schemaVersion: 1,
+            group: g,
+            sampleIndex: i,
+            row: req.row,
+            tokens,
+            episode: failEpisode(episode, reason),
+          }),
+        );
+      }
+      return;
+    }
     const started = await lease.policy.startGroup(
       row.prompt,
       tools,

@@ -1,0 +1,207 @@
+// The whole pipeline on one machine: a folder blob store, journaled in-process queues with SQS semantics,
+// the five handlers run by the local runtime, S3 notifications emulated from the topology, and the learner
+// as a Python subprocess started when the run-starter submits it.
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { EmbeddedQueue } from '../adapters/embedded/embedded-queue.ts';
+import { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
+import { createEmbeddedQueues } from '../adapters/embedded/queues.ts';
+import type { StageContext } from '../pipeline/context.ts';
+import {
+  createFeederHandler,
+  createRewardHandler,
+  createRolloutHandler,
+  createRunStarterHandler,
+  createToolCallHandler,
+} from '../pipeline/handlers.ts';
+import type { Log } from '../pipeline/log.ts';
+import { silentLog } from '../pipeline/log.ts';
+import { BlobPolicyProvider, type PolicyProvider } from '../pipeline/policies.ts';
+import { RunResources, type RunResourcesOptions } from '../pipeline/run-resources.ts';
+import type { LearnerJobs, PromptTokenCounter } from '../pipeline/run-starter.ts';
+import type { QueueSet } from '../ports/queue-set.ts';
+import type { RunConfig } from '../schemas/config/run.ts';
+import type { LearnerOutputLine } from '../schemas/learner-stdio.ts';
+import { consumedQueue, FUNCTION_SENDS, type FunctionName, type QueueName } from '../topology.ts';
+import type { InvocationResult } from './event-source-mapping.ts';
+import { LearnerBridge } from './learner-bridge.ts';
+import { type FunctionSettings, LocalRuntime } from './local-runtime.ts';
+import { type Notifier, notifier, wireFolderNotifications } from './notifications.ts';
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** The learner's Python: TOOLRL_LEARNER_PYTHON, else the repo's gpu-worker venv. */
+export const learnerPython = (): string =>
+  process.env.TOOLRL_LEARNER_PYTHON ?? join(REPO_ROOT, 'gpu-worker/.venv/bin/python');
+
+/**
+ * Embedded visibility timeouts: long enough for one handler call on a slow CPU, short enough that a message
+ * whose worker died comes back within minutes rather than Lambda-sized hours.
+ */
+export const EMBEDDED_VISIBILITY_SEC: Partial<Record<QueueName, number>> = {
+  'run-events': 600,
+  'policy-events': 120,
+  rollout: 600,
+  'tool-calls': 300,
+  reward: 120,
+};
+
+/** Concurrency that suits two cores shared with the learner: one rollout at a time, tools in parallel. */
+export const EMBEDDED_SETTINGS: Partial<Record<FunctionName, FunctionSettings>> = {
+  'run-starter': { maxConcurrency: 1 },
+  feeder: { maxConcurrency: 1 },
+  rollout: { maxConcurrency: 1, batchSize: 1 },
+  'tool-call': { maxConcurrency: 4, maxBatchingWindowSec: 0 },
+  reward: { maxConcurrency: 2, maxBatchingWindowSec: 0 },
+};
+
+export interface EmbeddedPipelineOptions {
+  /** The workdir: the blob store's root (runs/<runId>/… below it). */
+  readonly root: string;
+  readonly runId: string;
+  /** Where the queue journals live (default: runs/<runId>/queues under the root). */
+  readonly journalDir?: string;
+  readonly settings?: Partial<Record<FunctionName, FunctionSettings>>;
+  /** ORT threads of the rollout sessions. */
+  readonly ortThreads?: number;
+  readonly maxSteps?: number;
+  readonly python?: string;
+  /** Local folder of the original config (tool configs, reward modules resolve against it). */
+  readonly sourceDir?: string;
+  readonly log?: Log;
+  readonly onInvoke?: (r: InvocationResult) => void;
+  readonly onLearnerLine?: (line: LearnerOutputLine) => void;
+  /** Replaces the learner subprocess (tests of the pipeline alone). */
+  readonly learnerJobs?: LearnerJobs;
+  readonly policies?: PolicyProvider;
+  readonly resources?: Partial<RunResourcesOptions>;
+  readonly retryAfterSec?: number;
+  readonly waitTimeSec?: number;
+}
+
+export class EmbeddedPipeline {
+  readonly blobs: FolderBlobStore;
+  readonly queues: QueueSet<EmbeddedQueue>;
+  readonly runtime: LocalRuntime;
+  readonly resources: RunResources;
+  readonly policies: PolicyProvider;
+  readonly notify: Notifier;
+  learner: LearnerBridge | undefined;
+  private readonly unwire: () => void;
+  private readonly log: Log;
+
+  constructor(private readonly opts: EmbeddedPipelineOptions) {
+    this.log = opts.log ?? silentLog;
+    this.blobs = new FolderBlobStore(resolve(opts.root));
+    this.queues = createEmbeddedQueues({
+      journalDir: opts.journalDir ?? join(this.blobs.root, 'runs', opts.runId, 'queues'),
+      visibilityTimeoutSec: EMBEDDED_VISIBILITY_SEC,
+    });
+    const scratchDir = join(this.blobs.root, '.scratch');
+    this.resources = new RunResources(this.blobs, { scratchDir, ...opts.resources });
+    this.policies =
+      opts.policies ??
+      new BlobPolicyProvider(this.blobs, {
+        scratchDir,
+        ...(opts.ortThreads ? { threads: opts.ortThreads } : {}),
+      });
+    this.notify = notifier(this.queues.queues, 'embedded');
+    this.unwire = wireFolderNotifications(this.blobs, this.notify, (e) =>
+      this.log.error('notification failed', { error: String(e) }),
+    );
+    const learnerJobs: LearnerJobs = opts.learnerJobs ?? {
+      submit: async (run) => {
+        this.startLearner(run.runId);
+        return { jobId: `embedded-${process.pid}` };
+      },
+    };
+    this.runtime = new LocalRuntime({
+      queues: this.queues.queues,
+      handlers: {
+        'run-starter': createRunStarterHandler({
+          ...this.context('run-starter'),
+          learnerJobs,
+          countPromptTokens: localPromptCounter,
+          sourceDirOf: () => opts.sourceDir,
+        }),
+        feeder: createFeederHandler({ ...this.context('feeder'), resources: this.resources }),
+        rollout: createRolloutHandler({
+          ...this.context('rollout'),
+          resources: this.resources,
+          policies: this.policies,
+        }),
+        'tool-call': createToolCallHandler({ ...this.context('tool-call'), resources: this.resources }),
+        reward: createRewardHandler({ ...this.context('reward'), resources: this.resources }),
+      },
+      settings: { ...EMBEDDED_SETTINGS, ...opts.settings },
+      waitTimeSec: opts.waitTimeSec ?? 20,
+      retryAfterSec: opts.retryAfterSec ?? 1,
+      log: this.log,
+      ...(opts.onInvoke ? { onInvoke: opts.onInvoke } : {}),
+    });
+  }
+
+  /** The stage context of one function: the queues it may send to and its dead-letter queue. */
+  context(fn: FunctionName): StageContext {
+    const queues: Partial<Record<QueueName, EmbeddedQueue>> = {};
+    for (const q of FUNCTION_SENDS[fn]) queues[q] = this.queues.queues[q];
+    return {
+      blobs: this.blobs,
+      queues,
+      deadLetter: this.queues.dlqs[consumedQueue(fn)],
+      log: this.log,
+      now: () => new Date(),
+    };
+  }
+
+  start(): void {
+    this.runtime.start();
+  }
+
+  /** Starts the learner subprocess of the run (once). */
+  startLearner(runId: string): LearnerBridge {
+    if (this.learner) return this.learner;
+    if (runId !== this.opts.runId)
+      throw new Error(`this pipeline serves run ${this.opts.runId}, not ${runId}`);
+    const workdir = join(this.blobs.root, 'runs', runId, 'learner', 'work');
+    mkdirSync(workdir, { recursive: true });
+    this.learner = new LearnerBridge({
+      python: this.opts.python ?? learnerPython(),
+      root: this.blobs.root,
+      runId,
+      workdir,
+      ...(this.opts.maxSteps !== undefined ? { maxSteps: this.opts.maxSteps } : {}),
+      scoredGroups: this.queues.queues['scored-groups'],
+      deadLetter: this.queues.dlqs['scored-groups'],
+      notify: this.notify,
+      logPath: join(this.blobs.root, 'runs', runId, 'learner.log'),
+      cwd: REPO_ROOT,
+      log: this.log,
+      ...(this.opts.onLearnerLine ? { onLine: this.opts.onLearnerLine } : {}),
+    });
+    this.learner.start();
+    return this.learner;
+  }
+
+  /** Stops the functions (letting batches in hand finish), the learner, tools and policy sessions. */
+  async stop(): Promise<void> {
+    await this.runtime.stop();
+    if (this.learner?.running) await this.learner.terminate();
+    this.unwire();
+    await this.resources.close();
+    await this.policies.close();
+    await this.queues.close();
+  }
+}
+
+/** Counts prompt tokens at run start when the model is a local folder with a tokenizer. */
+async function localPromptCounter(config: RunConfig): Promise<PromptTokenCounter | undefined> {
+  const dir = config.model.path;
+  if (!existsSync(join(dir, 'tokenizer.json')) || !existsSync(join(dir, 'tokenizer_config.json')))
+    return undefined;
+  const { ChatTokenizer } = await import('../policy/tokenizer.ts');
+  const tok = await ChatTokenizer.load(dir);
+  return async (row) =>
+    tok.encode(tok.render(row.prompt, row.extra_info.tools ?? [], { addGenerationPrompt: true })).length;
+}
