@@ -23,6 +23,8 @@ export interface TinyFixture {
 export interface TinyOptions {
   /** Weight-only quantisation of the bundle (the model folder is shared). Default none. */
   quantization?: 'none' | 'int8' | 'int4';
+  /** Real dimensions and vocabulary, random weights (`tiny --preset`), for benchmarks: ~2 GB in fp32. */
+  preset?: 'qwen2.5-0.5b' | 'qwen2.5-1.5b';
 }
 
 const SOURCES = ['gpu-worker/toolrl_learner/model', 'gpu-worker/toolrl_learner/export'];
