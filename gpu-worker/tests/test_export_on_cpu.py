@@ -61,12 +61,19 @@ def _session(bundle: Path) -> ort.InferenceSession:
     return ort.InferenceSession(str(bundle / "model.onnx"), providers=["CPUExecutionProvider"])
 
 
-def _run(sess, model, ids: np.ndarray, mask: np.ndarray, pos: np.ndarray, past: dict | None = None) -> dict:
+def _run(
+    sess, model, ids: np.ndarray, mask: np.ndarray, pos: np.ndarray, past: dict | None = None, keep: int = 0
+) -> dict:
     cfg = model.config
     if past is None:
         empty = np.zeros((ids.shape[0], cfg.num_key_value_heads, 0, cfg.head_dim), np.float32)
         past = {f"present.{i}.{kv}": empty for i in range(cfg.num_hidden_layers) for kv in ("key", "value")}
-    feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": pos}
+    feeds = {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "position_ids": pos,
+        "num_logits_to_keep": np.array(keep),
+    }
     feeds.update({k.replace("present", "past_key_values"): v for k, v in past.items() if k != "logits"})
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(None, feeds), strict=True))
@@ -84,7 +91,8 @@ def test_graph_names_follow_optimum_on_cpu(exported):
     outputs = [o.name for o in sess.get_outputs()]
     layers = range(cfg.num_hidden_layers)
     assert list(inputs)[:3] == ["input_ids", "attention_mask", "position_ids"]
-    assert list(inputs)[3:] == [f"past_key_values.{i}.{kv}" for i in layers for kv in ("key", "value")]
+    assert list(inputs)[3:-1] == [f"past_key_values.{i}.{kv}" for i in layers for kv in ("key", "value")]
+    assert list(inputs)[-1] == "num_logits_to_keep" and inputs["num_logits_to_keep"] == ("tensor(int64)", [])
     assert outputs == ["logits"] + [f"present.{i}.{kv}" for i in layers for kv in ("key", "value")]
     assert inputs["past_key_values.0.key"] == (
         "tensor(float)",
@@ -103,6 +111,17 @@ def test_prefill_and_cached_decode_match_pytorch_on_cpu(exported):
 
     full = _run(sess, model, np.array([seq]), np.ones((1, 40), np.int64), np.arange(40)[None])
     np.testing.assert_allclose(full["logits"][0], ref, atol=1e-4, rtol=1e-4)
+    for keep in (1, 3):  # num_logits_to_keep: only the last k positions go through the lm_head
+        last = _run(
+            sess,
+            model,
+            np.array([seq, seq]),
+            np.ones((2, 40), np.int64),
+            np.tile(np.arange(40), (2, 1)),
+            keep=keep,
+        )
+        assert last["logits"].shape == (2, keep, model.config.vocab_size)
+        np.testing.assert_allclose(last["logits"][1], ref[-keep:], atol=1e-4, rtol=1e-4)
 
     out = _run(sess, model, np.array([seq[:25]]), np.ones((1, 25), np.int64), np.arange(25)[None])
     for t in range(25, 40):  # one token at a time on the growing cache
@@ -267,6 +286,11 @@ def test_quantized_bundle_runs_the_dequantized_policy_on_cpu(tmp_path, quantizat
         for name, mod in deq.named_modules():
             if name.rsplit(".", 1)[-1] in QUANTIZED_LINEARS:
                 mod.weight.copy_(dequantize(quantize_blockwise(mod.weight, bits, 32), mod.weight.shape[1]))
+        # The lm_head gets its own quantised copy of the tied table; the embedding lookup stays fp32.
+        table = deq.model.embed_tokens.weight
+        deq.lm_head.weight = torch.nn.Parameter(
+            dequantize(quantize_blockwise(table, bits, 32), table.shape[1])
+        )
     seq = list(range(40, 72))
     feeds = (np.array([seq]), np.ones((1, 32), np.int64), np.arange(32)[None])
     want = _torch_logits(deq, seq)

@@ -82,6 +82,14 @@ CONVERSATIONS = {
         ],
         TOOLS,
     ),
+    "empty-assistant-turn": (
+        [
+            {"role": "user", "content": "Say nothing"},
+            {"role": "assistant", "content": ""},
+            {"role": "user", "content": "ok"},
+        ],
+        None,
+    ),
 }
 
 
@@ -202,6 +210,14 @@ def test_chat_template_is_qwen_format_and_append_only_on_cpu(tiny):
         assert longer.startswith(shorter), k
         if messages[k]["role"] == "assistant":
             assert longer.startswith(_render_python(tiny, messages[:k], tools, True)), k
+
+
+def test_empty_assistant_turn_keeps_the_generation_prompt_on_cpu(tiny):
+    # A rollout whose first sampled token is EOS holds `<|im_start|>assistant\n<|im_end|>`; history must say so.
+    messages, _ = CONVERSATIONS["empty-assistant-turn"]
+    with_gen = _render_python(tiny, messages[:1], None, True)
+    full = _render_python(tiny, messages, None, False)
+    assert full.startswith(with_gen + "<|im_end|>\n<|im_start|>user\nok")
 
 
 def test_variants_and_cli_on_cpu(tmp_path, capsys):

@@ -28,7 +28,8 @@ from ..contracts import validate
 from ..model.config import ModelConfig
 from ..model.hf_io import TOKENIZER_FILES, copy_tokenizer_files, load_pretrained
 from ..model.modeling import CausalLM
-from .graph import QuantSpec, build_standard_graph
+from .graph import build_standard_graph
+from .graph_common import QuantSpec
 from .weights import (
     DATA_FILE,
     bundle_tensors,

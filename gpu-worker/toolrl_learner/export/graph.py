@@ -1,62 +1,23 @@
-"""The decoder as an ONNX graph with standard operators and an Optimum-style KV cache (see GRAPH.md).
+"""The decoder as an ONNX graph with standard operators and an Optimum-style KV cache (variant `standard`).
 
 Inputs and outputs are named as Optimum and transformers.js name them, so onnxruntime-node, transformers.js and
-Optimum's ORTModelForCausalLM can all drive it:
-    input_ids, attention_mask, position_ids, past_key_values.N.key|value  ->  logits, present.N.key|value
+Optimum's ORTModelForCausalLM can all drive it (see GRAPH.md):
+    input_ids, attention_mask, position_ids, past_key_values.N.key|value, num_logits_to_keep
+        ->  logits, present.N.key|value
 The hidden state flows as a 2-D [batch*seq, hidden] tensor so every projection is one Gemm(transB=1) on the
 Hugging Face [out, in] weight as stored in the checkpoint; quantised projections are MatMulNBits instead.
 
 Public API:
-    QuantSpec(bits, block_size, accuracy_level)
     build_standard_graph(cfg, quant=None) -> GraphBuilder   (weights referenced by name, not yet attached)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..model.config import ModelConfig
-from .onnx_builder import BOOL, FLOAT, INT64, MS_DOMAIN, GraphBuilder
-
-
-@dataclass(frozen=True)
-class QuantSpec:
-    """MatMulNBits settings. accuracy_level 4 lets onnxruntime quantise activations to int8 on the fly (its
-    fastest CPU path for 4-bit weights); 0 keeps fp32 activations."""
-
-    bits: int
-    block_size: int = 32
-    accuracy_level: int = 4
-
-
-def linear(g: GraphBuilder, x: str, prefix: str, k: int, n: int, bias: bool, quant: QuantSpec | None) -> str:
-    """y = x W^T + b for x [M, K] and the checkpoint's W [N, K]."""
-    if quant is None:
-        return g.op("Gemm", [x, f"{prefix}.weight"] + ([f"{prefix}.bias"] if bias else []), transB=1)
-    inputs = [x, f"{prefix}.weight_q", f"{prefix}.weight_scales"]
-    if quant.bits == 4:
-        inputs.append(f"{prefix}.weight_zero_points")
-    y = g.op(
-        "MatMulNBits",
-        inputs,
-        domain=MS_DOMAIN,
-        K=k,
-        N=n,
-        bits=quant.bits,
-        block_size=quant.block_size,
-        accuracy_level=quant.accuracy_level,
-    )
-    return g.op("Add", [y, f"{prefix}.bias"]) if bias else y
-
-
-def rms_norm(g: GraphBuilder, x: str, weight: str, eps: float) -> str:
-    # Written as Pow/ReduceMean/Add/Sqrt/Div/Mul: the pattern onnxruntime fuses into SimplifiedLayerNormalization.
-    sq = g.op("Pow", [x, g.const(2.0, np.float32)])
-    ms = g.op("ReduceMean", [sq], axes=[-1], keepdims=1)
-    rms = g.op("Sqrt", [g.op("Add", [ms, g.const(eps, np.float32)])])
-    return g.op("Mul", [weight, g.op("Div", [x, rms])])
+from .graph_common import QuantSpec, declare_io, keep_last, linear, lm_head, rms_norm
+from .onnx_builder import BOOL, FLOAT, GraphBuilder
 
 
 def rotary(g: GraphBuilder, x: str, cos: str, sin: str, half: int) -> str:
@@ -70,22 +31,10 @@ def build_standard_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Gr
     g = GraphBuilder()
     hq, hkv, d, hid = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.hidden_size
     rep = cfg.num_key_value_groups
-    ids = g.input("input_ids", INT64, ["batch_size", "sequence_length"])
-    mask = g.input("attention_mask", INT64, ["batch_size", "total_sequence_length"])
-    pos = g.input("position_ids", INT64, ["batch_size", "sequence_length"])
-    past = []
-    for i in range(cfg.num_hidden_layers):
-        shape = ["batch_size", hkv, "past_sequence_length", d]
-        past.append(
-            (
-                g.input(f"past_key_values.{i}.key", FLOAT, shape),
-                g.input(f"past_key_values.{i}.value", FLOAT, shape),
-            )
-        )
+    io = declare_io(g, cfg)
+    ids, mask, pos, past, bs, b1 = io.ids, io.mask, io.pos, io.past, io.bs, io.b1
 
     # Dynamic sizes, computed once: B, S (from input_ids) and T = past + S (from attention_mask).
-    bs = g.op("Shape", [ids], name="/shape/bs")  # [2]
-    b1 = g.op("Slice", [bs, g.const([0]), g.const([1])], name="/shape/b")  # [1]
     s1 = g.op("Slice", [bs, g.const([1]), g.const([2])], name="/shape/s")  # [1]
     t1 = g.op("Slice", [g.op("Shape", [mask]), g.const([1]), g.const([2])], name="/shape/t")  # [1]
     q_shape = g.op("Concat", [bs, g.const([hq, d])], axis=0, name="/shape/q")  # [B, S, Hq, D]
@@ -109,8 +58,8 @@ def build_standard_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Gr
     causal = g.op(
         "LessOrEqual", [g.op("Unsqueeze", [kpos, g.const([0])]), g.op("Unsqueeze", [qpos, g.const([1])])]
     )  # [S, T]
-    keep = g.op("Unsqueeze", [g.op("Cast", [mask], to=BOOL), g.const([1, 2, 3])])  # [B, 1, 1, 1, T]
-    allowed = g.op("And", [causal, keep], name="/mask/allowed")  # [B, 1, 1, S, T]
+    not_pad = g.op("Unsqueeze", [g.op("Cast", [mask], to=BOOL), g.const([1, 2, 3])])  # [B, 1, 1, 1, T]
+    allowed = g.op("And", [causal, not_pad], name="/mask/allowed")  # [B, 1, 1, S, T]
     masked_value = g.const(np.finfo(np.float32).min, np.float32)
     scale = g.const(d**-0.5, np.float32)
 
@@ -157,10 +106,11 @@ def build_standard_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Gr
         x = g.op(
             "Add", [x, linear(g, act, f"{p}.mlp.down_proj", cfg.intermediate_size, hid, cfg.mlp_bias, quant)]
         )
-    x = rms_norm(g, x, "model.norm.weight", cfg.rms_norm_eps)
-    head = "model.embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
-    logits = g.op("Gemm", [x, head], transB=1)  # [N, V]
-    logits = g.op("Reshape", [logits, g.op("Concat", [bs, g.const([cfg.vocab_size])], axis=0)], name="logits")
-    g.output(logits, "logits", FLOAT, ["batch_size", "sequence_length", cfg.vocab_size])
-    g.outputs.insert(0, g.outputs.pop())  # logits first, then present.*, as Optimum orders them
+    lm_head(
+        g,
+        cfg,
+        io,
+        lambda: rms_norm(g, keep_last(g, cfg, io, x), "model.norm.weight", cfg.rms_norm_eps),
+        quant,
+    )
     return g

@@ -82,7 +82,8 @@ def bundle_tensors(
     Unquantised linear weights keep Hugging Face's [out, in] layout (the graph multiplies with Gemm transB=1), so
     a republish is a plain dump of the state dict. Quantised ones become `<linear>.weight_q` (uint8 blocks),
     `<linear>.weight_scales` and, for int4, `<linear>.weight_zero_points` (MatMulNBits' inputs, see quantize.py).
-    The lm_head of a tied model is the embedding table itself and is written once.
+    Unquantised, the lm_head of a tied model is the embedding table itself and is written once; quantised, the
+    lm_head always has its own blocks.
     """
     if quantization not in ("none", "int8", "int4"):
         raise ValueError(f"quantization must be none, int8 or int4, got {quantization!r}")
@@ -94,9 +95,9 @@ def bundle_tensors(
             raise KeyError(f"state dict has no {name!r}")
         out.append(TensorEntry(name, _np(state[name])))
 
-    def add_linear(prefix: str, has_bias: bool) -> None:
+    def add_linear(prefix: str, has_bias: bool, weight: str | None = None) -> None:
         if bits:
-            q = quantize_blockwise(state[f"{prefix}.weight"], bits, block_size)
+            q = quantize_blockwise(state[weight or f"{prefix}.weight"], bits, block_size)
             out.append(TensorEntry(f"{prefix}.weight_q", q.packed))
             out.append(TensorEntry(f"{prefix}.weight_scales", q.scales))
             if q.zero_points is not None:
@@ -121,7 +122,13 @@ def bundle_tensors(
         for name in (gate, up, down):
             add_linear(name, cfg.mlp_bias)
     add("model.norm.weight")
-    if not cfg.tie_word_embeddings:
+    if bits:
+        # The lm_head is the largest projection (a third of Qwen2.5-0.5B's weights); quantised bundles give it
+        # its own blocks, even when tied: the Gather keeps reading the fp32 embedding (a row per token).
+        add_linear(
+            "lm_head", False, "model.embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
+        )
+    elif not cfg.tie_word_embeddings:
         add("lm_head.weight")
     return out
 
