@@ -78,6 +78,8 @@ export interface EmbeddedPipelineOptions {
   readonly resources?: Partial<RunResourcesOptions>;
   readonly retryAfterSec?: number;
   readonly waitTimeSec?: number;
+  /** Lets fault tests wrap a function's context (a queue that fails once, a store that crashes mid-way). */
+  readonly wrapContext?: <C extends StageContext>(fn: FunctionName, ctx: C) => C;
 }
 
 export class EmbeddedPipeline {
@@ -110,6 +112,8 @@ export class EmbeddedPipeline {
     this.unwire = wireFolderNotifications(this.blobs, this.notify, (e) =>
       this.log.error('notification failed', { error: String(e) }),
     );
+    const wrap = <C extends StageContext>(fn: FunctionName, ctx: C): C =>
+      opts.wrapContext ? opts.wrapContext(fn, ctx) : ctx;
     const learnerJobs: LearnerJobs = opts.learnerJobs ?? {
       submit: async (run) => {
         this.startLearner(run.runId);
@@ -119,20 +123,22 @@ export class EmbeddedPipeline {
     this.runtime = new LocalRuntime({
       queues: this.queues.queues,
       handlers: {
-        'run-starter': createRunStarterHandler({
-          ...this.context('run-starter'),
-          learnerJobs,
-          countPromptTokens: localPromptCounter,
-          sourceDirOf: () => opts.sourceDir,
-        }),
-        feeder: createFeederHandler({ ...this.context('feeder'), resources: this.resources }),
-        rollout: createRolloutHandler({
-          ...this.context('rollout'),
-          resources: this.resources,
-          policies: this.policies,
-        }),
-        'tool-call': createToolCallHandler({ ...this.context('tool-call'), resources: this.resources }),
-        reward: createRewardHandler({ ...this.context('reward'), resources: this.resources }),
+        'run-starter': createRunStarterHandler(
+          wrap('run-starter', {
+            ...this.context('run-starter'),
+            learnerJobs,
+            countPromptTokens: localPromptCounter,
+            sourceDirOf: () => opts.sourceDir,
+          }),
+        ),
+        feeder: createFeederHandler(wrap('feeder', { ...this.context('feeder'), resources: this.resources })),
+        rollout: createRolloutHandler(
+          wrap('rollout', { ...this.context('rollout'), resources: this.resources, policies: this.policies }),
+        ),
+        'tool-call': createToolCallHandler(
+          wrap('tool-call', { ...this.context('tool-call'), resources: this.resources }),
+        ),
+        reward: createRewardHandler(wrap('reward', { ...this.context('reward'), resources: this.resources })),
       },
       settings: { ...EMBEDDED_SETTINGS, ...opts.settings },
       waitTimeSec: opts.waitTimeSec ?? 20,
@@ -155,8 +161,10 @@ export class EmbeddedPipeline {
     };
   }
 
-  start(): void {
-    this.runtime.start();
+  /** Starts the event source mappings (all, or only the named functions). */
+  start(only?: readonly FunctionName[]): void {
+    if (!only) this.runtime.start();
+    else for (const fn of only) this.runtime.mappings[fn]?.start();
   }
 
   /** Starts the learner subprocess of the run (once). */
