@@ -89,20 +89,35 @@ const built = new Map<string, Promise<TinyFixture>>();
 /** The tiny test model and its bundle; built on first use (a few seconds), then read from .cache/fixtures. */
 export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
   const q = opts.quantization ?? 'none';
-  let p = built.get(q);
+  const preset = opts.preset;
+  const key = `${preset ?? 'tiny'}/${q}`;
+  let p = built.get(key);
   if (!p) {
     p = (async () => {
-      const root = join(REPO_ROOT, '.cache', 'fixtures', sourceHash());
+      const hash = sourceHash();
+      const fixtures = join(REPO_ROOT, '.cache', 'fixtures');
+      pruneStale(fixtures, hash);
+      const root = join(fixtures, hash);
       mkdirSync(root, { recursive: true });
-      const modelDir = join(root, 'model');
-      const bundleDir = join(root, `bundle-${q}`);
-      await once(modelDir, (tmp) => learner(['tiny', '--out', tmp]));
+      const modelDir = join(root, preset ? `model-${preset}` : 'model');
+      const bundleDir = join(root, preset ? `bundle-${preset}-${q}` : `bundle-${q}`);
+      await once(modelDir, (tmp) => learner(['tiny', '--out', tmp, ...(preset ? ['--preset', preset] : [])]));
       await once(bundleDir, (tmp) =>
         learner(['export', '--model', modelDir, '--out', tmp, '--quantization', q]),
       );
       return { modelDir, bundleDir };
     })();
-    built.set(q, p);
+    built.set(key, p);
   }
   return p;
+}
+
+/** Removes fixtures built from older sources (untouched for an hour), so .cache does not grow with every edit. */
+function pruneStale(fixtures: string, current: string): void {
+  if (!existsSync(fixtures)) return;
+  for (const name of readdirSync(fixtures)) {
+    const path = join(fixtures, name);
+    if (name === current || !/^[0-9a-f]{16}$/.test(name)) continue;
+    if (Date.now() - statSync(path).mtimeMs > 3_600_000) rmSync(path, { recursive: true, force: true });
+  }
 }
