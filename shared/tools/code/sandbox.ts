@@ -76,12 +76,13 @@ export interface RunRequest {
 export type LimitHit = 'wall_time' | 'cpu_time' | 'memory' | 'processes' | 'output' | 'file_size';
 
 export interface RunOutcome {
-  /** Negative: killed by that signal. null: the sandbox could not report (it was killed from outside). */
+  /** Negative: killed by that signal. null: killed from outside (wall clock, output cap, cancel). */
   exitCode: number | null;
   stdout: string;
   stderr: string;
   limit: LimitHit | null;
   wallMs: number;
+  /** CPU seconds of the program (0 under bwrap, which does not report it). */
   cpuS: number;
   files: Record<string, string>;
   isolation: Isolation;
@@ -138,16 +139,18 @@ export class PythonSandbox {
         await writeFile(target, Buffer.from(b64, 'base64'));
       }
       if (uid !== null) chownTree(workdir, uid, req.files);
-      const config = {
-        workdir: isolation === 'bwrap' ? SANDBOX_WORKDIR : workdir,
-        uid,
-        wall_s: wallS,
-        cpu_s: Math.max(1, Math.ceil(Math.min(this.limits.cpuS, wallS))),
-        memory_bytes: memoryMb * 1024 * 1024,
-        nproc: this.limits.maxProcesses,
-        fsize_bytes: this.limits.maxFileMb * 1024 * 1024,
-      };
-      const launch = [python.executable, '-I', '-c', LAUNCHER, JSON.stringify(config)];
+      // The launcher's positional arguments (see the top of launcher.py).
+      const config = [
+        isolation === 'bwrap' ? SANDBOX_WORKDIR : workdir,
+        uid === null ? '-' : String(uid),
+        String(wallS),
+        String(Math.max(1, Math.ceil(Math.min(this.limits.cpuS, wallS)))),
+        String(memoryMb * 1024 * 1024),
+        String(this.limits.maxProcesses),
+        String(this.limits.maxFileMb * 1024 * 1024),
+        isolation,
+      ];
+      const launch = [python.executable, '-I', '-c', LAUNCHER, ...config];
       const [cmd, ...args] =
         isolation === 'bwrap'
           ? [
@@ -184,11 +187,12 @@ export class PythonSandbox {
     },
   ): Promise<RunOutcome> {
     const started = performance.now();
+    const supervised = o.isolation === 'process'; // only then does the launcher supervise and report on fd 3
     return new Promise<RunOutcome>((resolvePromise, reject) => {
       const child = spawn(cmd, args, {
-        cwd: o.isolation === 'bwrap' ? '/' : o.workdir,
+        cwd: supervised ? o.workdir : '/',
         env: SANDBOX_ENV,
-        stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+        stdio: supervised ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
         detached: true, // own process group, so the kill below reaches the launcher and its helpers
       });
       this.running.add(child);
@@ -200,20 +204,21 @@ export class PythonSandbox {
       let programPid: number | null = null;
       let hardKilled = false;
 
+      // Under bwrap, killing bwrap kills the pid namespace and so every process of the run. Without
+      // it, the program has its own group, and with a throwaway uid every process of that uid goes.
       const hardKill = () => {
         if (hardKilled) return;
         hardKilled = true;
         signalGroup(child.pid, 'SIGKILL');
-        // Without namespaces, the program has its own group; with a throwaway uid, every process of it.
-        if (o.isolation === 'process') {
+        if (supervised) {
           if (programPid) signalGroup(programPid, 'SIGKILL');
           if (o.uid !== null) void killUid(o.uid);
         }
       };
-      // Ask the launcher to stop the program (it kills every descendant), then make sure.
-      const stop = (why: LimitHit | null) => {
+      // Without namespaces, first ask the launcher to stop the program (it kills every descendant).
+      const stop = (why: LimitHit) => {
         limit ??= why;
-        if (o.isolation === 'bwrap') return hardKill();
+        if (!supervised) return hardKill();
         if (child.pid) signalGroup(child.pid, 'SIGUSR1');
         setTimeout(hardKill, 1000).unref();
       };
@@ -225,51 +230,60 @@ export class PythonSandbox {
       };
       child.stdout!.on('data', collect(out));
       child.stderr!.on('data', collect(err));
-      (child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => {
-        status += c.toString();
-        const first = status.split('\n')[0];
-        if (programPid === null && first && status.includes('\n'))
-          programPid = (JSON.parse(first) as { child: number }).child;
-      });
+      if (supervised)
+        (child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => {
+          status += c.toString();
+          const first = status.split('\n')[0];
+          if (programPid === null && first && status.includes('\n'))
+            programPid = (JSON.parse(first) as { child: number }).child;
+        });
       child.stdin!.on('error', () => {}); // the program may exit without reading its input
       child.stdin!.end(o.stdin ?? '');
-      // Backstop if the launcher itself hangs: its own wall clock should have fired by now.
-      const backstop = setTimeout(
+      // The wall clock: ours under bwrap; the launcher's otherwise, with ours as a backstop.
+      const wallTimer = setTimeout(
         () => {
           limit ??= 'wall_time';
           hardKill();
         },
-        (o.wallS + 3) * 1000,
+        (o.wallS + (supervised ? 3 : 0)) * 1000,
       );
       const onAbort = () => hardKill();
       o.signal?.addEventListener('abort', onAbort, { once: true });
 
       child.on('error', (e) => {
-        clearTimeout(backstop);
+        clearTimeout(wallTimer);
         this.running.delete(child);
         reject(new Error(`cannot start the sandbox (${cmd}): ${e.message}`));
       });
-      child.on('close', (code) => {
-        clearTimeout(backstop);
+      child.on('close', (code, killedBy) => {
+        clearTimeout(wallTimer);
         o.signal?.removeEventListener('abort', onAbort);
         this.running.delete(child);
-        const report = parseReport(status);
         const stdout = Buffer.concat(out).toString('utf8');
         const stderr = Buffer.concat(err).toString('utf8');
-        if (!report && !limit && !hardKilled) {
-          // bwrap or the launcher failed before running anything: a sandbox fault, not the program's.
-          return reject(new Error(`the sandbox failed to start (exit ${code}): ${stderr.slice(-500)}`));
+        let exitCode: number | null;
+        let cpuS = 0;
+        if (supervised) {
+          const report = parseReport(status);
+          if (!report && !limit && !hardKilled)
+            return reject(new Error(`the sandbox failed to start (exit ${code}): ${stderr.slice(-500)}`));
+          if (report?.wall_timeout) limit ??= 'wall_time';
+          exitCode = report?.exit_code ?? null;
+          cpuS = report?.cpu_s ?? 0;
+        } else {
+          if (!hardKilled && code === 1 && stderr.startsWith('bwrap:'))
+            return reject(new Error(`the sandbox failed to start: ${stderr.slice(0, 500)}`));
+          // bwrap exits with the program's status, or 128 + the signal that killed it.
+          exitCode = killedBy ? null : code !== null && code > 128 && code < 160 ? -(code - 128) : code;
         }
-        if (report?.wall_timeout) limit ??= 'wall_time';
-        const exitCode = report?.exit_code ?? null;
-        limit ??= classify(exitCode, report?.cpu_s ?? 0, this.limits.cpuS, stderr);
+        limit ??= classify(exitCode, cpuS, this.limits.cpuS, stderr);
         resolvePromise({
           exitCode,
           stdout,
           stderr,
           limit,
           wallMs: performance.now() - started,
-          cpuS: report?.cpu_s ?? 0,
+          cpuS,
           files: {},
           isolation: o.isolation,
         });
@@ -302,7 +316,7 @@ function parseReport(status: string): Report | null {
 
 /** Names the limit that stopped a program from how it ended. */
 function classify(exitCode: number | null, cpuS: number, cpuLimit: number, stderr: string): LimitHit | null {
-  if (exitCode === -24 || (exitCode === -9 && cpuS >= cpuLimit)) return 'cpu_time'; // SIGXCPU, then SIGKILL
+  if (exitCode === -24 || (exitCode === -9 && cpuS >= cpuLimit)) return 'cpu_time'; // SIGXCPU, then SIGKILL at the hard limit
   if (exitCode === -25) return 'file_size'; // SIGXFSZ
   if (exitCode === 0) return null;
   const tail = stderr.slice(-2000);

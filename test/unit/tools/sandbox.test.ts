@@ -148,7 +148,7 @@ print('cwd', os.getcwd(), sorted(os.listdir('.')))
       code: 'while True: pass',
     });
     expect(r.limit).toBe('cpu_time');
-    expect(r.cpuS).toBeGreaterThan(0.5); // rusage accounting lags the 1 s RLIMIT_CPU slightly
+    expect(r.wallMs).toBeLessThan(6000); // stopped by RLIMIT_CPU (1 s), well before the 8 s wall clock
   });
 
   it('caps memory: a memory bomb fails with MemoryError instead of taking the machine', async () => {
