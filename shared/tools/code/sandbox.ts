@@ -2,13 +2,18 @@
 // environment, a throwaway uid (when we are root), rlimits on CPU, memory, processes and file size,
 // a wall clock, an output cap, and no process that outlives it.
 //
-// Where bubblewrap works (`isolation: bwrap`) the program also gets new pid/net/ipc/uts namespaces
-// (no network; every process dies with the namespace), a read-only view of /usr and a few /etc files,
-// and its own /proc, /dev and size-capped /tmp. On AWS Lambda there are no namespaces and no root:
-// `isolation: process` still gives the rlimits (RLIMIT_NPROC counts the function user's processes),
-// the fresh work dir, the scrubbed environment (no AWS credentials: the Lambda runtime's variables
-// are never passed), the wall clock and output cap, and cleanup through a subreaper that kills every
-// descendant; network access and a writable /tmp remain, so hostile code should go to SandboxFusion there.
+// `isolation: bwrap` (bubblewrap, installed by scripts/setup.sh) adds new pid/net/ipc/uts namespaces:
+// no network, and every process of the run dies with the namespace when the program exits or bwrap is
+// killed; a read-only view of /usr and a few /etc files; its own /proc, /dev and size-capped /tmp;
+// no_new_privs and nosuid mounts. The program runs directly under bwrap (no supervisor process), so a
+// call costs little more than a bare interpreter start.
+//
+// On AWS Lambda there are no namespaces and no root, so `isolation: process` (chosen by `auto`) is what
+// holds there: the same rlimits (RLIMIT_NPROC then counts all of the function user's processes), the
+// fresh work dir, the scrubbed environment (the runtime's AWS credentials are never passed on), the
+// wall clock and output cap, and a supervising launcher that is a child subreaper and kills every
+// descendant, daemons included, before it reports. Network access and the shared /tmp remain, so
+// untrusted code on Lambda is better sent to SandboxFusion (`sandbox_fusion_url`).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { chownSync, mkdirSync, readFileSync } from 'node:fs';

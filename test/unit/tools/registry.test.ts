@@ -36,6 +36,7 @@ beforeAll(async () => {
       return;
     }
     if (req.url === '/bad') return res.writeHead(400).end('no such thing');
+    if (req.url === '/auth') return res.writeHead(200).end(`auth=${req.headers.authorization ?? 'none'}`);
     res
       .writeHead(200, { 'content-type': 'application/json' })
       .end(JSON.stringify({ result: `echo ${JSON.stringify(body)}`, n: hits }));
@@ -232,6 +233,20 @@ describe('ToolRegistry.call', () => {
     expect(r.output).toMatch(/^Doc 1\(Title: Paris\)/);
     expect(r.output).toMatch(/chars truncated \.\.\.\]$/);
     await reg.close();
+  });
+
+  it('http: reads header secrets from the environment it is given, and fails the build when one is missing', async () => {
+    const reg = await buildToolRegistry(
+      { tools: [echoTool({ headers_from_env: { authorization: 'MY_TOKEN' } }, '/auth')] },
+      { env: { MY_TOKEN: 'Bearer t0k' } },
+    );
+    expect((await reg.call({ name: 'echo', arguments: { text: 'x' } })).output).toBe('auth=Bearer t0k');
+    await expect(
+      buildToolRegistry(
+        { tools: [echoTool({ headers_from_env: { authorization: 'MY_TOKEN' } })] },
+        { env: {} },
+      ),
+    ).rejects.toThrow(/variable MY_TOKEN is not set/);
   });
 
   it('renders a failure with its error for the model', () => {
