@@ -79,9 +79,7 @@ def _set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def _write_files(
-    out: Path, policy: Policy, trainer_state: dict[str, Any] | None, state: TrainerState
-) -> None:
+def _write_files(out: Path, policy: Policy, trainer_state: dict[str, Any] | None) -> None:
     from safetensors.torch import save_file
 
     from ..model.hf_io import save_pretrained

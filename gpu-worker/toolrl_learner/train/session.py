@@ -28,6 +28,7 @@ from ..contracts import ContractError, validate
 from ..storage import BlobNotFound, BlobStore, keys
 from .batch import group_staleness
 from .checkpoint import TrainerState, load_latest_checkpoint, save_checkpoint
+from .group_check import check_scored_group
 from .metrics import MetricsLogger
 from .policy import Policy, resolve_model_dir
 from .publish import Publisher
@@ -203,7 +204,7 @@ class LearnerSession:
                 raise ContractError(
                     f"{line['manifestKey']}: groupId {group.get('groupId')!r} != {line['groupId']!r}"
                 )
-        validate("scored-group", group)
+        check_scored_group(group)
         if group["runId"] != self.run_id:
             raise ContractError(
                 f"group {group['groupId']} belongs to run {group['runId']}, not {self.run_id}"

@@ -1,0 +1,181 @@
+"""The trainer step and its configuration: defaults in step with the zod schemas, the LR schedule,
+every estimator stepping, gradient accumulation equal to one big batch, masked tokens inert."""
+
+import copy
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from toolrl_learner.config import LearnerConfig
+from toolrl_learner.contracts import ContractError
+from toolrl_learner.model.tiny import TinySpec, build_tiny
+from toolrl_learner.train.optim import lr_at
+from toolrl_learner.train.policy import Policy
+from toolrl_learner.train.synthetic import random_group
+from toolrl_learner.train.trainer import Trainer
+
+SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "json" / "run-config.schema.json"
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny"), TinySpec(hidden_size=64, num_layers=2, num_heads=4))
+
+
+def _groups(n=2, g=4, version=0):
+    return [
+        random_group("r", f"e0-p{i}", vocab=900, g=g, response_len=12, tool_len=5, version=version, seed=i)
+        for i in range(n)
+    ]
+
+
+def _weights(policy):
+    return {n: p.detach().clone() for n, p in policy.base.named_parameters()}
+
+
+def test_defaults_match_the_zod_schemas_on_cpu():
+    # The dataclass's defaults and the generated JSON Schema's must agree field by field.
+    props = json.loads(SCHEMA.read_text())["properties"]
+    defaults = {f.name: f.default for f in dataclasses.fields(LearnerConfig)}
+    checked = 0
+    for section in ("algorithm", "trainer"):
+        for key, spec in props[section]["properties"].items():
+            if key in defaults and "default" in spec:
+                assert defaults[key] == spec["default"], f"{section}.{key}"
+                checked += 1
+    for key in ("dtype", "gradient_checkpointing", "rollout_quantization"):
+        assert defaults[key] == props["model"]["properties"][key]["default"], f"model.{key}"
+    sft = props["trainer"]["properties"]["sft"]["properties"]
+    for key in ("steps", "lr", "batch_size"):
+        assert defaults[f"sft_{key}"] == sft[key]["default"], f"trainer.sft.{key}"
+    lora = props["model"]["properties"]["lora"]["properties"]
+    assert list(defaults["lora_target_modules"]) == lora["target_modules"]["default"]
+    assert defaults["temperature"] == props["rollout"]["properties"]["temperature"]["default"]
+    assert checked >= 30
+
+
+def test_from_run_config_reads_sections_and_stage_overrides_on_cpu():
+    run = {
+        "model": {"path": "tiny", "lora": {"rank": 128, "alpha": 256}, "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "rollout": {"temperature": 0.7, "multi_turn": {"max_total_response_length": 512}},
+        "algorithm": {"adv_estimator": "dr_grpo", "clip_ratio_high": 0.3},
+        "trainer": {"lr": 2e-6, "sft": {"data": "runs/r/input/sft.jsonl", "steps": 5}},
+        "stages": [
+            {"name": "format", "data": {"train": "f.parquet"}, "overrides": {"trainer": {"lr": 1e-5}}}
+        ],
+    }
+    cfg = LearnerConfig.from_run_config(run)
+    assert (cfg.lora_rank, cfg.lora_alpha, cfg.use_lora) == (128, 256, True)
+    assert (cfg.temperature, cfg.max_total_response_length, cfg.clip_ratio_high) == (0.7, 512, 0.3)
+    assert (cfg.sft_data, cfg.sft_steps, cfg.sft_lr) == ("runs/r/input/sft.jsonl", 5, 1e-4)
+    # Dr. GRPO's defaults: its constant normaliser, L = the generation budget
+    assert cfg.resolved_loss_agg_mode == "seq-mean-token-sum-norm" and cfg.loss_norm_constant == 512.0
+    assert LearnerConfig.from_run_config(run, stage="format").lr == 1e-5
+    with pytest.raises(ValueError, match="unknown stage 'x'"):
+        LearnerConfig.from_run_config(run, stage="x")
+
+
+def test_bad_config_names_the_field_on_cpu():
+    with pytest.raises(ContractError, match="algorithm"):
+        LearnerConfig.from_run_config(
+            {"model": {"path": "tiny"}, "data": {"train": "t"}, "algorithm": {"adv_estimator": "ppo2"}}
+        )
+
+
+def test_lr_schedule_by_hand_on_cpu():
+    kw = dict(lr=1.0, scheduler="cosine", warmup_steps=2, total_steps=6, min_lr_ratio=0.1)
+    # warmup: (step + 1) / 2 -> 0.5, 1.0 ; cosine over steps 2..6 (span 4):
+    # step 2: progress 0 -> 1.0 ; step 4: progress 0.5 -> 0.1 + 0.9 * 0.5 * (1 + cos(pi/2)) = 0.55 ; step >= 6: 0.1
+    got = [lr_at(s, **kw) for s in (0, 1, 2, 4, 6, 9)]
+    assert got == pytest.approx([0.5, 1.0, 1.0, 0.55, 0.1, 0.1])
+    assert lr_at(5, lr=3.0, scheduler="constant", warmup_steps=0, total_steps=None) == 3.0
+    with pytest.raises(ValueError, match="needs the run's length"):
+        lr_at(3, lr=1.0, scheduler="cosine", warmup_steps=0, total_steps=None)
+
+
+REQUIRED = {"reward_mean", "reward_std", "tool_calls_per_trajectory", "pg_loss", "entropy", "clip_frac",
+            "adv_mean", "staleness_mean", "tokens_per_s", "step_time_s", "grad_norm", "lr"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(adv_estimator="grpo", use_kl_loss=True),
+        dict(adv_estimator="dr_grpo"),
+        dict(
+            adv_estimator="rloo",
+            importance_sampling_level="sequence",
+            clip_ratio_low=3e-4,
+            clip_ratio_high=4e-4,
+        ),
+        dict(adv_estimator="reinforce_pp", use_kl_in_reward=True, clip_ratio_c=3.0),
+        dict(adv_estimator="gae", ppo_epochs=2),
+    ],
+)
+def test_every_estimator_steps_on_cpu(tiny_dir, overrides):
+    cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", lr=1e-3, micro_batch_tokens=128, **overrides)
+    policy = Policy(cfg, tiny_dir, torch.device("cpu"))
+    trainer = Trainer(cfg, policy)
+    before = _weights(policy)
+    m = trainer.step(_groups(), 0)
+    assert REQUIRED <= m.keys()
+    assert all(math.isfinite(v) for v in m.values()), m
+    assert m["micro_batches"] > 1 and m["tool_calls_per_trajectory"] == 1.0
+    assert any(not torch.equal(before[n], p) for n, p in policy.base.named_parameters())
+    if cfg.adv_estimator == "gae":
+        assert "vf_loss" in m and float(policy.value_head.weight.detach().abs().sum()) > 0
+        assert m["ppo_kl"] != 0  # the second PPO epoch sees the policy the first one moved
+    if cfg.use_kl_loss:
+        assert "kl_loss" in m
+    if cfg.use_kl_in_reward:
+        assert "kl_in_reward" in m
+
+
+@pytest.mark.parametrize(
+    "mode", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
+)
+def test_micro_batches_accumulate_to_the_full_batch_gradient_on_cpu(tiny_dir, mode):
+    # One step with one micro-batch vs many: normalisers are batch-wide, so the update must be the same.
+    groups = _groups()
+    results = []
+    for budget in (4096, 64):
+        cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", lr=1e-3, micro_batch_tokens=budget,
+                            loss_agg_mode=mode, rollout_is="none")  # fmt: skip
+        policy = Policy(cfg, tiny_dir, torch.device("cpu"))
+        m = Trainer(cfg, policy).step(copy.deepcopy(groups), 0)
+        grads = {n: p.grad.clone() for n, p in policy.base.named_parameters() if p.grad is not None}
+        results.append((m, grads, _weights(policy)))
+    (m_one, g_one, w_one), (m_many, g_many, w_many) = results
+    assert m_one["micro_batches"] == 1 and m_many["micro_batches"] > 3
+    assert m_many["grad_norm"] == pytest.approx(m_one["grad_norm"], rel=1e-4)
+    assert m_many["pg_loss"] == pytest.approx(m_one["pg_loss"], abs=1e-6)
+    assert g_one.keys() == g_many.keys() and len(g_one) > 10
+    for n in g_one:
+        torch.testing.assert_close(g_many[n], g_one[n], rtol=1e-4, atol=1e-8)
+    # Adam's first step is ~ lr * sign(g): weights agree to a small fraction of lr (1e-3)
+    for n in w_one:
+        torch.testing.assert_close(w_many[n], w_one[n], rtol=0, atol=1e-5)
+
+
+def test_masked_tokens_behaviour_logprobs_and_versions_change_nothing_on_cpu(tiny_dir):
+    # Tool-result and prompt tokens (loss mask 0) carry garbage behaviour log-probs and versions: same update.
+    groups = _groups()
+    noisy = copy.deepcopy(groups)
+    for g in noisy:
+        for t in g["trajectories"]:
+            t["behaviorLogprobs"] = [
+                b if m else 123.0 for b, m in zip(t["behaviorLogprobs"], t["lossMask"], strict=True)
+            ]
+    weights = []
+    for gs in (groups, noisy):
+        cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", lr=1e-3, rollout_is="sequence")
+        policy = Policy(cfg, tiny_dir, torch.device("cpu"))
+        Trainer(cfg, policy).step(gs, 0)
+        weights.append(_weights(policy))
+    for n in weights[0]:
+        assert torch.equal(weights[0][n], weights[1][n]), n
