@@ -49,11 +49,15 @@ def _model_dir(root: Path, name: str) -> Path:
     return out
 
 
-@pytest.fixture(scope="module", params=sorted(ARCHS))
+@pytest.fixture(
+    scope="module", params=[(a, v) for a in sorted(ARCHS) for v in ("standard", "contrib")], ids=str
+)
 def exported(request, tmp_path_factory):
-    root = tmp_path_factory.mktemp(request.param)
-    model_dir = _model_dir(root, request.param)
-    manifest = export_bundle(model_dir, root / "bundle", version=0)
+    arch, variant = request.param
+    root = tmp_path_factory.mktemp(f"{arch}-{variant}")
+    model_dir = _model_dir(root, arch)
+    manifest = export_bundle(model_dir, root / "bundle", version=0, variant=variant)
+    assert manifest["export"]["variant"] == variant
     return load_pretrained(model_dir).eval(), root / "bundle", manifest
 
 
@@ -150,7 +154,9 @@ def test_group_decodes_on_a_shared_prompt_cache_on_cpu(exported):
 
 
 def test_left_padded_batch_matches_unpadded_on_cpu(exported):
-    model, bundle, _ = exported
+    model, bundle, manifest = exported
+    if manifest["export"]["variant"] == "contrib":
+        pytest.skip("the contrib graph takes unpadded rows (GroupQueryAttention reads lengths from the mask)")
     sess = _session(bundle)
     a, b = [7, 8, 9, 10, 11, 12], [40, 41, 42]
     ids = np.array([a, [0, 0, 0] + b])
@@ -164,6 +170,56 @@ def test_left_padded_batch_matches_unpadded_on_cpu(exported):
     step_mask = np.concatenate([mask, np.ones((2, 1), np.int64)], axis=1)
     step = _run(sess, model, np.array([[13], [43]]), step_mask, np.array([[6], [3]]), out)
     np.testing.assert_allclose(step["logits"][1, 0], _torch_logits(model, b + [43])[-1], atol=1e-4, rtol=1e-4)
+
+
+def _step_in_place(sess, bufs: dict, ids: list[list[int]], start: int) -> np.ndarray:
+    """One call with past and present bound to the same buffers; returns logits [B, S, V]."""
+    g, end = len(ids), start + len(ids[0])
+    io = sess.io_binding()
+    io.bind_cpu_input("input_ids", np.array(ids))
+    io.bind_cpu_input("attention_mask", np.ones((g, end), np.int64))
+    io.bind_cpu_input("position_ids", np.tile(np.arange(start, end), (g, 1)))
+    io.bind_cpu_input("num_logits_to_keep", np.array(0))
+    for name, buf in bufs.items():
+        io.bind_ortvalue_input(f"past_key_values.{name}", buf)
+        io.bind_ortvalue_output(f"present.{name}", buf)
+    io.bind_output("logits")
+    sess.run_with_iobinding(io)
+    return io.get_outputs()[-1].numpy()
+
+
+def test_contrib_graph_writes_a_shared_cache_buffer_in_place_on_cpu(exported):
+    # Past and present bound to one preallocated [B, Hkv, M, D] buffer per layer: GroupQueryAttention appends
+    # the new K/V at each row's length and the graph never copies the cache.
+    model, bundle, manifest = exported
+    if manifest["export"]["variant"] != "contrib":
+        pytest.skip("standard graphs concatenate past and new K/V")
+    cfg, sess, cap = model.config, _session(bundle), 24
+    seqs = [[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8]]
+
+    def buffers(batch: int) -> dict:
+        shape = (batch, cfg.num_key_value_heads, cap, cfg.head_dim)
+        layers = range(cfg.num_hidden_layers)
+        return {
+            f"{i}.{kv}": ort.OrtValue.ortvalue_from_numpy(np.zeros(shape, np.float32))
+            for i in layers
+            for kv in ("key", "value")
+        }
+
+    bufs = buffers(2)
+    got = [_step_in_place(sess, bufs, [s[:6] for s in seqs], 0)]  # prefill 6 tokens of both rows
+    for t in (6, 7):  # then a token at a time for the batch
+        got.append(_step_in_place(sess, bufs, [[s[t]] for s in seqs], t))
+    got = np.concatenate(got, axis=1)
+    for row, seq in enumerate(seqs):
+        np.testing.assert_allclose(got[row], _torch_logits(model, seq)[:8], atol=1e-4, rtol=1e-4)
+    assert bufs["0.key"].numpy()[:, :, 8:].max() == 0  # nothing written past the 8 tokens
+    # Several new tokens on a cache (a tool result's delta) need batch 1 in GroupQueryAttention's CPU kernel.
+    row0 = buffers(1)
+    for name, buf in bufs.items():
+        row0[name] = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(buf.numpy()[:1]))
+    tail = _step_in_place(sess, row0, [seqs[0][8:10]], 8)
+    np.testing.assert_allclose(tail[0], _torch_logits(model, seqs[0])[8:], atol=1e-4, rtol=1e-4)
 
 
 def _sha(p: Path) -> str:
@@ -202,7 +258,11 @@ def test_manifest_and_files_on_cpu(exported):
     assert all(e.offset % ALIGN == 0 for e in layout)
     n_weights = sum(1 for _ in model.parameters())
     assert len(layout) == n_weights  # every parameter once (a tied lm_head is the embedding)
-    assert (bundle / "model.onnx").stat().st_size < 200_000  # the graph holds no weights
+    # The graph holds no weights; the contrib one carries GroupQueryAttention's cos/sin tables (2 x P x D/2 fp32).
+    tables = (
+        cfg.max_position_embeddings * cfg.head_dim * 4 if manifest["export"]["variant"] == "contrib" else 0
+    )
+    assert (bundle / "model.onnx").stat().st_size < 200_000 + tables
 
 
 def _perturbed(model_dir: Path):
@@ -270,12 +330,15 @@ def test_int4_block_codes_by_hand_on_cpu():
     assert (dequantize(q8, 16) - w).abs().max() <= 0.5 / 127 + 1e-7
 
 
-@pytest.mark.parametrize("quantization,bits", [("int8", 8), ("int4", 4)])
-def test_quantized_bundle_runs_the_dequantized_policy_on_cpu(tmp_path, quantization, bits):
+@pytest.mark.parametrize(
+    "quantization,bits,variant", [("int8", 8, "standard"), ("int4", 4, "standard"), ("int4", 4, "contrib")]
+)
+def test_quantized_bundle_runs_the_dequantized_policy_on_cpu(tmp_path, quantization, bits, variant):
     model_dir = _model_dir(tmp_path, "qwen2")
     fp32 = export_bundle(model_dir, tmp_path / "fp32", version=0)
-    exact = export_bundle(model_dir, tmp_path / "q0", version=0, quantization=quantization, accuracy_level=0)
-    fast = export_bundle(model_dir, tmp_path / "q4", version=0, quantization=quantization, accuracy_level=4)
+    opts = dict(version=0, quantization=quantization, variant=variant)
+    exact = export_bundle(model_dir, tmp_path / "q0", accuracy_level=0, **opts)
+    fast = export_bundle(model_dir, tmp_path / "q4", accuracy_level=4, **opts)
     assert exact["quantization"] == quantization and exact["export"]["accuracyLevel"] == 0
     data = lambda m: m["files"]["model.onnx.data"]["bytes"]  # noqa: E731
     assert data(exact) < data(fp32) and data(exact) == data(fast)

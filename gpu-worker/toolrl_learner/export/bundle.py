@@ -30,6 +30,7 @@ from ..model.hf_io import TOKENIZER_FILES, copy_tokenizer_files, load_pretrained
 from ..model.modeling import CausalLM
 from .graph import build_standard_graph
 from .graph_common import QuantSpec
+from .graph_contrib import build_contrib_graph
 from .weights import (
     DATA_FILE,
     bundle_tensors,
@@ -41,7 +42,7 @@ from .weights import (
 
 GRAPH_FILE = "model.onnx"
 MANIFEST_FILE = "manifest.json"
-VARIANTS = ("standard",)
+VARIANTS = ("standard", "contrib")
 
 
 class LayoutMismatchError(ValueError):
@@ -153,11 +154,12 @@ def export_bundle(
     (out / MANIFEST_FILE).unlink(missing_ok=True)
 
     layout = write_data_file(bundle_tensors(_state(model), cfg, quantization, block_size), out / DATA_FILE)
-    g = build_standard_graph(cfg, quant)
+    g = (build_contrib_graph if variant == "contrib" else build_standard_graph)(cfg, quant)
     proto = g.model("toolrl_decoder", "toolrl_learner")
     proto.graph.initializer.extend(external_initializer(e) for e in layout)
     onnx.save(proto, out / GRAPH_FILE)
-    onnx.checker.check_model(str(out / GRAPH_FILE))
+    if variant == "standard":  # the checker knows no com.microsoft schemas
+        onnx.checker.check_model(str(out / GRAPH_FILE))
     _write_configs(out, cfg, tok_source)
     export = {
         "variant": variant,

@@ -29,7 +29,10 @@ def main(argv: list[str]) -> int:
         help="MatMulNBits compute precision: 4 = int8 activations (fastest on CPU), 0 = fp32 (default 4)",
     )
     p.add_argument(
-        "--variant", choices=("standard",), default="standard", help="graph operators (see GRAPH.md)"
+        "--variant",
+        choices=("standard", "contrib"),
+        default="standard",
+        help="graph operators (see GRAPH.md)",
     )
     p.add_argument(
         "--graph-from",
