@@ -140,7 +140,7 @@ def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -
             out = policy.forward(mb.to(policy.device), entropy=False, temperature=1.0)
             loss = -out.logprobs.sum() / n_tok  # token-mean cross-entropy over the whole batch
             loss.backward()
-            total += float(loss)
+            total += float(loss.detach())
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
         optimizer.step()
         m = {

@@ -1,0 +1,115 @@
+"""Checkpoint machinery and the folder blob store: a half-written checkpoint is never taken for a
+complete one, a corrupted one is skipped for the previous complete one, old ones are pruned, and a
+re-commit at the same step replaces only the marker."""
+
+import json
+
+import pytest
+import torch
+
+from toolrl_learner.config import LearnerConfig
+from toolrl_learner.model.tiny import TinySpec, build_tiny
+from toolrl_learner.storage import FolderBlobStore, open_store
+from toolrl_learner.train.checkpoint import (
+    TrainerState,
+    complete_steps,
+    load_latest_checkpoint,
+    save_checkpoint,
+)
+from toolrl_learner.train.policy import Policy
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny"), TinySpec(hidden_size=32, num_layers=1, num_heads=2))
+
+
+def _policy(tiny_dir, seed_shift=0.0):
+    p = Policy(LearnerConfig(model_path=str(tiny_dir), dtype="fp32"), tiny_dir, torch.device("cpu"))
+    with torch.no_grad():
+        p.base.model.norm.weight.add_(seed_shift)  # a recognisable weight per checkpoint
+    return p
+
+
+def test_folder_store_semantics_on_cpu(tmp_path):
+    store = open_store(str(tmp_path))
+    assert isinstance(store, FolderBlobStore)
+    assert store.put_if_absent("a/b.json", b"1") is True
+    assert store.put_if_absent("a/b.json", b"2") is False
+    assert store.get_bytes("a/b.json") == b"1"
+    store.put_bytes("a/b.json", b"3")
+    (tmp_path / "a" / ".tmp-123-4").write_bytes(b"partial")  # a writer's temp file (TS or Python)
+    store.put_bytes("a/c/d.txt", b"x")
+    assert store.list("a/") == ["a/b.json", "a/c/d.txt"]
+    assert store.list("a/c") == ["a/c/d.txt"]
+    store.delete("a/b.json")
+    assert not store.exists("a/b.json")
+    with pytest.raises(KeyError):
+        store.get_bytes("a/b.json")
+    for bad in ("../x", "/abs", "a//b", "a/./b"):
+        with pytest.raises(ValueError, match="invalid blob key"):
+            store.put_bytes(bad, b"")
+
+
+def test_half_written_and_corrupted_checkpoints_are_skipped_on_cpu(tiny_dir, tmp_path):
+    store = FolderBlobStore(tmp_path)
+    save_checkpoint(
+        store,
+        "r",
+        _policy(tiny_dir, 1.0),
+        None,
+        TrainerState(step=2, consumed_group_ids=["a"]),
+        tmp_path,
+        keep=5,
+    )
+    save_checkpoint(
+        store,
+        "r",
+        _policy(tiny_dir, 2.0),
+        None,
+        TrainerState(step=4, consumed_group_ids=["a", "b"]),
+        tmp_path,
+        keep=5,
+    )
+    # step 6: files written, marker missing (the writer died) -> not complete
+    save_checkpoint(store, "r", _policy(tiny_dir, 3.0), None, TrainerState(step=6), tmp_path, keep=5)
+    store.delete("runs/r/checkpoints/step-6/COMPLETE.json")
+    assert complete_steps(store, "r") == [4, 2]
+    fresh = _policy(tiny_dir)
+    state, _ = load_latest_checkpoint(store, "r", fresh, tmp_path)
+    assert state.step == 4 and state.consumed_group_ids == ["a", "b"]
+    assert torch.allclose(fresh.base.model.norm.weight, torch.full_like(fresh.base.model.norm.weight, 3.0))
+    # step 4's weights corrupted on disk -> its hash fails -> step 2 is taken
+    weights = tmp_path / "runs/r/checkpoints/step-4/model/model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    state, _ = load_latest_checkpoint(store, "r", fresh, tmp_path)
+    assert state.step == 2 and state.consumed_group_ids == ["a"]
+    assert torch.allclose(fresh.base.model.norm.weight, torch.full_like(fresh.base.model.norm.weight, 2.0))
+
+
+def test_prune_keeps_the_newest_complete_ones_on_cpu(tiny_dir, tmp_path):
+    store = FolderBlobStore(tmp_path)
+    policy = _policy(tiny_dir)
+    for step in (1, 2, 3, 4):
+        save_checkpoint(store, "r", policy, None, TrainerState(step=step), tmp_path, keep=2)
+    assert complete_steps(store, "r") == [4, 3]
+    assert sorted(p.name for p in (tmp_path / "runs/r/checkpoints").iterdir()) == ["step-3", "step-4"]
+
+
+def test_recommit_at_the_same_step_rewrites_only_the_marker_on_cpu(tiny_dir, tmp_path):
+    store = FolderBlobStore(tmp_path)
+    policy = _policy(tiny_dir)
+    save_checkpoint(store, "r", policy, None, TrainerState(step=3, consumed_group_ids=["a"]), tmp_path)
+    weights = tmp_path / "runs/r/checkpoints/step-3/model/model.safetensors"
+    inode = weights.stat().st_ino
+    state = TrainerState(step=3, consumed_group_ids=["a"], dropped_group_ids=["b"], policy_version=4)
+    save_checkpoint(store, "r", policy, None, state, tmp_path, weights_unchanged=True)
+    assert weights.stat().st_ino == inode  # untouched
+    marker = json.loads(store.get_bytes("runs/r/checkpoints/step-3/COMPLETE.json"))
+    assert (
+        marker["trainerState"]["dropped_group_ids"] == ["b"] and marker["trainerState"]["policy_version"] == 4
+    )
+    loaded, _ = load_latest_checkpoint(store, "r", _policy(tiny_dir), tmp_path)
+    assert loaded == state

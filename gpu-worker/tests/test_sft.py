@@ -1,0 +1,98 @@
+"""SFT mode: demonstrations from JSONL or Parquet, loss on assistant tokens only, the loss falls, and as
+a warm start it runs once before v0 (a restart does not redo it)."""
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from transformers import AutoTokenizer
+
+from toolrl_learner.config import LearnerConfig
+from toolrl_learner.model.tiny import TinySpec, build_tiny
+from toolrl_learner.storage import FolderBlobStore
+from toolrl_learner.train.policy import Policy
+from toolrl_learner.train.session import LearnerSession
+from toolrl_learner.train.sft import load_demonstrations, run_sft, tokenize_demonstration
+
+CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17*23"}}\n</tool_call>'
+DEMO = {
+    "messages": [
+        {"role": "user", "content": "What is 17 * 23?"},
+        {"role": "assistant", "content": CALL},
+        {"role": "tool", "content": "391"},
+        {"role": "assistant", "content": "The answer is 391."},
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny"), TinySpec(hidden_size=64, num_layers=2, num_heads=4))
+
+
+def test_loss_mask_covers_exactly_the_assistant_messages_on_cpu(tiny_dir):
+    tok = AutoTokenizer.from_pretrained(str(tiny_dir))
+    ids, mask = tokenize_demonstration(tok, DEMO)
+    assert len(ids) == len(mask)
+    # the masked-in tokens, split where the mask breaks, decode to the two assistant turns with their end marker
+    spans, cur = [], []
+    for i, m in zip(ids, mask, strict=True):
+        if m:
+            cur.append(i)
+        elif cur:
+            spans.append(cur)
+            cur = []
+    spans += [cur] if cur else []
+    assert [tok.decode(s) for s in spans] == [CALL + "<|im_end|>\n", "The answer is 391.<|im_end|>\n"]
+    # the user question and the tool result are never trained on
+    assert "391\n</tool_response>" in tok.decode([i for i, m in zip(ids, mask, strict=True) if not m])
+
+
+def test_jsonl_and_parquet_demonstrations_on_cpu(tmp_path):
+    (tmp_path / "d.jsonl").write_text(json.dumps(DEMO) + "\n")
+    pq.write_table(pa.table({"prompt": [json.dumps(DEMO["messages"])]}), tmp_path / "d.parquet")
+    assert load_demonstrations(tmp_path / "d.jsonl")[0]["messages"] == DEMO["messages"]
+    assert load_demonstrations(tmp_path / "d.parquet")[0]["messages"] == DEMO["messages"]
+    (tmp_path / "bad.jsonl").write_text(
+        json.dumps(DEMO) + "\n" + json.dumps({"messages": DEMO["messages"][:1]}) + "\n"
+    )
+    with pytest.raises(ValueError, match="bad.jsonl row 1: no assistant message"):
+        load_demonstrations(tmp_path / "bad.jsonl")
+    (tmp_path / "cols.jsonl").write_text(json.dumps({"text": "hi"}) + "\n")
+    with pytest.raises(ValueError, match="row 0: needs a `messages`"):
+        load_demonstrations(tmp_path / "cols.jsonl")
+
+
+def test_sft_loss_falls_on_cpu(tiny_dir, tmp_path):
+    (tmp_path / "d.jsonl").write_text(json.dumps(DEMO) + "\n")
+    cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", sft_steps=8, sft_lr=1e-2, sft_batch_size=2)
+    history = run_sft(Policy(cfg, tiny_dir, torch.device("cpu")), cfg, tmp_path / "d.jsonl")
+    losses = [h["sft_loss"] for h in history]
+    assert losses[0] > 5.0  # ~ log(vocab) at random init
+    assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_sft_warm_start_runs_once_before_v0_on_cpu(tiny_dir, tmp_path):
+    store = FolderBlobStore(tmp_path)
+    store.put_bytes("runs/r/input/sft.jsonl", (json.dumps(DEMO) + "\n").encode())
+    config = {
+        "model": {"path": str(tiny_dir), "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "trainer": {"sft": {"data": "runs/r/input/sft.jsonl", "steps": 2, "batch_size": 1}},
+        "logging": {"tensorboard": False},
+    }
+    store.put_bytes(
+        "runs/r/run.json", json.dumps({"config": config, "totals": {"groupsPlanned": 10}}).encode()
+    )
+    events = []
+    s = LearnerSession(store, "r", emit=events.append, device="cpu")
+    s.start()
+    assert [e["type"] for e in events] == ["published", "committed", "ready"]
+    assert s.state.sft_done and store.exists("runs/r/checkpoints/step-0/COMPLETE.json")
+    # a restart resumes from the step-0 checkpoint and publishes nothing new
+    events2 = []
+    s2 = LearnerSession(store, "r", emit=events2.append, device="cpu")
+    s2.start()
+    assert events2 == [{"type": "ready", "policyVersion": 0, "resumedFromStep": 0}]
