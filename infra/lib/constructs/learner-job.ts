@@ -1,0 +1,163 @@
+// The GPU learner on AWS Batch: a managed EC2 compute environment of GPU instances (spot optional), a job
+// queue, and a job definition built from gpu-worker/Dockerfile. run-starter submits one job per run.
+
+import { Duration, RemovalPolicy, Size, Validations } from 'aws-cdk-lib';
+import * as batch from 'aws-cdk-lib/aws-batch';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import { FUNCTION_ENV } from '#shared/aws/function-env';
+import { learnerJobDefinitionName, learnerJobQueueName } from '#shared/aws/names';
+import { imageAssetOptions, REPO_ROOT } from '../docker-context.ts';
+import { acknowledgeRunKeyPatterns } from '../nag.ts';
+import type { EnvSettings } from '../settings.ts';
+import { LearnerNetwork } from './learner-network.ts';
+import type { QueuePair } from './toolrl-function.ts';
+
+export interface LearnerJobProps {
+  readonly envName: string;
+  readonly settings: EnvSettings['learner'];
+  readonly logRetention: logs.RetentionDays;
+  readonly bucket: s3.IBucket;
+  readonly scoredGroups: QueuePair;
+  readonly wandbSecret: secretsmanager.ISecret;
+  /** Overrides the image (tests use a registry image so they need not stage the build context). */
+  readonly image?: ecs.ContainerImage;
+}
+
+/** Batch's job parameter carrying the run id (`Ref::runId` in the command); run-starter sets it on submit. */
+export const RUN_ID_PARAMETER = 'runId';
+
+export class LearnerJob extends Construct {
+  readonly jobQueue: batch.JobQueue;
+  readonly jobDefinition: batch.EcsJobDefinition;
+  readonly logGroup: logs.LogGroup;
+  readonly role: iam.Role;
+
+  constructor(scope: Construct, id: string, props: LearnerJobProps) {
+    super(scope, id);
+    const s = props.settings;
+    const network = new LearnerNetwork(this, 'Network', {
+      natGateways: s.natGateways,
+      logRetention: props.logRetention,
+    });
+
+    const compute = new batch.ManagedEc2EcsComputeEnvironment(this, 'Gpu', {
+      vpc: network.vpc,
+      vpcSubnets: network.subnets,
+      securityGroups: [network.securityGroup],
+      instanceTypes: s.instanceTypes.map((t) => new ec2.InstanceType(t)),
+      useOptimalInstanceClasses: false,
+      images: [{ imageType: batch.EcsMachineImageType.ECS_AL2023_NVIDIA }],
+      spot: s.spot,
+      allocationStrategy: s.spot
+        ? batch.AllocationStrategy.SPOT_PRICE_CAPACITY_OPTIMIZED
+        : batch.AllocationStrategy.BEST_FIT_PROGRESSIVE,
+      minvCpus: s.minvCpus,
+      maxvCpus: s.maxvCpus,
+      launchTemplate: new ec2.LaunchTemplate(this, 'Hosts', {
+        requireImdsv2: true,
+        // The CUDA image and checkpoints outgrow the AMI's 30 GiB root volume.
+        blockDevices: [
+          {
+            deviceName: '/dev/xvda',
+            volume: ec2.BlockDeviceVolume.ebs(200, {
+              encrypted: true,
+              volumeType: ec2.EbsDeviceVolumeType.GP3,
+            }),
+          },
+        ],
+      }),
+    });
+
+    Validations.of(compute).acknowledge({
+      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonEC2ContainerServiceforEC2Role]',
+      reason:
+        'The ECS agent on Batch hosts needs exactly this AWS-maintained policy to register and run containers.',
+    });
+
+    this.jobQueue = new batch.JobQueue(this, 'Queue', {
+      jobQueueName: learnerJobQueueName(props.envName),
+      computeEnvironments: [{ computeEnvironment: compute, order: 1 }],
+    });
+
+    this.role = new iam.Role(this, 'JobRole', {
+      assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com'),
+      description: 'toolrl learner: its run prefix in the bucket and the scored-groups queue',
+    });
+    this.grantRuns(props.bucket);
+    props.scoredGroups.queue.grantConsumeMessages(this.role);
+    // A scored group that fails validation goes to the dead-letter queue with its reason.
+    props.scoredGroups.deadLetterQueue.grantSendMessages(this.role);
+
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const image =
+      props.image ??
+      ecs.ContainerImage.fromAsset(
+        REPO_ROOT,
+        imageAssetOptions({ file: 'gpu-worker/Dockerfile', include: ['gpu-worker', 'shared/schemas/json'] }),
+      );
+
+    this.jobDefinition = new batch.EcsJobDefinition(this, 'Job', {
+      jobDefinitionName: learnerJobDefinitionName(props.envName),
+      parameters: { [RUN_ID_PARAMETER]: 'unset' },
+      container: new batch.EcsEc2ContainerDefinition(this, 'Container', {
+        image,
+        cpu: s.vcpus,
+        memory: Size.mebibytes(s.memoryMib),
+        gpu: s.gpus,
+        command: ['python', '-m', 'toolrl_learner', 'sqs', '--run-id', `Ref::${RUN_ID_PARAMETER}`],
+        environment: {
+          [FUNCTION_ENV.bucket]: props.bucket.bucketName,
+          [FUNCTION_ENV.queueUrl('scored-groups')]: props.scoredGroups.queue.queueUrl,
+          [FUNCTION_ENV.deadLetterQueueUrl('scored-groups')]: props.scoredGroups.deadLetterQueue.queueUrl,
+          [FUNCTION_ENV.environment]: props.envName,
+        },
+        // Injected by the ECS agent from Secrets Manager at start; empty until the operator puts a key.
+        secrets: { WANDB_API_KEY: batch.Secret.fromSecretsManager(props.wandbSecret, 'WANDB_API_KEY') },
+        jobRole: this.role,
+        // PyTorch's DataLoader workers and NCCL exchange tensors through /dev/shm.
+        linuxParameters: new batch.LinuxParameters(this, 'Linux', {
+          sharedMemorySize: Size.mebibytes(Math.floor(s.memoryMib / 4)),
+        }),
+        logging: ecs.LogDriver.awsLogs({ streamPrefix: 'learner', logGroup: this.logGroup }),
+      }),
+      retryAttempts: s.attempts,
+      // Batch takes the first strategy that matches: a host that went away (spot reclaim, lost instance) or an
+      // image pull that failed is retried, and the learner resumes from its last complete checkpoint; any
+      // other exit (a code error, OOM) stops, since retrying would only repeat it.
+      retryStrategies: [
+        batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.SPOT_INSTANCE_RECLAIMED),
+        batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.CANNOT_PULL_CONTAINER),
+        batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom({ onReason: '*' })),
+      ],
+      timeout: Duration.hours(s.timeoutHours),
+    });
+  }
+
+  /** Read and write under runs/ (datasets' resolved config, policy versions, checkpoints, metrics, state). */
+  private grantRuns(bucket: s3.IBucket): void {
+    const runs = bucket.arnForObjects('runs/*');
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
+        resources: [runs],
+      }),
+    );
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:ListBucket'],
+        resources: [bucket.bucketArn],
+        conditions: { StringLike: { 's3:prefix': ['runs/*'] } },
+      }),
+    );
+    acknowledgeRunKeyPatterns(this.role, bucket, ['runs/*']);
+  }
+}

@@ -1,0 +1,21 @@
+// Names of the environment variables through which a deployed function learns its resources. The CDK
+// house construct's bind helpers set them and the handlers' environment schemas read them.
+import type { QueueName } from '#shared/topology';
+
+const upper = (q: string) => q.toUpperCase().replace(/-/g, '_');
+
+export const FUNCTION_ENV = {
+  /** The environment's bucket (datasets, runs, policies, checkpoints). */
+  bucket: 'TOOLRL_BUCKET',
+  /** URL of a queue the function sends to, e.g. TOOLRL_QUEUE_URL_TOOL_CALLS. */
+  queueUrl: (q: QueueName) => `TOOLRL_QUEUE_URL_${upper(q)}`,
+  /** URL of the dead-letter queue of the queue the function consumes (a poison message goes there with its reason). */
+  deadLetterQueueUrl: (q: QueueName) => `TOOLRL_DLQ_URL_${upper(q)}`,
+  /** SecretId (ARN) of the Secrets Manager secret with the tools' API keys (read at cold start, never passed to the sandbox). */
+  toolSecretsId: 'TOOLRL_TOOL_SECRETS_ID',
+  /** The learner's AWS Batch job queue and job definition (run-starter submits one job per run). */
+  learnerJobQueue: 'TOOLRL_LEARNER_JOB_QUEUE',
+  learnerJobDefinition: 'TOOLRL_LEARNER_JOB_DEFINITION',
+  /** The deployment's environment name (dev, prod). */
+  environment: 'TOOLRL_ENV',
+} as const;

@@ -1,0 +1,109 @@
+// The GPU learner on AWS Batch: GPU hosts per environment, retries for host loss only, and run-starter's
+// right to submit it.
+
+import { Match } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { FUNCTION_ENV } from '#shared/aws/function-env';
+import { queueName } from '#shared/aws/names';
+import { build, logicalId } from './app.ts';
+
+describe('learner on AWS Batch', () => {
+  it('runs dev on spot g5/g6 hosts with the NVIDIA AL2023 image and prod on on-demand p4d/p5', () => {
+    build().pipelineTemplate.hasResourceProperties('AWS::Batch::ComputeEnvironment', {
+      Type: 'managed',
+      ComputeResources: Match.objectLike({
+        Type: 'SPOT',
+        AllocationStrategy: 'SPOT_PRICE_CAPACITY_OPTIMIZED',
+        InstanceTypes: ['g5.xlarge', 'g6.xlarge'],
+        MinvCpus: 0,
+        MaxvCpus: 8,
+        Ec2Configuration: [{ ImageType: 'ECS_AL2023_NVIDIA' }],
+      }),
+    });
+    build({ env: 'prod' }).pipelineTemplate.hasResourceProperties('AWS::Batch::ComputeEnvironment', {
+      ComputeResources: Match.objectLike({ Type: 'EC2', InstanceTypes: ['p4d.24xlarge', 'p5.48xlarge'] }),
+    });
+  });
+
+  it('asks for a GPU and retries only lost hosts and failed pulls, exiting on anything else, in that order', () => {
+    const { pipelineTemplate: t } = build();
+    t.hasResourceProperties('AWS::Batch::JobDefinition', {
+      JobDefinitionName: 'toolrl-dev-learner',
+      Type: 'container',
+      PlatformCapabilities: ['EC2'],
+      Parameters: { runId: 'unset' },
+      ContainerProperties: Match.objectLike({
+        Command: Match.arrayWith(['Ref::runId']),
+        ResourceRequirements: [
+          { Type: 'MEMORY', Value: '14336' },
+          { Type: 'VCPU', Value: '4' },
+          { Type: 'GPU', Value: '1' },
+        ],
+      }),
+      RetryStrategy: {
+        Attempts: 5,
+        EvaluateOnExit: [
+          { Action: 'RETRY', OnStatusReason: 'Host EC2*' },
+          { Action: 'RETRY', OnReason: 'CannotPullContainerError:*' },
+          { Action: 'EXIT', OnReason: '*' },
+        ],
+      },
+      Timeout: { AttemptDurationSeconds: 24 * 3600 },
+    });
+  });
+
+  it('gives the learner the bucket, its queue and DLQ, and the W&B key from Secrets Manager', () => {
+    const { pipelineTemplate: t } = build();
+    const queue = logicalId(t, 'AWS::SQS::Queue', { QueueName: queueName('dev', 'scored-groups') });
+    const job = Object.values(t.findResources('AWS::Batch::JobDefinition'))[0]!.Properties
+      .ContainerProperties;
+    const env = Object.fromEntries(
+      job.Environment.map((e: { Name: string; Value: unknown }) => [e.Name, e.Value]),
+    );
+    expect(env[FUNCTION_ENV.queueUrl('scored-groups')]).toEqual({ Ref: queue });
+    expect(env[FUNCTION_ENV.bucket]).toBeDefined();
+    expect(env[FUNCTION_ENV.deadLetterQueueUrl('scored-groups')]).toBeDefined();
+    // The key itself never appears in the template: ECS resolves it at container start.
+    expect(job.Secrets).toEqual([
+      { Name: 'WANDB_API_KEY', ValueFrom: { 'Fn::Join': ['', [expect.anything(), ':WANDB_API_KEY::']] } },
+    ]);
+    expect(JSON.stringify(job.Environment)).not.toMatch(/WANDB/);
+  });
+
+  it('lets run-starter, and no other stage, submit the learner job', () => {
+    const { pipelineTemplate: t } = build();
+    const submitters = Object.values(t.findResources('AWS::IAM::Policy')).filter((p) =>
+      JSON.stringify(p.Properties.PolicyDocument).includes('batch:SubmitJob'),
+    );
+    expect(submitters).toHaveLength(1);
+    const runStarterRole = logicalId(t, 'AWS::IAM::Role', { Description: 'toolrl dev run-starter stage' });
+    expect(submitters[0]!.Properties.Roles).toEqual([{ Ref: runStarterRole }]);
+    const job = logicalId(t, 'AWS::Batch::JobDefinition', {});
+    const jobQueue = logicalId(t, 'AWS::Batch::JobQueue', { JobQueueName: 'toolrl-dev-learner' });
+    expect(submitters[0]!.Properties.PolicyDocument.Statement).toContainEqual(
+      expect.objectContaining({
+        Action: 'batch:SubmitJob',
+        Resource: [{ 'Fn::GetAtt': [jobQueue, 'JobQueueArn'] }, { Ref: job }],
+      }),
+    );
+  });
+
+  it('keeps the hosts unreachable from outside: no inbound rule, HTTPS out only, IMDSv2, encrypted root volume', () => {
+    const { pipelineTemplate: t } = build();
+    t.hasResourceProperties('AWS::EC2::SecurityGroup', {
+      GroupDescription: Match.stringLikeRegexp('toolrl learner hosts'),
+      SecurityGroupIngress: Match.absent(),
+      SecurityGroupEgress: [
+        { CidrIp: '0.0.0.0/0', IpProtocol: 'tcp', FromPort: 443, ToPort: 443, Description: Match.anyValue() },
+      ],
+    });
+    t.hasResourceProperties('AWS::EC2::LaunchTemplate', {
+      LaunchTemplateData: Match.objectLike({
+        MetadataOptions: { HttpTokens: 'required' },
+        BlockDeviceMappings: [
+          { DeviceName: '/dev/xvda', Ebs: { Encrypted: true, VolumeSize: 200, VolumeType: 'gp3' } },
+        ],
+      }),
+    });
+  });
+});
