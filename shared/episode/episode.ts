@@ -11,6 +11,9 @@
 //                               to read their results (verl's agent loop also stops before them)
 //   `max_tool_calls`            the turn wrote calls but the episode's call budget was already used up
 //   `error`                     the pipeline gave up on the episode (failEpisode)
+// A row with several user turns (BFCL multi-turn, see user-turns.ts) does not finish on `eos` while user turns
+// remain: the next user turn is fed as the "results" of a call_tools decision with no calls (`userMessages`),
+// unless the turn or token budget is spent (then `max_turns` / `max_total_response_length`).
 // A turn with calls and budget left runs at most `max_parallel_calls` of them and at most what is left of
 // `max_tool_calls`; the others are not run and come back to the model as tool errors (see planCalls).
 import { getParser } from '#shared/parsing/registry';
@@ -34,6 +37,8 @@ import { parseErrorMessage, toolMessage } from './tool-messages.ts';
 export interface StartOptions {
   /** Tokens of the rendered prompt; turn token ranges are offsets from the start of the prompt. */
   promptTokens?: number;
+  /** User turns after the prompt (see userTurnsOf), fed one by one when the model ends a turn. */
+  userTurns?: ChatMessage[][];
 }
 
 /** A fresh episode. An unknown `tool_parser_format` throws here, before any generation. */
@@ -44,7 +49,7 @@ export function startEpisode(
 ): EpisodeState {
   const cfg = MultiTurnConfigSchema.parse(config);
   getParser(cfg.tool_parser_format);
-  return {
+  const state: EpisodeState = {
     config: cfg,
     phase: 'generate',
     promptTokens: opts.promptTokens ?? 0,
@@ -56,7 +61,17 @@ export function startEpisode(
     finishReason: null,
     error: null,
   };
+  if (opts.userTurns?.length) {
+    if (opts.userTurns.some((t) => t.length === 0))
+      throw new Error('startEpisode: a user turn has no messages');
+    return { ...state, userTurns: opts.userTurns.map((t) => [...t]), userTurn: 0 };
+  }
+  return state;
 }
+
+/** The messages of the user turn after the current one, or null when none is left. */
+const nextUserTurn = (state: EpisodeState): ChatMessage[] | null =>
+  state.userTurns?.[state.userTurn ?? 0] ?? null;
 
 /** Tokens the next turn may still generate or append under `max_total_response_length`. */
 export const responseBudget = (state: EpisodeState): number =>
@@ -150,6 +165,36 @@ export function onAssistantTurn(
     attempts,
     responseTokens,
   );
+  const userMessages = reason === 'eos' ? nextUserTurn(state) : null;
+  if (userMessages) {
+    // The model answered this user turn; the next one follows unless no turn or token is left for it.
+    const spent =
+      responseTokens >= state.config.max_total_response_length
+        ? 'max_total_response_length'
+        : index + 1 >= state.config.max_turns
+          ? 'max_turns'
+          : null;
+    if (spent === null) {
+      return {
+        state: {
+          ...next,
+          phase: 'tools',
+          pending: { record, plan: [], userMessages },
+          userTurn: (state.userTurn ?? 0) + 1,
+        },
+        decision: { kind: 'call_tools', calls: [], rejected: [], userMessages },
+      };
+    }
+    return {
+      state: {
+        ...next,
+        phase: 'done',
+        turns: [...state.turns, { ...record, toolCalls: [] }],
+        finishReason: spent,
+      },
+      decision: { kind: 'finish', reason: spent },
+    };
+  }
   if (reason !== null) {
     const error: ToolError = {
       type: 'resource_limit',
@@ -191,8 +236,9 @@ export function onAssistantTurn(
 export type TimedToolResult = ToolResult & { durationMs?: number };
 
 /**
- * Takes the results of the calls of the last `call_tools` decision, in its order, and returns the tool
- * messages to append (one per call the model wrote, then one listing any malformed calls) and the turn record.
+ * Takes the results of the calls of the last `call_tools` decision, in its order, and returns the messages to
+ * append (one tool message per call the model wrote, then one listing any malformed calls, or the next user
+ * turn when the model ended one) and the turn record.
  * A result count that does not match the decision is a bug in the caller and throws.
  */
 export function onToolResults(
@@ -216,6 +262,7 @@ export function onToolResults(
   });
   const toolMessages = toolCalls.map((c) => toolMessage(c.name, c.result));
   if (pending.record.parseErrors.length > 0) toolMessages.push(parseErrorMessage(pending.record.parseErrors));
+  if (pending.userMessages) toolMessages.push(...pending.userMessages);
   const turn: TurnRecord = { ...pending.record, toolCalls };
   return {
     state: {

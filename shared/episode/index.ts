@@ -23,3 +23,11 @@ export {
   type RejectedCall,
 } from './state.ts';
 export { parseErrorMessage, toolMessage } from './tool-messages.ts';
+export {
+  ADDITIONAL_FUNCTIONS_PROMPT,
+  episodeRowTools,
+  heldOutTools,
+  toolsAtTurn,
+  userTurnOf,
+  userTurnsOf,
+} from './user-turns.ts';

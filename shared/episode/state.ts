@@ -17,6 +17,8 @@ export type PlannedCall = z.infer<typeof PlannedCallSchema>;
 export const PendingTurnSchema = z.object({
   record: TurnRecordSchema.omit({ toolCalls: true }),
   plan: z.array(PlannedCallSchema),
+  /** The next user turn's messages, when this turn ended a user turn of a multi-turn row (plan is then empty). */
+  userMessages: z.array(ChatMessageSchema).optional(),
 });
 export type PendingTurn = z.infer<typeof PendingTurnSchema>;
 
@@ -43,6 +45,13 @@ export const EpisodeStateSchema = z.object({
   finishReason: FinishReasonSchema.nullable(),
   /** Why the episode failed, when finishReason is `error`. */
   error: z.string().nullable(),
+  /**
+   * Rows with several user turns (BFCL multi-turn): the user turns after the prompt, fed one by one when the model
+   * ends a turn without a call attempt. Absent for single-turn rows.
+   */
+  userTurns: z.array(z.array(ChatMessageSchema)).optional(),
+  /** The user turn the episode is in: 0 for the prompt's; present when `userTurns` is. */
+  userTurn: z.number().int().nonnegative().optional(),
 });
 export type EpisodeState = z.infer<typeof EpisodeStateSchema>;
 
@@ -67,10 +76,17 @@ export interface RejectedCall {
 
 /**
  * What to do after an assistant turn. After `call_tools`, run `calls` (possibly none: a turn with only
- * malformed calls still gets their errors back) and pass their results, in order, to onToolResults.
+ * malformed calls still gets their errors back, and a turn that ended a user turn gets the next user turn) and
+ * pass their results, in order, to onToolResults, whose messages are appended before the next turn.
  */
 export type Decision =
-  | { kind: 'call_tools'; calls: z.infer<typeof ToolCallSchema>[]; rejected: RejectedCall[] }
+  | {
+      kind: 'call_tools';
+      calls: z.infer<typeof ToolCallSchema>[];
+      rejected: RejectedCall[];
+      /** The model ended a user turn and another follows: these user messages are appended (calls is empty). */
+      userMessages?: z.infer<typeof ChatMessageSchema>[];
+    }
   | { kind: 'finish'; reason: z.infer<typeof FinishReasonSchema> };
 
 /** What to do after the tool messages were appended: generate at most `maxNewTokens`, or stop. */

@@ -1,4 +1,5 @@
 // The reward kinds known by name: the built-ins, plus those a run's `reward.modules` add (see modules.ts).
+import { bfclReward } from './builtin/bfcl.ts';
 import { exactMatchReward } from './builtin/exact-match.ts';
 import { formatReward } from './builtin/format.ts';
 import { retoolReward } from './builtin/retool.ts';
@@ -12,6 +13,7 @@ export const BUILTIN_REWARDS: readonly RewardDefinition[] = [
   retoolReward,
   toolbenchReward,
   exactMatchReward,
+  bfclReward,
 ];
 
 /**

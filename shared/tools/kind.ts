@@ -1,6 +1,7 @@
 // A tool kind: what `kind:` (or `class_name:`) in a tool config names, and how it builds its tools.
 import type { z } from 'zod';
 import type { ToolSchema } from '#shared/schemas/chat';
+import type { ToolCallRecord } from '#shared/schemas/tool-result';
 import type { LimitDefaults, ToolLimits } from './config.ts';
 import type { Tool, ToolEnv } from './types.ts';
 
@@ -9,6 +10,10 @@ export interface RowTools {
   tools?: ToolSchema[];
   /** ToolBench category of the row's APIs (from `extra_info.category`). */
   category?: string;
+  /** The row's extra_info, for tools whose environment the row describes (BFCL's initial_config). */
+  extraInfo?: Record<string, unknown>;
+  /** The trajectory's calls so far with their results, in order: environments rebuilt by replay read them. */
+  history?: readonly ToolCallRecord[];
 }
 
 export interface BuiltTools {

@@ -1,5 +1,6 @@
 // Every built-in tool kind, the names that select it, and the tool set used when no config is given.
 import type { ToolSpec } from '#shared/schemas/config/tools';
+import { bfclKind } from './bfcl/tool.ts';
 import { calculatorKind } from './calculator/tool.ts';
 import { codeInterpreterKind } from './code/tool.ts';
 import { httpKind } from './http/tool.ts';
@@ -17,6 +18,7 @@ export const TOOL_KINDS: ToolKind[] = [
   codeInterpreterKind,
   toolbenchKind,
   httpKind,
+  bfclKind,
 ] as ToolKind[];
 
 /** `calculator`, or a dotted class name whose last segment is a known alias (verl's `...SandboxFusionTool`). */

@@ -40,7 +40,7 @@ describe('buildReward: weighted combinations', () => {
 
   it('rejects an unknown reward, a bad config key and a reward listed twice, naming them', async () => {
     await expect(buildReward({ functions: [{ name: 'acuracy' }] }, { baseDir })).rejects.toThrow(
-      /unknown reward "acuracy"; known: exact_match, format, retool, toolbench, toolcall/,
+      /unknown reward "acuracy"; known: bfcl, exact_match, format, retool, toolbench, toolcall/,
     );
     await expect(
       buildReward({ functions: [{ name: 'toolcall', config: { weights: { corectness: 1 } } }] }, { baseDir }),
@@ -87,6 +87,7 @@ describe('custom rewards from user modules', () => {
   it('lists module rewards with their descriptions next to the built-ins', async () => {
     const registry = await rewardRegistry(['custom-rewards.ts'], { baseDir });
     expect(registry.names()).toEqual([
+      'bfcl',
       'brevity',
       'exact_match',
       'format',

@@ -70,7 +70,7 @@ describe('toolrl reward score', () => {
     });
     expect(toolrl(['reward', 'score', '--reward', 'nope', traj])).toMatchObject({
       code: 2,
-      stderr: expect.stringMatching(/unknown reward "nope"; known: exact_match, format/),
+      stderr: expect.stringMatching(/unknown reward "nope"; known: bfcl, exact_match, format/),
     });
     expect(toolrl(['reward', 'score', '--reward', 'format', 'missing.json'])).toMatchObject({
       code: 2,
@@ -89,6 +89,7 @@ describe('toolrl reward score', () => {
   it('lists the rewards', () => {
     const r = toolrl(['reward', 'list', '--json']);
     expect(JSON.parse(r.stdout).map((d: { name: string }) => d.name)).toEqual([
+      'bfcl',
       'exact_match',
       'format',
       'retool',
