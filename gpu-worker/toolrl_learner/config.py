@@ -9,8 +9,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .contracts import validate
-
 GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo")
 
 
@@ -56,7 +54,7 @@ class LearnerConfig:
     ppo_epochs (1): optimiser steps per batch; with 1 the old log-probs are the current ones (no extra
         forward), with more they are recomputed once before the first.
     micro_batch_tokens (8192): token budget of one packed micro-batch (gradients accumulate over them).
-    logprob_chunk_size (4096): rows of logits materialised at once when computing log-probs.
+    logprob_chunk_size (2048): rows of logits materialised at once when computing log-probs.
     max_steps (None): stop after this many learner steps. max_staleness (1): drop a group whose oldest
         sampled token is more than this many policy versions behind.
     publish_every (1), save_every (10), keep_checkpoints (2): publish a policy version / write a
@@ -114,7 +112,7 @@ class LearnerConfig:
     grad_clip: float = 1.0
     ppo_epochs: int = 1
     micro_batch_tokens: int = 8192
-    logprob_chunk_size: int = 4096
+    logprob_chunk_size: int = 2048
     max_steps: int | None = None
     max_staleness: int = 1
     publish_every: int = 1
@@ -175,6 +173,8 @@ class LearnerConfig:
     def from_run_config(cls, run_config: dict[str, Any], stage: str | None = None) -> LearnerConfig:
         """Validate a run config (the resolved one from run.json, or a user's YAML) and read the learner's
         fields; `stage` applies that curriculum stage's `algorithm`/`trainer` overrides."""
+        from .contracts import validate  # jsonschema is not needed to build a config by hand (bench/)
+
         validate("run-config", run_config)
         algorithm = dict(run_config.get("algorithm") or {})
         trainer = dict(run_config.get("trainer") or {})

@@ -28,7 +28,7 @@ export const TrainerConfigSchema = z
     /** Token budget of one packed micro-batch. */
     micro_batch_tokens: z.number().int().positive().default(8192),
     /** Rows of the [tokens x vocabulary] logits computed at once for log-probs (never the full matrix). */
-    logprob_chunk_size: z.number().int().positive().default(4096),
+    logprob_chunk_size: z.number().int().positive().default(2048),
     epochs: z.number().int().positive().default(1),
     max_steps: z.number().int().positive().optional(),
     /** A group whose oldest sampled token is more than this many versions behind is dropped. */
