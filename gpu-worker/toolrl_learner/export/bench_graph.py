@@ -3,6 +3,7 @@ cache buffers) relative to the `standard` graph of the same bundle weights, time
 
     gpu-worker/.venv/bin/python -m toolrl_learner.export.bench_graph [--preset qwen2.5-0.5b]
         [--quantization none,int4] [--n 8] [--prompt-tokens 128] [--new-tokens 32] [--rounds 3] [--threads 2]
+    gpu-worker/.venv/bin/python -m toolrl_learner.export.bench_graph --projections   (one projection per format)
 
 Builds (once, under --workdir) the preset's random-weight model and its bundles, then prints a Markdown table:
 per quantisation and graph, the median prefill time (batch 1, num_logits_to_keep = 1) and the median decode
@@ -88,6 +89,83 @@ def _time_one(sess, cfg: dict, g: int, prompt: int, steps: int, shared: bool) ->
     return prefill, statistics.median(step_times[1:] or step_times)
 
 
+def _projection_session(kind: str, n: int, k: int, threads: int, bits: int = 0, level: int = 0):
+    """A one-node graph: fp32 Gemm(transB) or MatMulNBits (bits, accuracy_level) on a random [N, K] weight."""
+    import onnxruntime as ort
+    import torch
+    from onnx import helper, numpy_helper
+
+    from .onnx_builder import FLOAT, MS_DOMAIN, OPSET
+    from .quantize import quantize_blockwise
+
+    w = torch.randn(n, k, generator=torch.Generator().manual_seed(0)) * 0.05
+    if kind == "gemm":
+        inits = [numpy_helper.from_array(w.numpy(), "W")]
+        node = helper.make_node("Gemm", ["A", "W"], ["Y"], transB=1)
+    else:
+        q = quantize_blockwise(w, bits, 32)
+        inits = [numpy_helper.from_array(q.packed, "B"), numpy_helper.from_array(q.scales, "S")]
+        if q.zero_points is not None:
+            inits.append(numpy_helper.from_array(q.zero_points, "Z"))
+        node = helper.make_node(
+            "MatMulNBits",
+            ["A", "B", "S"] + (["Z"] if q.zero_points is not None else []),
+            ["Y"],
+            domain=MS_DOMAIN,
+            K=k,
+            N=n,
+            bits=bits,
+            block_size=32,
+            accuracy_level=level,
+        )
+    graph = helper.make_graph(
+        [node],
+        "projection",
+        [helper.make_tensor_value_info("A", FLOAT, ["M", k])],
+        [helper.make_tensor_value_info("Y", FLOAT, ["M", n])],
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)]
+    )
+    model.ir_version = 8
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def projections(n: int, k: int, threads: int, repeats: int = 21) -> None:
+    """Median time of one projection per weight format and accuracy level, relative to the fp32 Gemm."""
+    kinds = {
+        "fp32 Gemm": ("gemm", 0, 0),
+        "int4, accuracy_level 4": ("nbits", 4, 4),
+        "int4, accuracy_level 0": ("nbits", 4, 0),
+        "int8, accuracy_level 4": ("nbits", 8, 4),
+        "int8, accuracy_level 0": ("nbits", 8, 0),
+    }
+    sessions = {
+        name: _projection_session(kind, n, k, threads, bits, level)
+        for name, (kind, bits, level) in kinds.items()
+    }
+    print(f"\none [{n}, {k}] projection, {threads} threads, {repeats} interleaved repeats (median)\n")
+    print("| weights | rows | ms | vs fp32 Gemm |")
+    print("|---|---|---|---|")
+    for rows in (1, 8):
+        a = np.random.default_rng(0).random((rows, k), dtype=np.float32)
+        times: dict[str, list[float]] = {name: [] for name in sessions}
+        for _ in range(repeats):
+            for name, sess in sessions.items():
+                t0 = time.perf_counter()
+                sess.run(None, {"A": a})
+                times[name].append(time.perf_counter() - t0)
+        ratios = {
+            name: statistics.median(x / g for x, g in zip(t, times["fp32 Gemm"], strict=True))
+            for name, t in times.items()
+        }
+        for name, t in times.items():
+            print(f"| {name} | {rows} | {statistics.median(t) * 1e3:.3g} | {ratios[name]:.2f}x |")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m toolrl_learner.export.bench_graph", description=__doc__.splitlines()[0]
@@ -101,8 +179,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--projections",
+        action="store_true",
+        help="instead: one gate_proj-shaped projection in each weight format and accuracy level",
+    )
     p.add_argument("--workdir", default=str(Path(__file__).resolve().parents[3] / ".cache" / "bench-graph"))
     args = p.parse_args(argv)
+    if args.projections:
+        from ..model.tiny import PRESETS
+
+        shape = PRESETS.get(args.preset, {"intermediate_size": 4864, "hidden_size": 896})
+        projections(shape["intermediate_size"], shape["hidden_size"], args.threads)
+        return 0
     from ..model.tiny import TinySpec, build_tiny
     from .bundle import export_bundle
 
