@@ -1,15 +1,19 @@
-// Group sampling: prefill the shared tokens once, sample every row's first token from that one pass, tile the
-// cache over the rows and decode them as one batch; rows that stop leave the batch (their cache can be kept).
+// The sampling loop. Group sampling prefills the shared tokens once, draws every row's first token from that one
+// pass, tiles the cache over the rows and decodes them as one batch. Continuations of different trajectories
+// are batched too: their caches and new tokens are left-padded to a common width and masked. Rows that stop
+// leave the batch (their cache can be kept for the next turn).
 import type { TurnStop } from '#shared/schemas/trajectory';
-import type { KvCache } from './kv-cache.ts';
+import { KvCache } from './kv-cache.ts';
 import type { OnnxDecoder } from './onnx-decoder.ts';
-import { samplingStream } from './rng.ts';
+import { samplingStream, type Uniform } from './rng.ts';
 import type { Sampler, SamplingParams } from './sampler.ts';
 import { RowStop, type StopSpec } from './stops.ts';
 
 export interface RowSpec {
   sampleIndex: number;
   turn: number;
+  /** The row's seed (a trajectory keeps the one it started with); defaults to the sampling params'. */
+  seed?: number;
   /** Tokens this row may sample (>= 1). */
   budget: number;
 }
@@ -32,89 +36,6 @@ export interface LoopStats {
   sampleMs: number;
 }
 
-/**
- * Samples rows.length continuations of `past` + `feed` (a one-row cache and the tokens not in it yet).
- * Row r draws from the stream (s.seed, rows[r].sampleIndex, rows[r].turn).
- */
-export async function decodeRows(args: {
-  decoder: OnnxDecoder;
-  sampler: Sampler;
-  past: KvCache;
-  feed: readonly number[];
-  rows: readonly RowSpec[];
-  params: SamplingParams;
-  stops: StopSpec;
-  retain?: RetainCache;
-  stats?: LoopStats;
-}): Promise<RowResult[]> {
-  const { decoder, sampler, feed, rows, params, stops, retain, stats } = args;
-  if (feed.length === 0) throw new Error('decodeRows: nothing to feed (the cache already holds every token)');
-  const n = rows.length;
-  const streams = rows.map((r) => samplingStream(params.seed, r.sampleIndex, r.turn));
-  const trackers = rows.map((r) => new RowStop(stops, params.stopOnToolCallEnd, r.budget));
-  const results: RowResult[] = rows.map(() => ({ tokenIds: [], logprobs: [], stop: 'length' }));
-  const V = decoder.vocabSize;
-  const clock = () => performance.now();
-
-  let t0 = clock();
-  const prefill = await decoder.forward([feed], args.past, true);
-  if (stats) {
-    stats.prefillTokens += feed.length;
-    stats.prefillMs += clock() - t0;
-  }
-  // Every row's first token comes from the one prefilled distribution, each with its own stream.
-  t0 = clock();
-  let active: number[] = [];
-  const row0 = prefill.logits.subarray(0, V);
-  for (let r = 0; r < n; r++) {
-    const d = sampler.draw(row0, params, streams[r]!);
-    results[r]!.tokenIds.push(d.token);
-    results[r]!.logprobs.push(d.logprob);
-    const stop = trackers[r]!.accept(d.token);
-    if (stop) {
-      results[r]!.stop = stop;
-      retain?.(r, prefill.present);
-    } else active.push(r);
-  }
-  if (stats) stats.sampleMs += clock() - t0;
-  let cache = active.length > 0 ? prefill.present.gather(active.map(() => 0)) : prefill.present;
-
-  while (active.length > 0) {
-    t0 = clock();
-    const step = await decoder.forward(
-      active.map((r) => [results[r]!.tokenIds.at(-1)!]),
-      cache,
-      true,
-    );
-    if (stats) {
-      stats.decodeSteps++;
-      stats.decodeTokens += active.length;
-      stats.decodeMs += clock() - t0;
-    }
-    t0 = clock();
-    const still: number[] = [];
-    const keep: number[] = [];
-    active.forEach((r, j) => {
-      const d = sampler.draw(step.logits.subarray(j * V, (j + 1) * V), params, streams[r]!);
-      results[r]!.tokenIds.push(d.token);
-      results[r]!.logprobs.push(d.logprob);
-      const stop = trackers[r]!.accept(d.token);
-      if (stop) {
-        results[r]!.stop = stop;
-        if (retain) retain(r, step.present.gather([j]));
-      } else {
-        still.push(r);
-        keep.push(j);
-      }
-    });
-    if (stats) stats.sampleMs += clock() - t0;
-    // Rows that stopped leave the batch: later steps cost only what is still running.
-    cache = keep.length === active.length ? step.present : step.present.gather(keep);
-    active = still;
-  }
-  return results;
-}
-
 export const emptyStats = (): LoopStats => ({
   prefillTokens: 0,
   prefillMs: 0,
@@ -123,3 +44,200 @@ export const emptyStats = (): LoopStats => ({
   decodeMs: 0,
   sampleMs: 0,
 });
+
+interface Common {
+  decoder: OnnxDecoder;
+  sampler: Sampler;
+  params: SamplingParams;
+  stops: StopSpec;
+  retain?: RetainCache;
+  stats?: LoopStats;
+}
+
+/** One row of the running batch. */
+interface Lane {
+  row: number;
+  stream: Uniform;
+  stop: RowStop;
+  result: RowResult;
+  /** Per cache column: 1 for a real token, 0 for padding. */
+  valid: number[];
+  /** Position of the next token fed (real tokens so far). */
+  pos: number;
+}
+
+const now = () => performance.now();
+
+function lanes(rows: readonly RowSpec[], params: SamplingParams, stops: StopSpec): Lane[] {
+  return rows.map((r, row) => ({
+    row,
+    stream: samplingStream(r.seed ?? params.seed, r.sampleIndex, r.turn),
+    stop: new RowStop(stops, params.stopOnToolCallEnd, r.budget),
+    result: { tokenIds: [], logprobs: [], stop: 'length' },
+    valid: [],
+    pos: 0,
+  }));
+}
+
+/** Draws one token for a lane; true when its turn ends there. */
+function draw(c: Common, lane: Lane, logits: Float32Array): boolean {
+  const d = c.sampler.draw(logits, c.params, lane.stream);
+  lane.result.tokenIds.push(d.token);
+  lane.result.logprobs.push(d.logprob);
+  const stop = lane.stop.accept(d.token);
+  if (stop) lane.result.stop = stop;
+  return stop !== null;
+}
+
+/** A one-row cache of lane j's real tokens (padding columns dropped). */
+function keep(cache: KvCache, j: number, lane: Lane): KvCache {
+  return lane.valid.every((v) => v === 1) ? cache.gather([j]) : cache.compactRow(j, lane.valid);
+}
+
+/**
+ * Samples rows.length continuations of `past` + `feed` (a one-row cache and the tokens not in it yet), sharing
+ * one prefill. Row r draws from the stream (s.seed, rows[r].sampleIndex, rows[r].turn).
+ */
+export async function decodeRows(
+  args: Common & { past: KvCache; feed: readonly number[]; rows: readonly RowSpec[] },
+): Promise<RowResult[]> {
+  const { decoder, feed, past, stats } = args;
+  if (feed.length === 0) throw new Error('decodeRows: nothing to feed (the cache already holds every token)');
+  const all = lanes(args.rows, args.params, args.stops);
+  let t0 = now();
+  const prefill = await decoder.forward([feed], past, true);
+  if (stats) {
+    stats.prefillTokens += feed.length;
+    stats.prefillMs += now() - t0;
+  }
+  // Every row's first token comes from the one prefilled distribution, each with its own stream.
+  t0 = now();
+  const row0 = prefill.logits.subarray(0, decoder.vocabSize);
+  const active: Lane[] = [];
+  for (const lane of all) {
+    lane.valid = new Array(prefill.present.length).fill(1);
+    lane.pos = prefill.present.length;
+    if (draw(args, lane, row0)) args.retain?.(lane.row, prefill.present);
+    else active.push(lane);
+  }
+  if (stats) stats.sampleMs += now() - t0;
+  if (active.length > 0) await decodeLoop(args, active, prefill.present.gather(active.map(() => 0)));
+  return all.map((l) => l.result);
+}
+
+/**
+ * Samples one continuation per item, each on its own one-row cache plus its own new tokens, as one batch:
+ * caches and tokens are left-padded to common widths and the padding masked out.
+ */
+export async function decodeEach(
+  args: Common & { items: readonly { past: KvCache; feed: readonly number[]; row: RowSpec }[] },
+): Promise<RowResult[]> {
+  const { decoder, items, stats } = args;
+  if (items.length === 0) return [];
+  if (items.some((it) => it.feed.length === 0 || it.past.batch !== 1))
+    throw new Error('decodeEach: every item needs a one-row cache and at least one new token');
+  const all = lanes(
+    items.map((it) => it.row),
+    args.params,
+    args.stops,
+  );
+  const pastWidth = Math.max(...items.map((it) => it.past.length));
+  const feedWidth = Math.max(...items.map((it) => it.feed.length));
+  const B = items.length;
+  const total = pastWidth + feedWidth;
+  const tokens: number[][] = [];
+  const mask = new BigInt64Array(B * total);
+  const positions = new BigInt64Array(B * feedWidth);
+  items.forEach((it, b) => {
+    const lane = all[b]!;
+    const padPast = pastWidth - it.past.length;
+    const padFeed = feedWidth - it.feed.length;
+    lane.valid = new Array(total).fill(0);
+    for (let j = padPast; j < pastWidth; j++) lane.valid[j] = 1;
+    for (let j = pastWidth + padFeed; j < total; j++) lane.valid[j] = 1;
+    for (let j = 0; j < total; j++) mask[b * total + j] = BigInt(lane.valid[j]!);
+    tokens.push([...new Array<number>(padFeed).fill(0), ...it.feed]);
+    for (let j = 0; j < it.feed.length; j++)
+      positions[b * feedWidth + padFeed + j] = BigInt(it.past.length + j);
+    lane.pos = it.past.length + it.feed.length;
+  });
+  const past = KvCache.padLeft(
+    items.map((it) => it.past),
+    pastWidth,
+  );
+  let t0 = now();
+  const prefill = await decoder.forward(tokens, past, true, { mask, positions });
+  if (stats) {
+    stats.prefillTokens += items.reduce((n, it) => n + it.feed.length, 0);
+    stats.prefillMs += now() - t0;
+  }
+  t0 = now();
+  const V = decoder.vocabSize;
+  const active: Lane[] = [];
+  const keepRows: number[] = [];
+  all.forEach((lane, b) => {
+    if (draw(args, lane, prefill.logits.subarray(b * V, (b + 1) * V)))
+      args.retain?.(lane.row, keep(prefill.present, b, lane));
+    else {
+      active.push(lane);
+      keepRows.push(b);
+    }
+  });
+  if (stats) stats.sampleMs += now() - t0;
+  if (active.length > 0)
+    await decodeLoop(
+      args,
+      active,
+      keepRows.length === B ? prefill.present : prefill.present.gather(keepRows),
+    );
+  return all.map((l) => l.result);
+}
+
+/** Decodes the active lanes as one batch until each stops; `cache` row j belongs to active[j]. */
+async function decodeLoop(c: Common, start: Lane[], first: KvCache): Promise<void> {
+  const { decoder, stats } = c;
+  const V = decoder.vocabSize;
+  let active = start;
+  let cache = first;
+  const padded = active.some((l) => l.valid.includes(0));
+  while (active.length > 0) {
+    let t0 = now();
+    const B = active.length;
+    const T = cache.length + 1;
+    const tokens = active.map((l) => [l.result.tokenIds.at(-1)!]);
+    let layout: { mask: BigInt64Array; positions: BigInt64Array } | undefined;
+    if (padded) {
+      const mask = new BigInt64Array(B * T);
+      const positions = new BigInt64Array(B);
+      active.forEach((l, b) => {
+        for (let j = 0; j < T - 1; j++) mask[b * T + j] = BigInt(l.valid[j]!);
+        mask[b * T + T - 1] = 1n;
+        positions[b] = BigInt(l.pos);
+      });
+      layout = { mask, positions };
+    }
+    const step = await decoder.forward(tokens, cache, true, layout);
+    if (stats) {
+      stats.decodeSteps++;
+      stats.decodeTokens += B;
+      stats.decodeMs += now() - t0;
+    }
+    t0 = now();
+    const still: Lane[] = [];
+    const rows: number[] = [];
+    active.forEach((lane, j) => {
+      lane.valid.push(1);
+      lane.pos++;
+      if (draw(c, lane, step.logits.subarray(j * V, (j + 1) * V)))
+        c.retain?.(lane.row, keep(step.present, j, lane));
+      else {
+        still.push(lane);
+        rows.push(j);
+      }
+    });
+    if (stats) stats.sampleMs += now() - t0;
+    // Rows that stopped leave the batch: later steps cost only what is still running.
+    cache = rows.length === B ? step.present : step.present.gather(rows);
+    active = still;
+  }
+}

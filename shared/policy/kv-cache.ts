@@ -46,4 +46,53 @@ export class KvCache {
     };
     return new KvCache(this.shape, rows.length, this.length, this.keys.map(pick), this.values.map(pick));
   }
+
+  /** Row j as a one-row cache of only the columns where valid[column] is 1 (padding dropped). */
+  compactRow(j: number, valid: readonly number[]): KvCache {
+    if (valid.length !== this.length)
+      throw new Error(`compactRow: ${valid.length} flags for ${this.length} columns`);
+    const cols: number[] = [];
+    valid.forEach((v, c) => {
+      if (v === 1) cols.push(c);
+    });
+    const { numKvHeads: H, headDim: D } = this.shape;
+    const pick = (src: Float32Array): Float32Array => {
+      const out = new Float32Array(H * cols.length * D);
+      for (let h = 0; h < H; h++) {
+        const base = (j * H + h) * this.length * D;
+        cols.forEach((c, k) => {
+          out.set(src.subarray(base + c * D, base + (c + 1) * D), (h * cols.length + k) * D);
+        });
+      }
+      return out;
+    };
+    return new KvCache(this.shape, 1, cols.length, this.keys.map(pick), this.values.map(pick));
+  }
+
+  /** One batch of the given one-row caches, each right-aligned in `width` columns (left padding is zeros). */
+  static padLeft(rows: readonly KvCache[], width: number): KvCache {
+    const shape = rows[0]!.shape;
+    const { numLayers, numKvHeads: H, headDim: D } = shape;
+    for (const r of rows)
+      if (r.batch !== 1 || r.length > width)
+        throw new Error(`padLeft: rows must be one-row caches of <= ${width}`);
+    const build = (layer: number, which: 'keys' | 'values'): Float32Array => {
+      const out = new Float32Array(rows.length * H * width * D);
+      rows.forEach((r, b) => {
+        const src = r[which][layer]!;
+        const pad = width - r.length;
+        for (let h = 0; h < H; h++)
+          out.set(src.subarray(h * r.length * D, (h + 1) * r.length * D), ((b * H + h) * width + pad) * D);
+      });
+      return out;
+    };
+    const layers = Array.from({ length: numLayers }, (_, i) => i);
+    return new KvCache(
+      shape,
+      rows.length,
+      width,
+      layers.map((i) => build(i, 'keys')),
+      layers.map((i) => build(i, 'values')),
+    );
+  }
 }

@@ -71,13 +71,15 @@ export class OnnxDecoder {
   }
 
   /**
-   * Runs `tokens` (batch rows of equal length) on top of `past` (same batch). Every row is unpadded and its
-   * positions continue from past.length. With `lastOnly` the logits are those of each row's last position.
+   * Runs `tokens` (batch rows of equal length) on top of `past` (same batch). Without `layout` every row is
+   * unpadded and its positions continue from past.length; with it, `mask` ([batch, past + seq], 0 = padding)
+   * and `positions` ([batch, seq]) say otherwise. With `lastOnly` the logits are each row's last position's.
    */
   async forward(
     tokens: readonly (readonly number[])[],
     past: KvCache,
     lastOnly: boolean,
+    layout?: { mask: BigInt64Array; positions: BigInt64Array },
   ): Promise<ForwardResult> {
     const { ort } = this;
     const batch = tokens.length;
@@ -94,11 +96,17 @@ export class OnnxDecoder {
         ids[b * seq + j] = BigInt(tokens[b]![j]!);
         pos[b * seq + j] = BigInt(past.length + j);
       }
+    if (layout && (layout.mask.length !== batch * total || layout.positions.length !== batch * seq))
+      throw new Error('forward: layout mask/positions do not match the batch');
     const feeds: Record<string, Tensor> = {
       input_ids: new ort.Tensor('int64', ids, [batch, seq]),
-      attention_mask: new ort.Tensor('int64', new BigInt64Array(batch * total).fill(1n), [batch, total]),
+      attention_mask: new ort.Tensor('int64', layout?.mask ?? new BigInt64Array(batch * total).fill(1n), [
+        batch,
+        total,
+      ]),
     };
-    if (this.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', pos, [batch, seq]);
+    if (this.hasPositionIds)
+      feeds.position_ids = new ort.Tensor('int64', layout?.positions ?? pos, [batch, seq]);
     if (this.hasNumLogitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', [lastOnly ? 1n : 0n], []);
     const { numLayers, numKvHeads, headDim } = this.kv;
     const dims = [batch, numKvHeads, past.length, headDim];

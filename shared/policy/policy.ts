@@ -5,7 +5,7 @@ import type { BundleManifest } from '#shared/schemas/policy';
 import type { TurnStop } from '#shared/schemas/trajectory';
 import { type BundleCheck, readBundle } from './bundle.ts';
 import { CacheStore } from './cache-store.ts';
-import { decodeRows, emptyStats, type LoopStats, type RowSpec } from './decode-loop.ts';
+import { decodeEach, decodeRows, emptyStats, type LoopStats, type RowSpec } from './decode-loop.ts';
 import { KvCache } from './kv-cache.ts';
 import { OnnxDecoder } from './onnx-decoder.ts';
 import { checkSamplingParams, Sampler, type SamplingParams } from './sampler.ts';
@@ -47,6 +47,11 @@ export interface Continuation {
   /** The total response budget was spent by the appended messages: nothing was sampled. */
   budgetExhausted: boolean;
 }
+
+/** One item of continueTrajectories: the continuation, or the prefix break that stopped it. */
+export type ContinueResult =
+  | ({ ok: true } & Continuation)
+  | { ok: false; error: PrefixBreakError; state: TokenState };
 
 export interface PolicyMetrics extends LoopStats {
   prefixChecks: number;
@@ -147,43 +152,80 @@ export class Policy {
     messages: readonly ChatMessage[],
     s: SamplingParams,
   ): Promise<Continuation> {
+    const [r] = await this.continueTrajectories([{ state, messages }], s);
+    if (!r!.ok) throw r!.error;
+    return r!;
+  }
+
+  /**
+   * continueTrajectory for many trajectories at once, decoded as one batch (caches and new tokens left-padded
+   * and masked). A prefix break fails only its own item. Each trajectory keeps its own seed and sample index.
+   */
+  async continueTrajectories(
+    items: readonly { state: TokenState; messages: readonly ChatMessage[] }[],
+    s: SamplingParams,
+  ): Promise<ContinueResult[]> {
     checkSamplingParams(s);
-    let next: TokenState;
-    this.counters.prefixChecks++;
-    try {
-      next = appendMessages(state, messages, this.tokenizer, this.stops.eosIds).state;
-    } catch (err) {
-      if (err instanceof PrefixBreakError) this.counters.prefixBreaks++;
-      throw err;
-    }
-    const left = (s.maxTotalResponseTokens ?? Number.POSITIVE_INFINITY) - responseLength(next);
-    const budget = Math.min(s.maxNewTokens, left);
-    if (budget <= 0) {
-      return {
-        state: { ...next, cacheKey: null },
-        sample: { tokenIds: [], logprobs: [], stop: 'length', text: '' },
-        budgetExhausted: true,
-      };
-    }
-    const cached = this.caches.take(state.cacheKey, next.tokenIds);
-    if (cached) this.counters.cacheHits++;
-    else this.counters.cacheMisses++;
-    const past = cached ?? KvCache.empty(this.decoder.kv, 1);
-    let kept: KvCache | undefined;
-    const [result] = await decodeRows({
+    const out: ContinueResult[] = new Array(items.length);
+    const work: { index: number; next: TokenState; past: KvCache; budget: number }[] = [];
+    items.forEach(({ state, messages }, index) => {
+      this.counters.prefixChecks++;
+      let next: TokenState;
+      try {
+        next = appendMessages(state, messages, this.tokenizer, this.stops.eosIds).state;
+      } catch (err) {
+        if (!(err instanceof PrefixBreakError)) throw err;
+        this.counters.prefixBreaks++;
+        out[index] = { ok: false, error: err, state: err.state };
+        return;
+      }
+      const left = (s.maxTotalResponseTokens ?? Number.POSITIVE_INFINITY) - responseLength(next);
+      const budget = Math.min(s.maxNewTokens, left);
+      if (budget <= 0) {
+        out[index] = {
+          ok: true,
+          state: { ...next, cacheKey: null },
+          sample: { tokenIds: [], logprobs: [], stop: 'length', text: '' },
+          budgetExhausted: true,
+        };
+        return;
+      }
+      const cached = this.caches.take(state.cacheKey, next.tokenIds);
+      if (cached) this.counters.cacheHits++;
+      else this.counters.cacheMisses++;
+      work.push({ index, next, past: cached ?? KvCache.empty(this.decoder.kv, 1), budget });
+    });
+    const kept = new Map<number, KvCache>();
+    const results = await decodeEach({
       decoder: this.decoder,
       sampler: this.sampler,
-      past,
-      feed: next.tokenIds.slice(past.length),
-      rows: [{ sampleIndex: state.sampleIndex, turn: next.turns.length, budget }],
+      items: work.map((w) => ({
+        past: w.past,
+        feed: w.next.tokenIds.slice(w.past.length),
+        row: {
+          sampleIndex: w.next.sampleIndex,
+          turn: w.next.turns.length,
+          seed: w.next.seed,
+          budget: w.budget,
+        },
+      })),
       params: s,
       stops: this.stops,
-      retain: this.caches.budgetBytes > 0 ? (_, cache) => (kept = cache) : undefined,
+      retain: this.caches.budgetBytes > 0 ? (r, cache) => kept.set(r, cache) : undefined,
       stats: this.counters,
     });
-    const sample = { ...result!, text: turnContent(this.tokenizer, result!.tokenIds, result!.stop) };
-    const after = appendTurn(next, sample, this.version, this.tokenizer);
-    return { state: { ...after, cacheKey: this.keep(after.tokenIds, kept) }, sample, budgetExhausted: false };
+    work.forEach((w, r) => {
+      const result = results[r]!;
+      const sample = { ...result, text: turnContent(this.tokenizer, result.tokenIds, result.stop) };
+      const after = appendTurn(w.next, sample, this.version, this.tokenizer);
+      out[w.index] = {
+        ok: true,
+        state: { ...after, cacheKey: this.keep(after.tokenIds, kept.get(r)) },
+        sample,
+        budgetExhausted: false,
+      };
+    });
+    return out;
   }
 
   /** Counters since load: prefill/decode tokens and time, prefix checks and breaks, cache hits and misses. */

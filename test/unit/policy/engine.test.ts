@@ -190,6 +190,58 @@ describe('continueTrajectory', () => {
     }
   });
 
+  it('continues many trajectories as one padded batch, matching one-by-one re-prefills', async () => {
+    const params = s({ seed: 31, maxNewTokens: 6 });
+    const { states } = await policy.startGroup(messages, tools, 3, params);
+    // Different lengths and cache situations: 0 keeps its cache, 1 went through JSON (its key points at a cache
+    // this policy still holds), 2 is a turn further along and its cache was dropped.
+    const two = (await policy.continueTrajectory(states[2]!, toolResult, params)).state;
+    const items = [
+      { state: states[0]!, messages: toolResult },
+      { state: TokenStateSchema.parse(JSON.parse(JSON.stringify(states[1]!))), messages: toolResult },
+      { state: { ...two, cacheKey: null }, messages: [{ role: 'tool' as const, content: '7' }] },
+    ];
+    const hitsBefore = policy.metrics.cacheHits;
+    const batch = await policy.continueTrajectories(items, params);
+    expect(policy.metrics.cacheHits - hitsBefore).toBe(2);
+    const fresh = await loadPolicy(bundleDir, { threads: 1, cacheBytes: 0 });
+    try {
+      for (const [i, item] of items.entries()) {
+        const one = await fresh.continueTrajectory(item.state, item.messages, params);
+        const got = batch[i]!;
+        if (!got.ok) throw got.error;
+        expect(got.state.tokenIds.slice(0, -got.sample.tokenIds.length)).toEqual(
+          one.state.tokenIds.slice(0, -one.sample.tokenIds.length),
+        );
+        expect(got.sample.tokenIds).toEqual(one.sample.tokenIds);
+        expectClose(got.sample.logprobs, one.sample.logprobs);
+        const ref = await referenceLogprobs(
+          got.state.tokenIds,
+          got.state.tokenIds.length - got.sample.tokenIds.length,
+        );
+        expectClose(got.sample.logprobs, ref);
+      }
+    } finally {
+      await fresh.dispose();
+    }
+  });
+
+  it('a prefix break fails only its own item of a batch', async () => {
+    const params = s({ seed: 4, maxNewTokens: 3 });
+    const { states } = await policy.startGroup(messages, tools, 2, params);
+    const tampered = { ...states[0]!, text: `${states[0]!.text}!` }; // the template cannot render that "!"
+    const [bad, good] = await policy.continueTrajectories(
+      [
+        { state: tampered, messages: toolResult },
+        { state: states[1]!, messages: toolResult },
+      ],
+      params,
+    );
+    expect(bad!.ok).toBe(false);
+    if (!bad!.ok) expect(bad!.error).toBeInstanceOf(PrefixBreakError);
+    expect(good!.ok && good!.sample.tokenIds.length > 0).toBe(true);
+  });
+
   it('stops at the total response budget', async () => {
     const params = s({ seed: 2, maxNewTokens: 4, maxTotalResponseTokens: 30 });
     const { states } = await policy.startGroup(messages, tools, 1, params);

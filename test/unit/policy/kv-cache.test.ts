@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { KvCache } from '#shared/policy/kv-cache';
+
+// One layer, 2 KV heads, head dim 1: value = 100 * row + 10 * head + column, so every float names its place.
+const shape = { numLayers: 1, numKvHeads: 2, headDim: 1 };
+function cache(batch: number, length: number, offset = 0): KvCache {
+  const data = new Float32Array(batch * 2 * length);
+  for (let b = 0; b < batch; b++)
+    for (let h = 0; h < 2; h++)
+      for (let c = 0; c < length; c++) data[(b * 2 + h) * length + c] = 100 * b + 10 * h + c + offset;
+  return new KvCache(shape, batch, length, [data], [data.map((x) => -x)]);
+}
+
+describe('KvCache', () => {
+  it('gathers rows, repeats allowed (tiling a prefilled prompt)', () => {
+    const g = cache(2, 3).gather([1, 1, 0]);
+    expect([...g.keys[0]!]).toEqual([
+      100, 101, 102, 110, 111, 112, 100, 101, 102, 110, 111, 112, 0, 1, 2, 10, 11, 12,
+    ]);
+    expect(g.batch).toBe(3);
+    expect(g.bytes).toBe(2 * 3 * 2 * 3 * 4);
+    expect(() => cache(2, 3).gather([2])).toThrow(/row 2 of a batch of 2/);
+  });
+
+  it('pads one-row caches on the left into one batch', () => {
+    const p = KvCache.padLeft([cache(1, 1), cache(1, 3, 5)], 3);
+    // row 0: [_, _, 0] per head; row 1: [5, 6, 7] / [15, 16, 17]
+    expect([...p.keys[0]!]).toEqual([0, 0, 0, 0, 0, 10, 5, 6, 7, 15, 16, 17]);
+    expect([...p.values[0]!]).toEqual([0, 0, -0, 0, 0, -10, -5, -6, -7, -15, -16, -17]);
+  });
+
+  it('compacts a padded row back to its real columns', () => {
+    const c = cache(2, 4).compactRow(1, [0, 1, 0, 1]);
+    expect(c.length).toBe(2);
+    expect([...c.keys[0]!]).toEqual([101, 103, 111, 113]);
+    expect(() => cache(1, 4).compactRow(0, [1])).toThrow(/1 flags for 4 columns/);
+  });
+});
