@@ -21,6 +21,7 @@ from .common import SignalGuard, Terminated, base_parser, setup_logging
 from .stdio import LineWriter
 
 log = logging.getLogger("toolrl_learner.sqs")
+RELEASE_S = 2  # visibility given back to another run's message
 
 
 class InFlight:
@@ -158,7 +159,9 @@ def main(argv: list[str]) -> int:
     p.add_argument(
         "--visibility", type=int, default=900, help="visibility lease (s), renewed every third of it"
     )
-    p.add_argument("--idle-exit", type=float, help="exit after this many seconds without a message (tests)")
+    p.add_argument(
+        "--idle-exit", type=float, help="finish after this many seconds without a message for this run"
+    )
     args = p.parse_args(argv)
     for flag in ("run_id", "root", "queue_url"):
         if not getattr(args, flag):

@@ -65,7 +65,9 @@ def _token_logprobs(
 class Policy:
     """Owns the modules; the trainer owns the optimiser."""
 
-    def __init__(self, cfg: LearnerConfig, model_dir: Path, device: torch.device, base: nn.Module | None = None) -> None:
+    def __init__(
+        self, cfg: LearnerConfig, model_dir: Path, device: torch.device, base: nn.Module | None = None
+    ) -> None:
         """base: an already built CausalLM on `device` (benchmarks with random weights); else loaded from model_dir."""
         from ..model.hf_io import load_pretrained
 
@@ -78,7 +80,9 @@ class Policy:
             log.info(
                 "model.dtype bf16 on %s: computing in fp32 (bf16 autocast is used on a GPU)", device.type
             )
-        self.base: nn.Module = base if base is not None else load_pretrained(self.model_dir, dtype=torch.float32, device=device)
+        self.base: nn.Module = (
+            base if base is not None else load_pretrained(self.model_dir, dtype=torch.float32, device=device)
+        )
         if cfg.gradient_checkpointing:
             self.base.gradient_checkpointing_enable()
         self.peft = None

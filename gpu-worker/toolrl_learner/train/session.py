@@ -216,12 +216,20 @@ class LearnerSession:
         if self.done:
             return
         group_id = line.get("groupId") or (line.get("group") or {}).get("groupId") or "?"
+        run_id = line.get("runId") or (line.get("group") or {}).get("runId")
         try:
             group = self.resolve(line)
         except (ContractError, BlobNotFound, ValueError, KeyError) as e:
             reason = f"manifest {e} not found" if isinstance(e, BlobNotFound) else str(e)
             log.warning("dropping invalid group %s: %s", group_id, reason)
             self.emit({"type": "dropped", "groupId": group_id, "reason": "invalid", "message": reason})
+            if run_id == self.run_id and group_id != "?" and group_id not in self.settled | self.in_flight:
+                # One of this run's planned groups that can never be trained: counted, so the run can end.
+                self.state.groups_dropped += 1
+                self.state.dropped_group_ids.append(group_id)
+                self.dropped_since_step += 1
+                self.in_flight.add(group_id)
+            self.tick()
             return
         gid = group["groupId"]
         if gid in self.settled or gid in self.in_flight:

@@ -1,0 +1,162 @@
+"""The sqs driver against LocalStack (S3 + SQS): messages are deleted only after the checkpoint that
+covers their group, visibility is extended while training runs, another run's messages are released,
+bad ones are dead-lettered with their reason, and a killed learner's uncommitted groups come back.
+
+Runs where LocalStack is: `scripts/e2e.sh` exports AWS_ENDPOINT_URL (skipped in the CPU suite otherwise).
+"""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from toolrl_learner.model.tiny import TinySpec, build_tiny
+from toolrl_learner.train.synthetic import group, trajectory
+
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("AWS_ENDPOINT_URL"), reason="needs LocalStack (scripts/e2e.sh)"
+)
+RUN = "r-sqs"
+
+
+@pytest.fixture()
+def aws(tmp_path):
+    import boto3
+
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    s3 = boto3.client("s3", endpoint_url=endpoint)
+    sqs = boto3.client("sqs", endpoint_url=endpoint)
+    suffix = uuid.uuid4().hex[:8]
+    bucket = f"toolrl-learner-test-{suffix}"
+    s3.create_bucket(Bucket=bucket)
+    dlq = sqs.create_queue(QueueName=f"scored-groups-dlq-{suffix}")["QueueUrl"]
+    queue = sqs.create_queue(QueueName=f"scored-groups-{suffix}")["QueueUrl"]
+    model = build_tiny(
+        tmp_path / "model", TinySpec(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1)
+    )
+    yield {
+        "s3": s3,
+        "sqs": sqs,
+        "bucket": bucket,
+        "queue": queue,
+        "dlq": dlq,
+        "model": model,
+        "tmp": tmp_path,
+    }
+    for q in (queue, dlq):
+        sqs.delete_queue(QueueUrl=q)
+    for obj in s3.list_objects_v2(Bucket=bucket).get("Contents", []):
+        s3.delete_object(Bucket=bucket, Key=obj["Key"])
+    s3.delete_bucket(Bucket=bucket)
+
+
+def _put_run(aws, planned):
+    config = {
+        "model": {"path": str(aws["model"]), "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "trainer": {
+            "batch_prompts": 2,
+            "save_every": 2,
+            "publish_every": 2,
+            "max_staleness": 10,
+            "micro_batch_tokens": 256,
+        },
+        "logging": {"tensorboard": False},
+    }
+    body = json.dumps({"config": config, "totals": {"groupsPlanned": planned}})
+    aws["s3"].put_object(Bucket=aws["bucket"], Key=f"runs/{RUN}/run.json", Body=body)
+
+
+def _send_group(aws, i, run=RUN, sha=None):
+    g = group(run, f"e0-p{i}", [trajectory([5, 6, 7], [[10 + i, 11 + k]], float(k % 2)) for k in range(4)])
+    raw = json.dumps(g).encode()
+    key = f"runs/{run}/groups/e0-p{i}.json"
+    aws["s3"].put_object(Bucket=aws["bucket"], Key=key, Body=raw)
+    msg = {"schemaVersion": 1, "runId": run, "groupId": g["groupId"], "manifestKey": key,
+           "sha256": sha or hashlib.sha256(raw).hexdigest()}  # fmt: skip
+    aws["sqs"].send_message(QueueUrl=aws["queue"], MessageBody=json.dumps(msg))
+
+
+def _learner(aws, *extra):
+    cmd = [sys.executable, "-m", "toolrl_learner", "sqs", "--run-id", RUN, "--root", f"s3://{aws['bucket']}",
+           "--queue-url", aws["queue"], "--dlq-url", aws["dlq"], "--wait", "1", "--device", "cpu",
+           "--workdir", str(aws["tmp"] / "work"), *extra]  # fmt: skip
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}
+    )
+
+
+def _lines_until(proc, pred):
+    lines = []
+    for raw in proc.stdout:
+        lines.append(json.loads(raw))
+        if pred(lines[-1]):
+            return lines
+    raise AssertionError(f"learner exited ({proc.wait()}) early: {lines}")
+
+
+def _count(aws, url):
+    attrs = aws["sqs"].get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    return int(attrs["ApproximateNumberOfMessages"]), int(attrs["ApproximateNumberOfMessagesNotVisible"])
+
+
+def test_commit_deletes_and_bad_messages_are_dead_lettered_on_localstack(aws):
+    _put_run(aws, planned=None)  # unknown: the learner runs until the queue has nothing for it
+    for i in range(4):
+        _send_group(aws, i)
+    _send_group(aws, 9, run="another-run")
+    _send_group(aws, 8, sha="0" * 64)
+    aws["sqs"].send_message(QueueUrl=aws["queue"], MessageBody="{not json")
+    # a visibility lease shorter than the run: only the heartbeat keeps the messages from coming back
+    p = _learner(aws, "--visibility", "6", "--idle-exit", "8")
+    lines = _lines_until(p, lambda m: m["type"] == "done")
+    assert p.wait(timeout=60) == 0
+    kinds = [(m["type"], m.get("groupId")) for m in lines if m["type"] in ("dropped", "committed")]
+    assert ("dropped", "e0-p8") in kinds
+    assert not [m for m in lines if m["type"] == "dropped" and m["reason"] == "duplicate"]
+    committed = sorted(g for m in lines if m["type"] == "committed" for g in m["groupIds"])
+    assert committed == ["e0-p0", "e0-p1", "e0-p2", "e0-p3"]
+    # the queue keeps only the other run's message, visible again; the DLQ has the two bad ones with reasons
+    assert sum(_count(aws, aws["queue"])) == 1
+    dead = aws["sqs"].receive_message(
+        QueueUrl=aws["dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    )
+    reasons = sorted(m["MessageAttributes"]["reason"]["StringValue"] for m in dead["Messages"])
+    assert (
+        len(reasons) == 2
+        and "sha256" in reasons[0]
+        and reasons[1].startswith("unreadable scored-group message")
+    )
+    keys = {o["Key"] for o in aws["s3"].list_objects_v2(Bucket=aws["bucket"])["Contents"]}
+    assert {f"runs/{RUN}/policy/LATEST.json", f"runs/{RUN}/learner/state.json",
+            f"runs/{RUN}/checkpoints/step-2/COMPLETE.json", f"runs/{RUN}/metrics/metrics.jsonl"} <= keys  # fmt: skip
+
+
+def test_killed_learner_gets_its_uncommitted_groups_back_on_localstack(aws):
+    _put_run(aws, planned=6)
+    for i in range(6):
+        _send_group(aws, i)
+    p = _learner(aws, "--visibility", "5")
+    _lines_until(p, lambda m: m["type"] == "committed" and m["step"] == 2)
+    _lines_until(p, lambda m: m["type"] == "step" and m["step"] == 3)  # trained, not committed
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    time.sleep(6)  # the lease of the uncommitted messages runs out
+    assert sum(_count(aws, aws["queue"])) == 2  # e0-p4 and e0-p5 only: the first four were deleted
+    p = _learner(aws, "--visibility", "30")
+    lines = _lines_until(p, lambda m: m["type"] == "done")
+    assert p.wait(timeout=60) == 0
+    assert (
+        lines[0] == {"type": "ready", "policyVersion": 1, "resumedFromStep": 2} or lines[1]["type"] == "ready"
+    )
+    assert [m["step"] for m in lines if m["type"] == "step"] == [3]
+    assert sum(_count(aws, aws["queue"])) == 0
