@@ -8,11 +8,9 @@
 //                   (`eos` after the last user turn; BFCL fails force-terminated entries), else 0
 //   score           progress (default) or success (`score: success`)
 import { z } from 'zod';
-import { toolsAtTurn } from '#shared/episode/user-turns';
+import { checkTrajectory } from '#shared/tools/bfcl/check';
 import { sharedBfclEnv } from '#shared/tools/bfcl/client';
-import { bfclEntryOf, groundTruthOf } from '#shared/tools/bfcl/entry';
 import { ensureBfclEnv } from '#shared/tools/bfcl/env';
-import { callsByUserTurn } from '#shared/tools/bfcl/trajectory';
 import { defineReward } from '../types.ts';
 
 const BfclConfigSchema = z
@@ -31,30 +29,20 @@ export const bfclReward = defineReward({
   create: (config) => {
     let ready: Promise<unknown> | null = null;
     return async (input) => {
-      ready ??= ensureBfclEnv({ python: config.python });
+      ready ??= ensureBfclEnv({ python: config.python }).catch((err) => {
+        ready = null; // the next trajectory tries again
+        throw err;
+      });
       await ready;
-      const entry = bfclEntryOf(input.extraInfo);
-      const groundTruth = groundTruthOf(input.groundTruth);
-      const tools = toolsAtTurn({ extra_info: input.extraInfo }, Number.POSITIVE_INFINITY);
-      // Without the row's tool list every call is offered to the checker (it skips names it does not know).
-      const functions = new Set(
-        tools.length > 0
-          ? tools.map((t) => t.function.name)
-          : input.turns.flatMap((t) => t.calls.map((c) => c.name)),
-      );
-      const modelTurns = callsByUserTurn(input.turns, functions);
-      const result = await sharedBfclEnv({ python: config.python }).score(
-        entry,
-        groundTruth,
-        modelTurns.slice(0, groundTruth.length),
-        input.finishReason !== 'eos',
-      );
-      const passed = result.turns.filter((t) => t.passed).length;
-      const progress = passed / result.turns.length;
-      const success = result.success.valid ? 1 : 0;
+      const check = await checkTrajectory(sharedBfclEnv({ python: config.python }), input);
       return {
-        score: config.score === 'success' ? success : progress,
-        components: { progress, success, turns_passed: passed, turns: result.turns.length },
+        score: config.score === 'success' ? check.success : check.progress,
+        components: {
+          progress: check.progress,
+          success: check.success,
+          turns_passed: check.turnsPassed,
+          turns: check.turns.length,
+        },
       };
     };
   },

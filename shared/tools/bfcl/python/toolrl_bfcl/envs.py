@@ -250,16 +250,22 @@ class Environments:
         self.live.clear()
 
 
-def public_state(value):
-    """A JSON view of an object graph: public attributes of objects (what BFCL's state check compares)."""
+def public_state(value, _path: frozenset = frozenset()):
+    """A JSON view of an object graph: public attributes of objects (what BFCL's state check compares).
+    A reference back to an object on the current path (a directory's `parent`) is written as its class name."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if id(value) in _path:
+        return f"<{type(value).__name__} (cycle)>"
+    path = _path | {id(value)}
     if isinstance(value, (list, tuple)):
-        return [public_state(v) for v in value]
+        return [public_state(v, path) for v in value]
     if isinstance(value, dict):
-        return {str(k): public_state(v) for k, v in value.items()}
+        return {str(k): public_state(v, path) for k, v in value.items()}
     if hasattr(value, "__dict__"):
         return {
-            k: public_state(v) for k, v in vars(value).items() if not k.startswith("_")
+            k: public_state(v, path)
+            for k, v in vars(value).items()
+            if not k.startswith("_")
         }
     return repr(value)

@@ -26,6 +26,7 @@ def export(
     out = Path(out_dir)
     (out / "possible_answer").mkdir(parents=True, exist_ok=True)
     written = []
+    found: set[str] = set()
     for category in categories:
         if category not in CATEGORIES:
             raise ValueError(
@@ -36,6 +37,7 @@ def export(
         chosen = [e for e in entries if ids is None or e["id"] in ids]
         if limit is not None:
             chosen = chosen[:limit]
+        found.update(e["id"] for e in chosen)
         name = f"{VERSION_PREFIX}_{category}.json"
         with open(out / name, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in chosen)
@@ -46,4 +48,10 @@ def export(
         written.append(
             {"category": category, "file": str(out / name), "entries": len(chosen)}
         )
+    if ids is not None:
+        missing = sorted(ids - found)
+        if missing:
+            raise ValueError(
+                f"no entry with id {', '.join(missing)} in {', '.join(categories)}"
+            )
     return written
