@@ -80,6 +80,12 @@ export class LearnerBridge {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.child = child;
+    // If this process exits without stopping the learner (a crash, a second Ctrl-C), take it down too.
+    const killOnExit = () => {
+      if (this.running) child.kill('SIGTERM');
+    };
+    process.once('exit', killOnExit);
+    child.once('exit', () => process.off('exit', killOnExit));
     child.stderr!.pipe(this.logStream);
     child.stdin!.on('error', () => {}); // EPIPE after the learner exits is reported through exit()
     this.exited = new Promise((resolve) => {

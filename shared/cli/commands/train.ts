@@ -1,0 +1,86 @@
+// `toolrl train CONFIG [--max-steps N] [--workdir DIR] [--resume RUN_ID]`: a whole run on this machine with no
+// server (embedded queues and blobs, handlers in-process, the learner as a Python subprocess).
+import type { Command } from 'commander';
+import { UsageError } from '../errors.ts';
+
+const positiveInt = (name: string) => (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`${name} must be a positive integer, got ${v}`);
+  return n;
+};
+
+export function register(program: Command): void {
+  program
+    .command('train')
+    .description('Train on this machine: embedded pipeline, handlers in-process, the learner as a subprocess')
+    .argument('<config>', 'run config (YAML), e.g. examples/quickstart/run.yaml')
+    .option('--max-steps <n>', 'stop after this many learner steps', positiveInt('--max-steps'))
+    .option('--workdir <dir>', 'where runs/<runId>/ is written', '.')
+    .option('--resume <runId>', 'continue an interrupted run in the workdir')
+    .option(
+      '--threads <n>',
+      'ONNX Runtime threads per rollout session (default: all cores)',
+      positiveInt('--threads'),
+    )
+    .option('--json', 'print the final summary as JSON on stdout')
+    .action(
+      async (
+        config: string,
+        o: { maxSteps?: number; workdir: string; resume?: string; threads?: number; json?: boolean },
+      ) => {
+        const { train } = await import('../../runtime/train.ts');
+        const { TrainProgress, formatEval } = await import('../../runtime/progress.ts');
+        const { ConfigError } = await import('../../pipeline/run-config.ts');
+        const stop = new AbortController();
+        let interrupts = 0;
+        const onSigint = () => {
+          interrupts++;
+          if (interrupts === 1) {
+            process.stderr.write('\nstopping cleanly (the learner checkpoints); Ctrl-C again to force\n');
+            stop.abort();
+          } else process.exit(130);
+        };
+        process.on('SIGINT', onSigint);
+        process.on('SIGTERM', onSigint);
+        const progress = new TrainProgress(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {});
+        let result: Awaited<ReturnType<typeof train>>;
+        try {
+          result = await train({
+            configPath: config,
+            workdir: o.workdir,
+            signal: stop.signal,
+            ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
+            ...(o.resume ? { resume: o.resume } : {}),
+            ...(o.threads ? { ortThreads: o.threads } : {}),
+            onEvent: (e) => progress.onEvent(e),
+          });
+        } catch (err) {
+          if (err instanceof ConfigError) throw new UsageError(err.message);
+          throw err;
+        } finally {
+          progress.stop();
+          process.off('SIGINT', onSigint);
+          process.off('SIGTERM', onSigint);
+        }
+        const out = process.stderr;
+        const mins = `${Math.floor(result.seconds / 60)}m${Math.round(result.seconds % 60)}s`;
+        const l = result.learner;
+        out.write(
+          `\nrun ${result.runId} ${result.status} in ${mins}${l ? ` (step ${l.step}, policy v${l.policyVersion})` : ''}\n`,
+        );
+        if (result.reason) out.write(`  reason: ${result.reason}\n`);
+        const first = result.evals[0];
+        const last = result.evals.at(-1);
+        if (first) out.write(`  start  ${formatEval(first)}\n`);
+        if (last && last !== first) out.write(`  end    ${formatEval(last)}\n`);
+        out.write(`  metrics: ${result.metricsPath}\n  plot:    ${result.plotPath}\n`);
+        out.write(`  tensorboard --logdir ${result.runDir}/metrics/tensorboard\n`);
+        if (result.status === 'interrupted')
+          out.write(
+            `  resume with: toolrl train ${config} --workdir ${o.workdir} --resume ${result.runId}\n`,
+          );
+        if (o.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+        process.exitCode = result.status === 'completed' ? 0 : result.status === 'interrupted' ? 130 : 1;
+      },
+    );
+}

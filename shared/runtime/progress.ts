@@ -1,0 +1,161 @@
+// What `toolrl train` shows while it runs: a progress bar (cli-progress) over learner steps with the policy
+// version, reward, rollouts/s, tool calls per trajectory and queue depths; plain lines when stderr is not
+// a terminal. Validation results are printed as they land.
+import cliProgress from 'cli-progress';
+import type { EvalSummary } from '../pipeline/eval.ts';
+import type { QueueSet } from '../ports/queue-set.ts';
+import type { TrainEvent } from './train.ts';
+
+export interface ProgressOptions {
+  readonly stream?: NodeJS.WriteStream;
+  readonly intervalSec?: number;
+  /** Steps the run will take when known up front (--max-steps); otherwise read from the run's plan. */
+  readonly maxSteps?: number;
+}
+
+const fmt = (x: number | null | undefined, digits = 3): string =>
+  x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits);
+
+export const formatEval = (s: EvalSummary): string =>
+  `v${s.policyVersion}: reward ${fmt(s.rewardMean)} ± ${fmt(s.rewardStd, 2)}, accuracy ${
+    s.accuracy === null ? '-' : `${(100 * s.accuracy).toFixed(1)}%`
+  }, tool calls/trajectory ${fmt(s.toolCallsPerTrajectory, 2)} (${s.trajectories} trajectories)`;
+
+export class TrainProgress {
+  private readonly stream: NodeJS.WriteStream;
+  private bar: cliProgress.SingleBar | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly startedAt = Date.now();
+  private trajectories = 0;
+  private step = 0;
+  private total = 0;
+  private version = 0;
+  private reward: number | null = null;
+  private toolCalls: number | null = null;
+  private phase = 'starting the learner';
+  private depths = '';
+  private queues: QueueSet | undefined;
+
+  constructor(private readonly opts: ProgressOptions = {}) {
+    this.stream = opts.stream ?? process.stderr;
+  }
+
+  private get tty(): boolean {
+    return Boolean(this.stream.isTTY);
+  }
+
+  onEvent(e: TrainEvent): void {
+    switch (e.kind) {
+      case 'started':
+        this.queues = e.queues;
+        this.total = this.opts.maxSteps ?? e.config.trainer.max_steps ?? 0;
+        this.print(`${e.resumed ? 'resuming' : 'starting'} run ${e.runId} (outputs in ${e.runDir})`);
+        this.begin(e.config.logging.progress_interval_s);
+        break;
+      case 'running': {
+        const planned = e.run.totals.groupsPlanned;
+        const batch = e.run.config?.trainer.batch_prompts ?? 1;
+        if (!this.total && planned) this.total = Math.ceil(planned / batch);
+        break;
+      }
+      case 'learner':
+        if (e.line.type === 'ready') this.phase = `training from policy v${e.line.policyVersion}`;
+        if (e.line.type === 'published') this.version = e.line.version;
+        if (e.line.type === 'step') {
+          this.step = e.line.step;
+          this.reward = e.line.metrics.reward_mean ?? null;
+          this.toolCalls = e.line.metrics.tool_calls_per_trajectory ?? null;
+        }
+        if (e.line.type === 'done') this.phase = 'learner done; final validation';
+        break;
+      case 'invoke':
+        if (e.result.function === 'reward') this.trajectories += e.result.records - e.result.failed;
+        break;
+      case 'eval':
+        this.print(`validation ${formatEval(e.summary)}`);
+        break;
+    }
+    this.render();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.render();
+    this.bar?.stop();
+    this.bar = undefined;
+  }
+
+  private begin(intervalSec: number): void {
+    if (this.tty) {
+      this.bar = new cliProgress.SingleBar(
+        {
+          stream: this.stream,
+          format:
+            'step {value}/{total} |{bar}| v{version} reward {reward} | {rps} traj/s | tools/traj {tools} | queues {queues} | {phase}',
+          barsize: 20,
+          hideCursor: true,
+          clearOnComplete: false,
+          fps: 4,
+        },
+        cliProgress.Presets.shades_classic,
+      );
+      this.bar.start(Math.max(1, this.total), this.step, this.payload());
+    }
+    const every = (this.opts.intervalSec ?? intervalSec) * 1000;
+    this.timer = setInterval(() => void this.tick(), every);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    const set = this.queues;
+    if (set) {
+      const short: Record<string, string> = {
+        rollout: 'r',
+        'tool-calls': 't',
+        reward: 'w',
+        'scored-groups': 'g',
+      };
+      const parts: string[] = [];
+      for (const [name, letter] of Object.entries(short)) {
+        const d = await set.queues[name as keyof typeof set.queues].depth();
+        parts.push(`${letter}${d.visible + d.inFlight}`);
+      }
+      this.depths = parts.join(' ');
+    }
+    if (this.tty) this.render();
+    else this.print(this.line());
+  }
+
+  private payload() {
+    const secs = (Date.now() - this.startedAt) / 1000;
+    return {
+      version: this.version,
+      reward: fmt(this.reward),
+      rps: (this.trajectories / Math.max(1, secs)).toFixed(2),
+      tools: fmt(this.toolCalls, 2),
+      queues: this.depths || '-',
+      phase: this.phase,
+    };
+  }
+
+  private line(): string {
+    const p = this.payload();
+    return `step ${this.step}/${this.total || '?'} v${p.version} reward ${p.reward} ${p.rps} traj/s tools/traj ${p.tools} queues ${p.queues} (${p.phase})`;
+  }
+
+  private render(): void {
+    if (!this.bar) return;
+    this.bar.setTotal(Math.max(1, this.total));
+    this.bar.update(this.step, this.payload());
+  }
+
+  /** A line above the bar (or a plain line without a terminal). */
+  print(text: string): void {
+    if (this.bar) {
+      this.stream.write('\r\x1b[2K');
+      this.stream.write(`${text}\n`);
+      this.bar.render();
+    } else this.stream.write(`${text}\n`);
+  }
+}

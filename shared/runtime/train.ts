@@ -1,0 +1,213 @@
+// `toolrl train`: one whole run on this machine. Uploads the config and the files it names into the workdir's
+// blob store the way `toolrl submit` uploads them to S3 (the dataset last: its notification starts the run),
+// runs the pipeline and the learner until the run completes, fails, or is interrupted (Ctrl-C: everything
+// stops cleanly and `--resume RUN_ID` continues from the queues' journals and the learner's checkpoint).
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { readJson } from '../pipeline/blob-json.ts';
+import { type EvalSummary, EvalSummarySchema } from '../pipeline/eval.ts';
+import { jsonLinesLog } from '../pipeline/log.ts';
+import {
+  ConfigError,
+  checkInputNames,
+  inputName,
+  parseRunConfig,
+  referencedFiles,
+} from '../pipeline/run-config.ts';
+import { readRunStatus, transitionRun } from '../pipeline/run-status.ts';
+import type { QueueSet } from '../ports/queue-set.ts';
+import type { RunConfig } from '../schemas/config/run.ts';
+import { type LearnerOutputLine, type LearnerState, LearnerStateSchema } from '../schemas/learner-stdio.ts';
+import { RunIdSchema } from '../schemas/messages/run-event.ts';
+import type { RunStatus } from '../schemas/run-status.ts';
+import { keys } from '../topology.ts';
+import { EmbeddedPipeline } from './embedded.ts';
+import type { InvocationResult } from './event-source-mapping.ts';
+
+export interface TrainOptions {
+  readonly configPath: string;
+  /** Blob store root; the run's files go under `<workdir>/runs/<runId>/`. */
+  readonly workdir: string;
+  readonly maxSteps?: number;
+  /** Continue this run (its queues and the learner's checkpoint) instead of starting a new one. */
+  readonly resume?: string;
+  readonly runId?: string;
+  readonly ortThreads?: number;
+  readonly python?: string;
+  /** Ctrl-C: stop cleanly. */
+  readonly signal?: AbortSignal;
+  readonly onEvent?: (e: TrainEvent) => void;
+}
+
+export type TrainEvent =
+  | { kind: 'started'; runId: string; runDir: string; resumed: boolean; config: RunConfig; queues: QueueSet }
+  | { kind: 'running'; run: RunStatus }
+  | { kind: 'learner'; line: LearnerOutputLine }
+  | { kind: 'invoke'; result: InvocationResult }
+  | { kind: 'eval'; summary: EvalSummary };
+
+export interface TrainResult {
+  readonly runId: string;
+  readonly runDir: string;
+  readonly status: RunStatus['status'] | 'interrupted';
+  readonly reason: string | null;
+  readonly learner: LearnerState | undefined;
+  /** Validation summaries by policy version, in version order. */
+  readonly evals: EvalSummary[];
+  readonly metricsPath: string;
+  readonly plotPath: string;
+  readonly seconds: number;
+}
+
+/** `quickstart-20250101-120000`: the config's name and the start time (unique per second and per workdir). */
+export function newRunId(config: RunConfig, now = new Date()): string {
+  const slug =
+    config.name
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'run';
+  const t = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${slug.slice(0, 100)}-${t}`;
+}
+
+export async function train(opts: TrainOptions): Promise<TrainResult> {
+  const started = Date.now();
+  const configPath = resolve(opts.configPath);
+  const configDir = dirname(configPath);
+  let configText: string;
+  try {
+    configText = readFileSync(configPath, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read ${opts.configPath}: ${(err as Error).message}`);
+  }
+  const config = parseRunConfig(configText, opts.configPath);
+  checkInputNames(config);
+  const files = referencedFiles(config);
+  const local = (p: string) => (isAbsolute(p) ? p : join(configDir, p));
+  for (const p of [...files.train, ...files.val, ...files.other])
+    if (!existsSync(local(p)))
+      throw new ConfigError(`${opts.configPath} names ${p}, which does not exist (${local(p)})`);
+
+  const workdir = resolve(opts.workdir);
+  const runId = opts.resume ?? opts.runId ?? newRunId(config);
+  const idCheck = RunIdSchema.safeParse(runId);
+  if (!idCheck.success) throw new ConfigError(`run id ${runId}: ${idCheck.error.issues[0]?.message}`);
+  const runDir = join(workdir, 'runs', runId);
+  if (opts.resume && !existsSync(join(runDir, 'run.json')))
+    throw new ConfigError(
+      `there is no run ${runId} to resume in ${workdir} (no ${join(runDir, 'run.json')})`,
+    );
+  if (!opts.resume && existsSync(runDir))
+    throw new ConfigError(`${runDir} already exists; use --resume ${runId}`);
+  await mkdir(runDir, { recursive: true });
+
+  const logFile = createWriteStream(join(runDir, 'pipeline.log'), { flags: 'a' });
+  const log = jsonLinesLog((l) => logFile.write(l), { runId });
+  const emit = opts.onEvent ?? (() => {});
+  const pipeline = new EmbeddedPipeline({
+    root: workdir,
+    runId,
+    sourceDir: configDir,
+    log,
+    ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
+    ...(opts.ortThreads !== undefined ? { ortThreads: opts.ortThreads } : {}),
+    ...(opts.python ? { python: opts.python } : {}),
+    onLearnerLine: (line) => emit({ kind: 'learner', line }),
+    onInvoke: (result) => emit({ kind: 'invoke', result }),
+  });
+  const seenEvals = new Set<number>();
+  const unwatch = pipeline.blobs.onPut((key) => {
+    if (!key.startsWith(`${keys.metrics(runId)}eval/`)) return;
+    void readJson(pipeline.blobs, key, EvalSummarySchema).then((s) => {
+      if (s && !seenEvals.has(s.value.policyVersion)) {
+        seenEvals.add(s.value.policyVersion);
+        emit({ kind: 'eval', summary: s.value });
+      }
+    });
+  });
+
+  let interrupted = false;
+  try {
+    pipeline.start();
+    emit({ kind: 'started', runId, runDir, resumed: Boolean(opts.resume), config, queues: pipeline.queues });
+    if (opts.resume) {
+      const run = await readRunStatus(pipeline.blobs, runId);
+      if (run && (run.status === 'starting' || run.status === 'running')) pipeline.startLearner(runId);
+    } else {
+      await pipeline.blobs.put(keys.config(runId), configText);
+      const put = (p: string) =>
+        pipeline.blobs.put(`${keys.inputPrefix(runId)}${inputName(p)}`, readFileSync(local(p)));
+      for (const p of files.other) await put(p);
+      for (const p of files.val) await put(p);
+      for (const p of files.train) await put(p);
+    }
+    interrupted = await waitForEnd(pipeline, runId, opts.signal, (run) => emit({ kind: 'running', run }));
+  } finally {
+    unwatch();
+    await pipeline.stop();
+    await new Promise<void>((r) => logFile.end(r));
+  }
+
+  const run = await readRunStatus(pipeline.blobs, runId);
+  const learner = (await readJson(pipeline.blobs, keys.learnerState(runId), LearnerStateSchema))?.value;
+  const evals: EvalSummary[] = [];
+  for (const info of await pipeline.blobs.list(`${keys.metrics(runId)}eval/`)) {
+    const s = await readJson(pipeline.blobs, info.key, EvalSummarySchema);
+    if (s) evals.push(s.value);
+  }
+  evals.sort((a, b) => a.policyVersion - b.policyVersion);
+  return {
+    runId,
+    runDir,
+    status: interrupted ? 'interrupted' : (run?.status ?? 'failed'),
+    reason: run?.reason ?? null,
+    learner,
+    evals,
+    metricsPath: join(runDir, 'metrics', 'metrics.jsonl'),
+    plotPath: join(runDir, 'metrics', 'reward_curve.png'),
+    seconds: (Date.now() - started) / 1000,
+  };
+}
+
+/** Waits for the run to complete or fail; returns true when interrupted by the signal instead. */
+async function waitForEnd(
+  pipeline: EmbeddedPipeline,
+  runId: string,
+  signal: AbortSignal | undefined,
+  onRunning: (run: RunStatus) => void,
+): Promise<boolean> {
+  let learnerEnd: Promise<void> | undefined;
+  let announced = false;
+  for (;;) {
+    if (signal?.aborted) return true;
+    const run = await readRunStatus(pipeline.blobs, runId);
+    if (run?.status === 'completed' || run?.status === 'failed') return false;
+    if (run?.status === 'running' && !announced) {
+      announced = true;
+      onRunning(run);
+    }
+    const bridge = pipeline.learner;
+    if (bridge && !learnerEnd) {
+      learnerEnd = bridge.exit().then(async (exit) => {
+        if (exit.done && exit.code === 0) return;
+        if (signal?.aborted) return;
+        const why = exit.error ?? `exit code ${exit.code}${exit.signal ? ` (${exit.signal})` : ''}`;
+        await transitionRun(pipeline.blobs, runId, 'failed', new Date(), () => ({
+          reason: `the learner stopped: ${why}; see ${join('runs', runId, 'learner.log')}`,
+        }));
+      });
+    }
+    await new Promise<void>((r) => {
+      const t = setTimeout(r, 250);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(t);
+          r();
+        },
+        { once: true },
+      );
+    });
+  }
+}

@@ -1,0 +1,77 @@
+// The run config: errors name the field, referenced files, and the resolved form stored in run.json.
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  checkInputNames,
+  parseRunConfig,
+  referencedFiles,
+  resolveRunConfig,
+} from '#shared/pipeline/run-config';
+import { notifiedKeys } from '#shared/schemas/messages/s3-event';
+
+const yaml = `
+model: { path: tiny }
+data: { train: [data/a.parquet, more/b.parquet], val: data/v.parquet }
+rollout: { n: 4, multi_turn: { max_turns: 3 } }
+trainer: { sft: { data: data/sft.jsonl } }
+tools: { config_file: tools.yaml }
+reward: { functions: [{ name: retool }], modules: [rewards/mine.ts] }
+`;
+
+describe('run config', () => {
+  it('parses YAML with defaults filled in', () => {
+    const c = parseRunConfig(yaml, 'run.yaml');
+    expect(c.rollout.n).toBe(4);
+    expect(c.rollout.multi_turn.max_turns).toBe(3);
+    expect(c.rollout.multi_turn.max_tool_calls).toBe(4);
+  });
+
+  it('names the bad field and the file', () => {
+    expect(() =>
+      parseRunConfig('model: { path: tiny }\ndata: { train: a.parquet }\nrollout: { n: 0 }', 'run.yaml'),
+    ).toThrow(/run\.yaml is not a valid run config:[\s\S]*rollout\.n/);
+    expect(() =>
+      parseRunConfig('model: {path: tiny}\ndata: {train: a}\ntrainer: {batch_promts: 4}', 'x.yaml'),
+    ).toThrow(/batch_promts/);
+    expect(() => parseRunConfig('- a\n- b', 'list.yaml')).toThrow(ConfigError);
+    expect(() => parseRunConfig('a: [', 'bad.yaml')).toThrow(/bad\.yaml is not valid YAML/);
+  });
+
+  it('lists the files it names and resolves data paths to input keys', () => {
+    const c = parseRunConfig(yaml, 'run.yaml');
+    expect(referencedFiles(c)).toEqual({
+      train: ['data/a.parquet', 'more/b.parquet'],
+      val: ['data/v.parquet'],
+      other: ['data/sft.jsonl', 'tools.yaml', 'rewards/mine.ts'],
+    });
+    const r = resolveRunConfig(c, 'r1');
+    expect(r.data.train).toEqual(['runs/r1/input/a.parquet', 'runs/r1/input/b.parquet']);
+    expect(r.data.val).toBe('runs/r1/input/v.parquet');
+    expect(r.trainer.sft?.data).toBe('runs/r1/input/sft.jsonl');
+    expect(r.tools.config_file).toBe('tools.yaml');
+  });
+
+  it('refuses two referenced files that would share an input name', () => {
+    const c = parseRunConfig('model: {path: tiny}\ndata: {train: [x/a.parquet, y/a.parquet]}', 'run.yaml');
+    expect(() => checkInputNames(c)).toThrow(
+      /x\/a\.parquet and y\/a\.parquet would both be uploaded as input\/a\.parquet/,
+    );
+  });
+});
+
+describe('S3 notification keys', () => {
+  it('decodes form-encoded keys (+ is a space, %2B a plus)', () => {
+    const keys = notifiedKeys({
+      Records: [
+        {
+          eventSource: 'aws:s3',
+          eventTime: '2025-01-01T00:00:00Z',
+          eventName: 'ObjectCreated:Put',
+          s3: { bucket: { name: 'b' }, object: { key: 'runs/my-run/input/train+set%2B1.parquet' } },
+        },
+      ],
+    });
+    expect(keys.map((k) => k.key)).toEqual(['runs/my-run/input/train set+1.parquet']);
+    expect(notifiedKeys({ Service: 'Amazon S3', Event: 's3:TestEvent' })).toEqual([]);
+  });
+});
