@@ -3,6 +3,7 @@
 // trajectory on: to tool-call when its turn asked for tools, to reward when the episode is over.
 import { appendedTokens, failEpisode, onAssistantTurn, startEpisode } from '../episode/episode.ts';
 import type { EpisodeState } from '../episode/state.ts';
+import { episodeRowTools, userTurnsOf } from '../episode/user-turns.ts';
 import type { TurnSample } from '../policy/policy.ts';
 import type { SamplingParams } from '../policy/sampler.ts';
 import type { TokenState } from '../policy/token-state.ts';
@@ -64,10 +65,16 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
   if (!parsedRow.success)
     throw new PermanentError(`group ${g.groupId}: bad dataset row: ${parsedRow.error.message}`);
   const row = parsedRow.data;
+  let userTurns: ReturnType<typeof userTurnsOf>;
+  let rowTools: ReturnType<typeof episodeRowTools>;
+  try {
+    userTurns = userTurnsOf(row); // BFCL multi-turn rows: the user turns after the prompt
+    rowTools = episodeRowTools(row);
+  } catch (err) {
+    throw new PermanentError(`group ${g.groupId}: bad dataset row: ${(err as Error).message}`);
+  }
   const registry = await ctx.resources.toolRegistry(g.runId, g.stage);
-  const tools = (
-    row.extra_info.tools ? registry.forRow({ tools: row.extra_info.tools }) : registry
-  ).schemas();
+  const tools = registry.forRow(rowTools).schemas();
   const lease = await ctx.policies.acquire(g.runId, g.policyVersion);
   try {
     const promptText = lease.policy.tokenizer.render(row.prompt, tools, { addGenerationPrompt: true });
@@ -80,6 +87,7 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
       for (let i = 0; i < g.groupSize; i++) {
         const episode = startEpisode(config.rollout.multi_turn, row.prompt, {
           promptTokens: promptIds.length,
+          userTurns,
         });
         const tokens = startState({
           sampleIndex: i,
@@ -111,6 +119,7 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
     for (let i = 0; i < g.groupSize; i++) {
       const episode = startEpisode(config.rollout.multi_turn, row.prompt, {
         promptTokens: started.promptIds.length,
+        userTurns,
       });
       const base: TrajectoryInFlight = {
         schemaVersion: 1,

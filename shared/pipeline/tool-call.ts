@@ -2,7 +2,7 @@
 // timeouts, rate limits, truncation), records the results in the episode, and sends the trajectory back to
 // rollout with the tool messages to append. A failing tool is a result the model reads, never an exception.
 import { onToolResults, type TimedToolResult } from '../episode/episode.ts';
-import type { ToolSchema } from '../schemas/chat.ts';
+import { episodeRowTools } from '../episode/user-turns.ts';
 import type { RolloutContinue } from '../schemas/messages/rollout-request.ts';
 import type { ToolCallRequest } from '../schemas/messages/tool-call-request.ts';
 import { type StageContext, sendTo } from './context.ts';
@@ -23,8 +23,9 @@ export async function handleToolCallRequest(ctx: ToolCallStageContext, req: Tool
     return;
   }
   const base = await ctx.resources.toolRegistry(t.group.runId, t.group.stage);
-  const rowTools = (t.row as { extra_info?: { tools?: ToolSchema[] } }).extra_info?.tools;
-  const registry = rowTools ? base.forRow({ tools: rowTools }) : base;
+  // The row's tools (and, for BFCL rows, those revealed by the user turns so far), the row's environment and the
+  // calls made so far, for tools whose state is rebuilt by replay.
+  const registry = base.forRow(episodeRowTools(t.row, t.episode));
   const results: TimedToolResult[] = await Promise.all(
     req.calls.map(async (call) => {
       const started = performance.now();
