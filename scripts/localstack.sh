@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # LocalStack for the end-to-end tests: `setup` builds .localstack/venv from test/e2e/localstack.lock,
-# `start` runs it in host mode (S3 and SQS only, 127.0.0.1:4566) and waits for health, `stop` ends it.
+# `start` runs it in host mode (S3 and SQS, plus STS for the account id; 127.0.0.1:4566) and waits for health,
+# `stop` ends it, `bootstrap ENV` creates an environment's topology on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=.localstack
@@ -51,7 +52,7 @@ start() {
   mkdir -p "$dir"
   echo "localstack: starting in host mode on 127.0.0.1:$port (log: $log)"
   mkdir -p "$dir/state-$port"
-  SERVICES=s3,sqs EAGER_SERVICE_LOADING=1 GATEWAY_LISTEN=127.0.0.1:$port \
+  SERVICES=s3,sqs,sts EAGER_SERVICE_LOADING=1 GATEWAY_LISTEN=127.0.0.1:$port \
     LOCALSTACK_HOST=127.0.0.1:$port SQS_ENDPOINT_STRATEGY=path DNS_ADDRESS=0 \
     SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 PERSISTENCE=0 LOCALSTACK_VOLUME_DIR="$PWD/$dir/state-$port" \
     setsid "$venv/bin/python" -m localstack.runtime.main >"$log" 2>&1 < /dev/null &
@@ -68,9 +69,22 @@ start() {
 
 stop() {
   if [ -f "$pidfile" ]; then
-    kill -- -"$(cat "$pidfile")" 2>/dev/null || kill "$(cat "$pidfile")" 2>/dev/null || true
+    local pid
+    pid=$(cat "$pidfile")
+    kill -- -"$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
+    # Wait for it to go, so a `start` right after does not find the old one still answering.
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
     rm -f "$pidfile"
   fi
+}
+
+# Creates environment ENV's bucket, queues and notifications on the running LocalStack (shared/aws/bootstrap.ts).
+bootstrap() {
+  [ -n "${1:-}" ] || { echo "usage: $0 bootstrap ENV" >&2; exit 2; }
+  healthy || { echo "localstack: not running on $port (bash $0 start)" >&2; exit 1; }
+  AWS_ENDPOINT_URL=${AWS_ENDPOINT_URL:-http://127.0.0.1:$port} AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test} \
+    AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=${AWS_REGION:-us-east-1} \
+    node --disable-warning=NodeVersionSupportWarning --import tsx shared/aws/bootstrap.ts "$1"
 }
 
 case "${1:-}" in
@@ -78,5 +92,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) healthy && echo running || { echo stopped; exit 1; } ;;
-  *) echo "usage: $0 setup|start|stop|status" >&2; exit 2 ;;
+  bootstrap) bootstrap "${2:-}" ;;
+  *) echo "usage: $0 setup|start|stop|status|bootstrap ENV" >&2; exit 2 ;;
 esac

@@ -33,7 +33,8 @@ describe('learner on AWS Batch', () => {
       PlatformCapabilities: ['EC2'],
       Parameters: { runId: 'unset' },
       ContainerProperties: Match.objectLike({
-        Command: Match.arrayWith(['Ref::runId']),
+        // after the image's entrypoint, `python -m toolrl_learner`
+        Command: ['sqs', '--run-id', 'Ref::runId'],
         ResourceRequirements: [
           { Type: 'MEMORY', Value: '14336' },
           { Type: 'VCPU', Value: '4' },

@@ -102,33 +102,50 @@ export class LearnerJob extends Construct {
       props.image ??
       ecs.ContainerImage.fromAsset(
         REPO_ROOT,
-        imageAssetOptions({ file: 'gpu-worker/Dockerfile', include: ['gpu-worker', 'shared/schemas/json'] }),
+        imageAssetOptions({
+          file: 'gpu-worker/Dockerfile',
+          // What the Dockerfile copies.
+          include: [
+            'gpu-worker/Dockerfile',
+            'gpu-worker/requirements.lock',
+            'gpu-worker/pyproject.toml',
+            'gpu-worker/toolrl_learner',
+            'shared/schemas/json',
+          ],
+        }),
       );
+
+    const container = new batch.EcsEc2ContainerDefinition(this, 'Container', {
+      image,
+      cpu: s.vcpus,
+      memory: Size.mebibytes(s.memoryMib),
+      gpu: s.gpus,
+      // The image's entrypoint is `python -m toolrl_learner`; this replaces only its CMD.
+      command: ['sqs', '--run-id', `Ref::${RUN_ID_PARAMETER}`],
+      environment: {
+        [FUNCTION_ENV.bucket]: props.bucket.bucketName,
+        [FUNCTION_ENV.queueUrl('scored-groups')]: props.scoredGroups.queue.queueUrl,
+        [FUNCTION_ENV.deadLetterQueueUrl('scored-groups')]: props.scoredGroups.deadLetterQueue.queueUrl,
+        [FUNCTION_ENV.environment]: props.envName,
+      },
+      // Injected by the ECS agent from Secrets Manager at start; empty until the operator puts a key.
+      secrets: { WANDB_API_KEY: batch.Secret.fromSecretsManager(props.wandbSecret, 'WANDB_API_KEY') },
+      jobRole: this.role,
+      // PyTorch's DataLoader workers and NCCL exchange tensors through /dev/shm.
+      linuxParameters: new batch.LinuxParameters(this, 'Linux', {
+        sharedMemorySize: Size.mebibytes(Math.floor(s.memoryMib / 4)),
+      }),
+      logging: ecs.LogDriver.awsLogs({ streamPrefix: 'learner', logGroup: this.logGroup }),
+    });
+    Validations.of(container.executionRole).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ecr:GetAuthorizationToken (to pull the learner image) supports no resource-level permission.',
+    });
 
     this.jobDefinition = new batch.EcsJobDefinition(this, 'Job', {
       jobDefinitionName: learnerJobDefinitionName(props.envName),
       parameters: { [RUN_ID_PARAMETER]: 'unset' },
-      container: new batch.EcsEc2ContainerDefinition(this, 'Container', {
-        image,
-        cpu: s.vcpus,
-        memory: Size.mebibytes(s.memoryMib),
-        gpu: s.gpus,
-        command: ['python', '-m', 'toolrl_learner', 'sqs', '--run-id', `Ref::${RUN_ID_PARAMETER}`],
-        environment: {
-          [FUNCTION_ENV.bucket]: props.bucket.bucketName,
-          [FUNCTION_ENV.queueUrl('scored-groups')]: props.scoredGroups.queue.queueUrl,
-          [FUNCTION_ENV.deadLetterQueueUrl('scored-groups')]: props.scoredGroups.deadLetterQueue.queueUrl,
-          [FUNCTION_ENV.environment]: props.envName,
-        },
-        // Injected by the ECS agent from Secrets Manager at start; empty until the operator puts a key.
-        secrets: { WANDB_API_KEY: batch.Secret.fromSecretsManager(props.wandbSecret, 'WANDB_API_KEY') },
-        jobRole: this.role,
-        // PyTorch's DataLoader workers and NCCL exchange tensors through /dev/shm.
-        linuxParameters: new batch.LinuxParameters(this, 'Linux', {
-          sharedMemorySize: Size.mebibytes(Math.floor(s.memoryMib / 4)),
-        }),
-        logging: ecs.LogDriver.awsLogs({ streamPrefix: 'learner', logGroup: this.logGroup }),
-      }),
+      container,
       retryAttempts: s.attempts,
       // Batch takes the first strategy that matches: a host that went away (spot reclaim, lost instance) or an
       // image pull that failed is retried, and the learner resumes from its last complete checkpoint; any

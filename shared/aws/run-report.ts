@@ -1,0 +1,120 @@
+// `toolrl status`: one run's state from the bucket (run.json by the pipeline, learner/state.json by the
+// learner) and the environment's queue depths, read from AWS or LocalStack.
+import { type AwsClientOptions, s3Client, sqsClient } from '#shared/adapters/aws/clients';
+import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
+import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
+import { readJson } from '#shared/pipeline/blob-json';
+import { LearnerStateSchema } from '#shared/schemas/learner-stdio';
+import { RunStatusSchema } from '#shared/schemas/run-status';
+import { keys, QUEUES, type QueueName } from '#shared/topology';
+import type { EnvironmentResources } from './environment.ts';
+
+export interface QueueReport {
+  readonly visible: number;
+  readonly inFlight: number;
+  readonly delayed: number;
+  readonly deadLetters: number;
+}
+
+export interface RunReport {
+  readonly runId: string;
+  readonly env: string;
+  readonly bucket: string;
+  readonly status: 'starting' | 'running' | 'completed' | 'failed';
+  readonly reason: string | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly completedAt: string | null;
+  readonly learnerJobId: string | null;
+  readonly step: number | null;
+  readonly policyVersion: number | null;
+  readonly rewardMean: number | null;
+  readonly groupsPlanned: number | null;
+  readonly groupsConsumed: number | null;
+  readonly groupsDropped: number | null;
+  /** The environment's queues (shared by its runs). */
+  readonly queues: Readonly<Record<QueueName, QueueReport>>;
+}
+
+export class RunNotFoundError extends Error {
+  override name = 'RunNotFoundError';
+}
+
+export async function queueDepths(
+  r: EnvironmentResources,
+  client: AwsClientOptions,
+): Promise<Record<QueueName, QueueReport>> {
+  const sqs = sqsClient(client);
+  const names = Object.keys(QUEUES) as QueueName[];
+  const depths = await Promise.all(
+    names.map(async (q) => {
+      const [main, dead] = await Promise.all([
+        new SqsQueue(sqs, r.queueUrls[q], q).depth(),
+        new SqsQueue(sqs, r.deadLetterQueueUrls[q], `${q}-dlq`).depth(),
+      ]);
+      return { ...main, deadLetters: dead.visible + dead.inFlight + dead.delayed };
+    }),
+  );
+  return Object.fromEntries(names.map((q, i) => [q, depths[i]!])) as Record<QueueName, QueueReport>;
+}
+
+export async function runReport(
+  r: EnvironmentResources,
+  runId: string,
+  client: AwsClientOptions,
+): Promise<RunReport> {
+  const blobs = new S3BlobStore(s3Client(client), r.bucket);
+  const [run, learner, queues] = await Promise.all([
+    readJson(blobs, keys.runJson(runId), RunStatusSchema),
+    readJson(blobs, keys.learnerState(runId), LearnerStateSchema),
+    queueDepths(r, client),
+  ]);
+  if (!run) {
+    const uploaded = await blobs.head(keys.config(runId));
+    throw new RunNotFoundError(
+      uploaded
+        ? `run ${runId} has its config in s3://${r.bucket} but no run.json yet: its dataset upload has not been handled (is the pipeline deployed and running?)`
+        : `no run ${runId} in s3://${r.bucket} (environment ${r.env})`,
+    );
+  }
+  const s = run.value;
+  const l = learner?.value;
+  return {
+    runId,
+    env: r.env,
+    bucket: r.bucket,
+    status: s.status,
+    reason: s.reason,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+    completedAt: s.completedAt,
+    learnerJobId: s.learner.jobId,
+    step: l?.step ?? null,
+    policyVersion: l?.policyVersion ?? null,
+    rewardMean: l?.rewardMean ?? null,
+    groupsPlanned: s.totals.groupsPlanned,
+    groupsConsumed: l?.groupsConsumed ?? null,
+    groupsDropped: l?.groupsDropped ?? null,
+    queues,
+  };
+}
+
+const fmt = (v: number | null, digits = 0) => (v === null ? '-' : digits ? v.toFixed(digits) : String(v));
+
+/** The report as the few lines `toolrl status` prints. */
+export function formatRunReport(r: RunReport): string {
+  const lines = [
+    `run       ${r.runId}  (environment ${r.env}, s3://${r.bucket}/runs/${r.runId}/)`,
+    `status    ${r.status}${r.reason ? `: ${r.reason}` : ''}  (created ${r.createdAt}, updated ${r.updatedAt})`,
+    `learner   step ${fmt(r.step)}  policy v${fmt(r.policyVersion)}  reward ${fmt(r.rewardMean, 3)}  ` +
+      `groups ${fmt(r.groupsConsumed)}/${fmt(r.groupsPlanned)} trained, ${fmt(r.groupsDropped)} dropped` +
+      (r.learnerJobId ? `  (job ${r.learnerJobId})` : ''),
+    'queues    name            visible  in-flight  delayed  dead-letters',
+  ];
+  for (const [name, q] of Object.entries(r.queues))
+    lines.push(
+      `          ${name.padEnd(14)}  ${String(q.visible).padStart(7)}  ${String(q.inFlight).padStart(9)}  ` +
+        `${String(q.delayed).padStart(7)}  ${String(q.deadLetters).padStart(12)}`,
+    );
+  return `${lines.join('\n')}\n`;
+}

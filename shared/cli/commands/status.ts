@@ -1,0 +1,51 @@
+// `toolrl status RUN_ID --env ENV [--json] [--watch [SECONDS]]`: a submitted run's state, step, policy version
+// and reward, and the environment's queue depths (AWS, or LocalStack with AWS_ENDPOINT_URL).
+import type { Command } from 'commander';
+import { UsageError } from '../errors.ts';
+import { printJson } from '../io.ts';
+
+const TERMINAL = new Set(['completed', 'failed']);
+
+export function register(program: Command): void {
+  program
+    .command('status')
+    .description("Show a run's state, step, policy version, reward and the environment's queue depths")
+    .argument('<runId>', 'the id `toolrl submit` printed')
+    .option('--env <env>', 'environment name', 'dev')
+    .option('--json', 'print the report as JSON')
+    .option('--watch [seconds]', 'refresh every SECONDS (default 10) until the run completes or fails')
+    .action(async (runId: string, o: { env: string; json?: boolean; watch?: string | boolean }) => {
+      const { assertEnvName } = await import('../../aws/names.ts');
+      const { clientOptions, resolveEnvironment, EnvironmentNotFoundError } = await import(
+        '../../aws/environment.ts'
+      );
+      const { runReport, formatRunReport, RunNotFoundError } = await import('../../aws/run-report.ts');
+      const period = o.watch === undefined ? 0 : o.watch === true ? 10 : Number(o.watch);
+      if (!Number.isFinite(period) || period < 0)
+        throw new UsageError(`--watch must be a number of seconds, got ${o.watch}`);
+      try {
+        assertEnvName(o.env);
+        const client = clientOptions();
+        const resources = await resolveEnvironment(o.env, client);
+        for (;;) {
+          const report = await runReport(resources, runId, client);
+          if (o.json) printJson(report);
+          else
+            process.stdout.write(
+              `${period ? `\n${new Date().toISOString()}\n` : ''}${formatRunReport(report)}`,
+            );
+          if (!period || TERMINAL.has(report.status)) {
+            // A failed run is an error for scripts that wait on it.
+            if (report.status === 'failed') process.exitCode = 1;
+            return;
+          }
+          await new Promise((r) => setTimeout(r, period * 1000));
+        }
+      } catch (err) {
+        if (err instanceof RunNotFoundError || err instanceof EnvironmentNotFoundError)
+          throw new UsageError(err.message);
+        if (err instanceof Error && /environment name/.test(err.message)) throw new UsageError(err.message);
+        throw err;
+      }
+    });
+}

@@ -1,0 +1,55 @@
+// `toolrl submit --env ENV --config run.yaml [--dataset data.parquet ...]`: uploads a run to a deployed
+// environment (AWS, or LocalStack with AWS_ENDPOINT_URL); the dataset upload starts it. Prints the run id.
+import type { Command } from 'commander';
+import { UsageError } from '../errors.ts';
+import { printJson } from '../io.ts';
+
+export function register(program: Command): void {
+  program
+    .command('submit')
+    .description(
+      'Upload a run (config, then datasets) to a deployed environment; the dataset upload starts it',
+    )
+    .requiredOption('--env <env>', 'environment name, as deployed with `npx cdk deploy --all -c env=ENV`')
+    .requiredOption('--config <file>', 'run config (YAML)')
+    .option(
+      '--dataset <file>',
+      "training dataset (Parquet); repeatable; replaces the config's data.train",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .option('--run-id <id>', 'choose the run id (default: <name>-<time>-<4 hex>)')
+    .option('--json', 'print {runId, bucket, uploaded} as JSON instead of text')
+    .action(
+      async (o: { env: string; config: string; dataset?: string[]; runId?: string; json?: boolean }) => {
+        const { submitRun } = await import('../../aws/submit.ts');
+        const { assertEnvName } = await import('../../aws/names.ts');
+        const { EnvironmentNotFoundError } = await import('../../aws/environment.ts');
+        const { ConfigError } = await import('../../pipeline/run-config.ts');
+        try {
+          assertEnvName(o.env);
+        } catch (err) {
+          throw new UsageError((err as Error).message);
+        }
+        try {
+          const r = await submitRun({
+            env: o.env,
+            configPath: o.config,
+            ...(o.dataset ? { datasets: o.dataset } : {}),
+            ...(o.runId ? { runId: o.runId } : {}),
+            onUpload: o.json
+              ? undefined
+              : (key, bytes) => process.stderr.write(`uploaded ${key} (${bytes} bytes)\n`),
+          });
+          if (o.json) printJson({ runId: r.runId, bucket: r.bucket, uploaded: r.uploaded });
+          else {
+            process.stdout.write(`${r.runId}\n`);
+            process.stderr.write(`watch it with: toolrl status ${r.runId} --env ${o.env} --watch\n`);
+          }
+        } catch (err) {
+          if (err instanceof ConfigError || err instanceof EnvironmentNotFoundError)
+            throw new UsageError(err.message);
+          throw err;
+        }
+      },
+    );
+}
