@@ -31,5 +31,20 @@ export const BundleManifestSchema = z.object({
   vocabSize: z.number().int().positive(),
   eosTokenIds: z.array(z.number().int().nonnegative()),
   files: z.record(z.string(), z.object({ sha256: z.string(), bytes: z.number().int().nonnegative() })),
+  /**
+   * How the graph was built (gpu-worker/toolrl_learner/export/GRAPH.md). `contrib` graphs (onnxruntime's
+   * GroupQueryAttention) take unpadded rows and can share one cache buffer between past and present.
+   * Absent in bundles written before the field existed: read as `standard`.
+   */
+  export: z
+    .object({
+      variant: z.enum(['standard', 'contrib']),
+      /** MatMulNBits block along K; null when not quantised. */
+      blockSize: z.number().int().positive().nullable(),
+      /** MatMulNBits accuracy_level (4 = int8 activations); null when not quantised. */
+      accuracyLevel: z.number().int().min(0).max(4).nullable(),
+      opset: z.number().int().positive(),
+    })
+    .optional(),
 });
 export type BundleManifest = z.infer<typeof BundleManifestSchema>;
