@@ -92,7 +92,7 @@ describe('fault tests (embedded runtime)', () => {
   it.each([
     ['reward', 'a reward handler crashes after storing its trajectory (before completing the group)'],
     ['rollout', 'a rollout handler crashes after sampling (before sending to reward)'],
-  ] as const)('%s: %s; the redelivery ends in the same state as a clean run', async (fn) => {
+  ] as const)('%s: %s; the redelivery ends in the same state as a clean run', async (fn, _what) => {
     const config = testConfig({ trainer: { batch_prompts: 2, max_staleness: 0 } });
     const clean = await fixture();
     clean.pipeline.start();

@@ -36,7 +36,7 @@ describe('claim check', () => {
     const body = await encodeMessage(s, 'r', { big: 'x'.repeat(500) }, 100);
     const { key } = JSON.parse(body).claimCheck;
     await s.put(key, '{"big": "tampered"}');
-    const err = await decodeMessage(s, body).catch((e) => e);
+    const err = (await decodeMessage(s, body).catch((e: unknown) => e)) as Error;
     expect(err).toBeInstanceOf(BadMessageError);
     expect(err.message).toMatch(new RegExp(`claim check ${key}: sha256 mismatch`));
     await s.delete(key);
