@@ -167,7 +167,7 @@ export function register(program: Command): void {
           multiTurn,
           onEntry: (r, done, total) =>
             process.stderr.write(
-              `[${done}/${total}] ${r.id}: ${r.success ? 'pass' : 'fail'}, ${r.turnsPassed}/${r.checks.length} turns (${r.finishReason})\n`,
+              `[${done}/${total}] ${r.id}: ${r.success ? 'pass' : 'fail'}, ${r.turnsPassed}/${r.turnsChecked} turns (${r.finishReason})\n`,
             ),
         });
       } catch (err) {

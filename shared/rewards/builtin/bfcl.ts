@@ -41,7 +41,7 @@ export const bfclReward = defineReward({
           progress: check.progress,
           success: check.success,
           turns_passed: check.turnsPassed,
-          turns: check.turns.length,
+          turns_checked: check.turnsChecked,
         },
       };
     };

@@ -9,11 +9,13 @@ import type { TurnCheck } from './protocol.ts';
 import { callsByUserTurn } from './trajectory.ts';
 
 export interface BfclCheck {
-  /** Turns passed / turns (EnvTuning's progress reward). */
+  /** Checked turns passed / checked turns (EnvTuning's progress reward). */
   progress: number;
   /** 1 when BFCL's multi_turn_checker accepts the trajectory and the episode ended normally. */
   success: 0 | 1;
   turnsPassed: number;
+  /** User turns with a non-empty ground truth (the ones BFCL checks). */
+  turnsChecked: number;
   /** One check per user turn of the ground truth. */
   turns: TurnCheck[];
   /** Why success is 0 (BFCL's error type), or null. */
@@ -39,11 +41,15 @@ export async function checkTrajectory(
       `the trajectory has ${modelTurns.length} user turns but the ground truth ${groundTruth.length}`,
     );
   const result = await env.score(entry, groundTruth, modelTurns, input.finishReason !== 'eos');
-  const turnsPassed = result.turns.filter((t) => t.passed).length;
+  // Turns whose ground truth is empty (the model should ask, or decline) are not checked by BFCL; like the
+  // EnvTuning seed, progress counts only the turns that are.
+  const checked = result.turns.filter((_, t) => groundTruth[t]!.length > 0);
+  const turnsPassed = checked.filter((t) => t.passed).length;
   return {
-    progress: turnsPassed / result.turns.length,
+    progress: checked.length > 0 ? turnsPassed / checked.length : result.success.valid ? 1 : 0,
     success: result.success.valid ? 1 : 0,
     turnsPassed,
+    turnsChecked: checked.length,
     turns: result.turns,
     failure: result.success.valid ? null : result.success.errorType,
   };

@@ -162,10 +162,15 @@ class Worker {
     if (!proc) return;
     this.proc = null;
     this.failAll('was closed');
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    proc.ref(); // keep Node alive until the process has gone
     await new Promise<void>((resolve) => {
-      proc.once('exit', () => resolve());
+      const kill = setTimeout(() => proc.kill('SIGKILL'), 2000);
+      proc.once('exit', () => {
+        clearTimeout(kill);
+        resolve();
+      });
       proc.stdin.end(); // EOF: the server returns
-      setTimeout(() => proc.kill('SIGKILL'), 2000).unref();
     });
   }
 }

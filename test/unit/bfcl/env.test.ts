@@ -5,8 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BfclEnv, BfclEnvError } from '#shared/tools/bfcl/client';
+import { bfclEntryOf } from '#shared/tools/bfcl/entry';
 import { ensureBfclEnv } from '#shared/tools/bfcl/env';
 import type { BfclEntry } from '#shared/tools/bfcl/protocol';
+import { fixtureRow } from './helpers.ts';
 
 const entry: BfclEntry = {
   id: 'multi_turn_base_0',
@@ -113,6 +115,19 @@ describe('the environment process', () => {
       { name: 'ls', arguments: { a: true } },
       { name: 'cd', arguments: { folder: 'a' } },
     ]);
+  });
+
+  it('uses BFCL’s own initial_config, with its exact number types, when the row’s equals it', async () => {
+    // multi_turn_base_71 starts with fuelLevel 5.0; read through JavaScript it is 5. Filling 45 must print 50.0, as
+    // BFCL prints it (its ground truth results are compared as strings); a config that differs is used as given.
+    const row = await fixtureRow('multi_turn_base_71');
+    const base = bfclEntryOf(row.extra_info);
+    expect((base.initialConfig.VehicleControlAPI as { fuelLevel: number }).fuelLevel).toBe(5);
+    const fill = [{ name: 'fillFuelTank', arguments: { fuelAmount: 45 } }];
+    expect(await env.execute(base, [], fill)).toEqual([{ output: '{"fuelLevel": 50.0}', raised: false }]);
+    const vehicle = { ...(base.initialConfig.VehicleControlAPI as object), fuelLevel: 4 };
+    const changed = { ...base, initialConfig: { VehicleControlAPI: vehicle } };
+    expect(await env.execute(changed, [], fill)).toEqual([{ output: '{"fuelLevel": 49}', raised: false }]);
   });
 
   it('reports a process that cannot start or dies, and starts again on the next request', async () => {

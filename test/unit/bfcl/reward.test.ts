@@ -50,7 +50,7 @@ describe('bfcl reward', () => {
         'bfcl/progress': 0.75,
         'bfcl/success': 0,
         'bfcl/turns_passed': 3,
-        'bfcl/turns': 4,
+        'bfcl/turns_checked': 4,
       },
     });
   });

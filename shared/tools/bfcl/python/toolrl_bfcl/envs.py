@@ -17,7 +17,9 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
+import bfcl_eval
 from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
@@ -61,6 +63,27 @@ def class_methods(class_name: str) -> dict[str, inspect.Signature]:
     }
 
 
+@cache
+def _bfcl_configs(category: str) -> dict[str, dict]:
+    """`id -> initial_config` of one of BFCL's own data files (empty for a category it does not ship)."""
+    path = Path(bfcl_eval.__file__).parent / "data" / f"BFCL_v4_{category}.json"
+    if not path.is_file():
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return {e["id"]: e["initial_config"] for e in map(json.loads, f)}
+
+
+def exact_config(entry_id: str, config: dict) -> dict:
+    """BFCL's own initial_config for this entry when the given one equals it.
+
+    JSON read by JavaScript keeps no difference between 10 and 10.0, but BFCL's states and results do (a fuel
+    level of 10.0 plus 40 prints as 50.0). Where the row's config is numerically BFCL's own, BFCL's own (with
+    its exact number types) is used; any other config is used as given.
+    """
+    original = _bfcl_configs(entry_id.rsplit("_", 1)[0]).get(entry_id)
+    return original if original is not None and original == config else config
+
+
 @dataclass(frozen=True)
 class Entry:
     """What an environment is built from: BFCL's `id`, `initial_config` and `involved_classes`."""
@@ -94,7 +117,7 @@ class Entry:
             )
         for c in classes:
             class_methods(c)
-        return Entry(entry_id, config, tuple(classes))
+        return Entry(entry_id, exact_config(entry_id, config), tuple(classes))
 
     @property
     def category(self) -> str:
