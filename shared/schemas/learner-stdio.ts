@@ -60,8 +60,9 @@ export const LearnerStepLineSchema = z.object({
 });
 
 /**
- * A checkpoint covering these groups is complete: their queue messages may be deleted now. Lists every
- * group handled since the previous commit: trained ones and those dropped as stale, duplicate or no_signal.
+ * A checkpoint covering these groups is complete: every queue message of these groups (redelivered copies
+ * too) may be deleted now. Lists every group settled since the previous commit: trained ones, and those
+ * dropped as stale, no_signal, or as a duplicate of an already committed group.
  * @example {"type": "committed", "step": 10, "groupIds": ["e0-p17", "e0-p3"]}
  */
 export const LearnerCommittedLineSchema = z.object({
@@ -71,9 +72,11 @@ export const LearnerCommittedLineSchema = z.object({
 });
 
 /**
- * A group that will not be trained on. `stale`, `duplicate` and `no_signal` are settled by the next
- * `committed` (delete the message then); `invalid` (unreadable manifest, sha256 mismatch, schema error,
- * wrong run) is never committed: dead-letter the message with `message` as the reason.
+ * A group that will not be trained on. `stale` and `no_signal` are settled by the next `committed` (delete
+ * the message then); a `duplicate` of a group still in flight is settled by that group's `committed`, of an
+ * already committed one by the next `committed`. `invalid` (unreadable manifest, sha256 mismatch, schema
+ * error, wrong run) is never committed: dead-letter the message with `message` as the reason. Stale,
+ * no_signal and invalid groups of this run count as dropped in state.json; duplicates do not.
  * @example {"type": "dropped", "groupId": "e0-p17", "reason": "stale", "message": "oldest token v0, policy v3"}
  */
 export const LearnerDroppedLineSchema = z.object({

@@ -78,6 +78,7 @@ class LearnerSession:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.done = False
+        self.metrics: MetricsLogger | None = None
         self.buffer: list[dict[str, Any]] = []
         self.batch_arrivals = 0
         self.pending_commit: list[str] = []  # ids settled since the last checkpoint
@@ -377,11 +378,12 @@ class LearnerSession:
         self.emit({"type": "done"})
 
     def interrupt(self) -> None:
-        """SIGTERM (spot interruption): checkpoint what has been trained and leave buffered groups uncommitted."""
-        if self.done:
+        """SIGTERM (spot interruption): checkpoint what has been trained; buffered groups stay uncommitted
+        (never trained, they are redelivered)."""
+        if self.done or self.metrics is None:  # not started yet: nothing to save
             return
-        # Buffered groups were never trained: they stay uncommitted and are redelivered.
-        if self.last_checkpoint_step != self.state.step or self.pending_commit:
+        trained = self.state.step > 0 and self.last_checkpoint_step != self.state.step
+        if trained or self.pending_commit:
             self._commit()
         self._write_state()
         self.metrics.close()

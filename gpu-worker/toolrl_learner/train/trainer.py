@@ -98,7 +98,8 @@ class Trainer:
             min_lr_ratio=cfg.min_lr_ratio,
         )
         set_lr(self.optimizer, lr)
-        sums: dict[str, float] = {}
+        # Metrics stay on the device until the step ends: a .item() per micro-batch would stall the GPU.
+        sums: dict[str, Tensor] = {}
         grad_norms = []
         for _ in range(cfg.ppo_epochs):
             self.optimizer.zero_grad(set_to_none=True)
@@ -117,20 +118,21 @@ class Trainer:
                 )
                 w = mb.targets.shape[0] / max(1, n_tok)
                 for k, v in loss_metrics.items():
-                    sums[k] = sums.get(k, 0.0) + float(v) * (1.0 if k in _SUMMED else w) / cfg.ppo_epochs
+                    sums[k] = sums.get(k, 0.0) + v * ((1.0 if k in _SUMMED else w) / cfg.ppo_epochs)
             if n_tok:
-                grad_norms.append(float(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)))
+                grad_norms.append(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip).detach())
                 self.optimizer.step()
         self.step_count += 1
-
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # the step's kernels are queued, not done, until here
         elapsed = time.perf_counter() - t0
         total_tokens = sum(batch.lengths)
         metrics = {
             **self._batch_metrics(batch),
             **adv_metrics,
-            **sums,
+            **{k: float(v) for k, v in sums.items()},
             "lr": lr,
-            "grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else 0.0,
+            "grad_norm": float(sum(grad_norms)) / len(grad_norms) if grad_norms else 0.0,
             "micro_batches": float(len(mbs)),
             "tokens": float(total_tokens),
             "loss_tokens": float(n_tok),
@@ -251,7 +253,7 @@ class Trainer:
         if n:
             loss.backward()
         metrics.update(is_metrics)
-        return {k: v.item() for k, v in metrics.items()}
+        return {k: v.detach() for k, v in metrics.items()}
 
     @staticmethod
     def _batch_metrics(batch: LearnerBatch) -> dict[str, float]:
