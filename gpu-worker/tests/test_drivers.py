@@ -139,32 +139,35 @@ def test_group_refs_are_read_and_checked_on_cpu(tiny_dir, tmp_path):
     store = _run(tmp_path, tiny_dir)
     events = []
     s = _session(store, events)
-    g = _g(0)
-    raw = json.dumps(g).encode()
-    store.put_bytes(f"runs/{RUN}/groups/e0-p0.json", raw)
-    ref = {
-        "schemaVersion": 1,
-        "runId": RUN,
-        "groupId": "e0-p0",
-        "manifestKey": f"runs/{RUN}/groups/e0-p0.json",
-    }
-    s.offer({"type": "group", **ref, "sha256": "0" * 64})
-    s.offer(
-        {"type": "group", **ref, "groupId": "e0-p9", "manifestKey": "runs/x/none.json", "sha256": "0" * 64}
-    )
+    refs = {}
+    for i in (0, 1):
+        raw = json.dumps(_g(i)).encode()
+        key = f"runs/{RUN}/groups/e0-p{i}.json"
+        store.put_bytes(key, raw)
+        refs[i] = {"type": "group", "schemaVersion": 1, "runId": RUN, "groupId": f"e0-p{i}", "manifestKey": key,
+                   "sha256": hashlib.sha256(raw).hexdigest()}  # fmt: skip
+    s.offer({**refs[1], "sha256": "0" * 64})
+    s.offer({**refs[1], "groupId": "e0-p9", "manifestKey": "runs/x/none.json"})
     bad = _g(5)
     bad["trajectories"][1]["lossMask"] = bad["trajectories"][1]["lossMask"][:-1]
     s.offer({"type": "group", "group": bad})
     other = _g(6)
     other["runId"] = "another-run"
     s.offer({"type": "group", "group": other})
-    invalid = [(e["groupId"], e["message"]) for e in events if e["type"] == "dropped"]
-    assert [gid for gid, _ in invalid] == ["e0-p0", "e0-p9", "e0-p5", "e0-p6"]
-    assert "sha256" in invalid[0][1] and "not found" in invalid[1][1]
-    assert "trajectories/1/lossMask: has 4 entries, tokenIds 5" in invalid[2][1]
-    assert "belongs to run another-run" in invalid[3][1]
-    s.offer({"type": "group", **ref, "sha256": hashlib.sha256(raw).hexdigest()})
-    assert s.buffer and s.buffer[0]["groupId"] == "e0-p0"
+    invalid = [(e["groupId"], e["reason"], e["message"]) for e in events if e["type"] == "dropped"]
+    assert [(gid, reason) for gid, reason, _ in invalid] == [
+        ("e0-p1", "invalid"),
+        ("e0-p9", "invalid"),
+        ("e0-p5", "invalid"),
+        ("e0-p6", "invalid"),
+    ]
+    assert "sha256" in invalid[0][2] and "not found" in invalid[1][2]
+    assert "trajectories/1/lossMask: has 4 entries, tokenIds 5" in invalid[2][2]
+    assert "belongs to run another-run" in invalid[3][2]
+    # this run's planned groups that can never train count as dropped (so the run can end); another run's do not
+    assert s.state.groups_dropped == 3 and s.state.dropped_group_ids == ["e0-p1", "e0-p9", "e0-p5"]
+    s.offer(refs[0])
+    assert [g["groupId"] for g in s.buffer] == ["e0-p0"]
 
 
 def _proc(root, *extra):

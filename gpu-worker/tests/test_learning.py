@@ -50,7 +50,9 @@ def _groups(policy, step, prefix_turn):
 
 @pytest.mark.parametrize(("estimator", "multi_turn"), [("grpo", False), ("rloo", True), ("dr_grpo", True)])
 def test_rewarded_token_probability_rises_on_cpu(tiny_dir, estimator, multi_turn):
-    cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", lr=1e-2, adv_estimator=estimator, temperature=1.0)
+    cfg = LearnerConfig(
+        model_path=str(tiny_dir), dtype="fp32", lr=1e-2, adv_estimator=estimator, temperature=1.0
+    )
     policy = Policy(cfg, tiny_dir, torch.device("cpu"))
     trainer = Trainer(cfg, policy)
     prefix = PROMPT + [7, 8] + TOOL if multi_turn else PROMPT

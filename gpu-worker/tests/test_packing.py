@@ -45,7 +45,10 @@ def test_micro_batch_layout_on_cpu():
 def test_packed_chunked_logprobs_equal_full_logits_per_sequence_on_cpu(tiny_dir):
     cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", logprob_chunk_size=7, temperature=0.7)
     policy = Policy(cfg, tiny_dir, torch.device("cpu"))
-    groups = [random_group("r", f"e0-p{i}", vocab=900, g=3, prompt_len=5 + i, response_len=9, seed=i) for i in range(3)]
+    groups = [
+        random_group("r", f"e0-p{i}", vocab=900, g=3, prompt_len=5 + i, response_len=9, seed=i)
+        for i in range(3)
+    ]
     batch = LearnerBatch.from_groups(groups, 0)
     mbs = pack_batch(batch, 100)  # 9 sequences of 28-30 tokens: several sequences per micro-batch
     assert len(mbs) < batch.num_seqs and all(mb.num_tokens <= 100 for mb in mbs)
