@@ -130,7 +130,11 @@ def test_commit_deletes_and_bad_messages_are_dead_lettered_on_localstack(aws):
     dead = aws["sqs"].receive_message(
         QueueUrl=aws["dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"]
     )
-    reasons = sorted(m["MessageAttributes"]["reason"]["StringValue"] for m in dead["Messages"])
+    reasons = sorted(
+        m["MessageAttributes"]["toolrl-dead-letter-reason"]["StringValue"] for m in dead["Messages"]
+    )
+    assert all(m["MessageAttributes"]["toolrl-source-queue"]["StringValue"].endswith(aws["queue"].rsplit("/", 1)[1])
+               for m in dead["Messages"])  # fmt: skip
     assert (
         len(reasons) == 2
         and "sha256" in reasons[0]

@@ -22,6 +22,12 @@ from .stdio import LineWriter
 
 log = logging.getLogger("toolrl_learner.sqs")
 RELEASE_S = 2  # visibility given back to another run's message
+# Message attributes of a dead-lettered message, as the pipeline names them (shared/ports/queue.ts ATTR).
+ATTR_REASON, ATTR_SOURCE, ATTR_RECEIVES = (
+    "toolrl-dead-letter-reason",
+    "toolrl-source-queue",
+    "toolrl-receive-count",
+)
 
 
 class InFlight:
@@ -84,6 +90,15 @@ class SqsDriver:
         self.inflight = InFlight()
         self.handle_of: dict[str, str] = {}  # last receipt handle per group, for dead-lettering
         self.body_of: dict[str, str] = {}
+        self.receives_of: dict[str, str] = {}
+        self._arn: str | None = None
+
+    @property
+    def queue_arn(self) -> str:
+        if self._arn is None:
+            attrs = self.client.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])
+            self._arn = attrs["Attributes"]["QueueArn"]
+        return self._arn
 
     def emit(self, msg: dict[str, Any]) -> None:
         self.out(msg)
@@ -93,7 +108,10 @@ class SqsDriver:
             gid = msg["groupId"]
             self.inflight.pop([gid])
             if gid in self.handle_of:
-                self.dead_letter(self.body_of[gid], self.handle_of[gid], msg.get("message", "invalid"))
+                reason = msg.get("message", "invalid")
+                self.dead_letter(
+                    self.body_of[gid], self.handle_of[gid], reason, self.receives_of.get(gid, "1")
+                )
 
     def delete(self, handles: list[str]) -> None:
         for i in range(0, len(handles), 10):
@@ -102,17 +120,15 @@ class SqsDriver:
             for f in resp.get("Failed", []):
                 log.warning("delete failed (the group is settled; a redelivery will be a duplicate): %s", f)
 
-    def dead_letter(self, body: str, handle: str, reason: str) -> None:
+    def dead_letter(self, body: str, handle: str, reason: str, receives: str) -> None:
         if not self.dlq_url:
-            log.error(
-                "no dead-letter queue configured; leaving the message to the queue's redrive policy: %s",
-                reason,
-            )
+            log.error("no dead-letter queue configured; the queue's redrive policy will move it: %s", reason)
             return
+        attrs = {ATTR_REASON: reason[:2000], ATTR_SOURCE: self.queue_arn, ATTR_RECEIVES: receives}
         self.client.send_message(
             QueueUrl=self.dlq_url,
             MessageBody=body,
-            MessageAttributes={"reason": {"DataType": "String", "StringValue": reason[:1000]}},
+            MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attrs.items()},
         )
         self.client.delete_message(QueueUrl=self.queue_url, ReceiptHandle=handle)
 
@@ -127,12 +143,13 @@ class SqsDriver:
         lines = []
         for m in resp.get("Messages", []):
             body, handle = m["Body"], m["ReceiptHandle"]
+            receives = (m.get("Attributes") or {}).get("ApproximateReceiveCount", "1")
             try:
                 msg = json.loads(body)
                 if not isinstance(msg, dict):
                     raise ValueError("message body is not a JSON object")
             except ValueError as e:
-                self.dead_letter(body, handle, f"unreadable scored-group message: {e}")
+                self.dead_letter(body, handle, f"unreadable scored-group message: {e}", receives)
                 continue
             if msg.get("runId") != self.run_id:
                 # Another run's learner consumes it: make it visible again right away.
@@ -142,7 +159,7 @@ class SqsDriver:
                 continue
             gid = str(msg.get("groupId") or "?")
             self.inflight.add(gid, handle)
-            self.handle_of[gid], self.body_of[gid] = handle, body
+            self.handle_of[gid], self.body_of[gid], self.receives_of[gid] = handle, body, receives
             lines.append({**msg, "type": "group"})
         return lines
 
