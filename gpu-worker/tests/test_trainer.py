@@ -179,3 +179,15 @@ def test_masked_tokens_behaviour_logprobs_and_versions_change_nothing_on_cpu(tin
         weights.append(_weights(policy))
     for n in weights[0]:
         assert torch.equal(weights[0][n], weights[1][n]), n
+
+
+def test_groups_without_signal_are_counted_when_trained_on_cpu(tiny_dir):
+    # filter_groups off: a group of equal rewards and a group of one train with zero (group-relative) advantage
+    groups = _groups(n=1)
+    flat = random_group("r", "e0-flat", vocab=900, g=4, response_len=6, seed=7)
+    for t in flat["trajectories"]:
+        t["reward"] = 1.0
+    single = random_group("r", "e0-one", vocab=900, g=1, response_len=6, seed=8)
+    cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", filter_groups=False)
+    m = Trainer(cfg, Policy(cfg, tiny_dir, torch.device("cpu"))).step(groups + [flat, single], 0)
+    assert m["no_signal_groups"] == 2.0

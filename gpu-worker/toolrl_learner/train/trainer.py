@@ -28,6 +28,10 @@ from .policy import Policy
 _SUMMED = {"pg_loss", "kl_loss", "entropy_loss", "vf_loss"}
 
 
+def _flat(rewards: Tensor) -> bool:
+    return rewards.numel() < 2 or bool(rewards.max() - rewards.min() <= 1e-9)
+
+
 class Trainer:
     """Holds the optimiser; `step` is one learner step (ppo_epochs optimiser steps) on a batch of groups."""
 
@@ -270,6 +274,10 @@ class Trainer:
             "sequence_length_mean": sum(batch.lengths) / batch.num_seqs,
             "staleness_mean": float(batch.staleness.mean()),
             "staleness_max": float(batch.staleness.max()),
+            # groups trained with no signal (one sample, or all rewards equal): only when filter_groups is off
+            "no_signal_groups": float(
+                sum(1 for g in range(len(batch.group_ids)) if _flat(r[batch.group_index == g]))
+            ),
         }
         for name, values in batch.reward_components.items():
             present = values[~values.isnan()]
