@@ -134,6 +134,8 @@ def child(args) -> dict:
         first_loss = step()  # warm-up (allocates optimizer state, autotunes kernels)
         if cuda:
             torch.cuda.synchronize()
+            # what stays between steps: weights, gradients, optimizer state (16 bytes a parameter in both)
+            resident = torch.cuda.memory_allocated()
         t0 = time.perf_counter()
         for _ in range(args.steps):
             step()
@@ -157,6 +159,8 @@ def child(args) -> dict:
     }
     if cuda:
         out["peak_gb"] = torch.cuda.max_memory_allocated() / 2**30
+        # the part the step's implementation controls: activations, logits, temporaries
+        out["working_gb"] = (torch.cuda.max_memory_allocated() - resident) / 2**30
         name = torch.cuda.get_device_name()
         peak = next((v for k, v in PEAK_FLOPS.items() if k in name), None)
         out["device"] = name
@@ -308,6 +312,8 @@ def main() -> int:
             if "tokens_per_s" in ours and "tokens_per_s" in ref:
                 o["speedup"] = round(ours["tokens_per_s"] / ref["tokens_per_s"], 2)
                 o["peak_memory_ratio"] = round(ours["peak_gb"] / ref["peak_gb"], 3)
+                if "working_gb" in ours and "working_gb" in ref:
+                    o["working_memory_ratio"] = round(ours["working_gb"] / ref["working_gb"], 3)
                 o["loss_diff"] = abs(ours["first_loss"] - ref["first_loss"])
             if gpu:
                 o.update(_public(ours))
