@@ -113,3 +113,25 @@ def test_recommit_at_the_same_step_rewrites_only_the_marker_on_cpu(tiny_dir, tmp
     )
     loaded, _ = load_latest_checkpoint(store, "r", _policy(tiny_dir), tmp_path)
     assert loaded == state
+
+
+def test_keys_match_the_topology_declaration_on_cpu():
+    # storage/keys.py mirrors shared/topology.ts `keys`: the same template for every key the learner uses.
+    from pathlib import Path
+
+    from toolrl_learner.storage import keys
+
+    ts = (Path(__file__).resolve().parents[2] / "shared" / "topology.ts").read_text()
+    cases = {
+        "runJson": keys.run_json("RID"),
+        "policyVersion": keys.policy_version("RID", 7),
+        "policyLatest": keys.policy_latest("RID"),
+        "group": keys.group("RID", "GID"),
+        "checkpoint": keys.checkpoint("RID", 7),
+        "metrics": keys.metrics("RID"),
+        "learnerState": keys.learner_state("RID"),
+    }
+    for name, key in cases.items():
+        template = key.replace("RID", "${runId}").replace("GID", "${groupId}").replace("7", "${v}")
+        alt = template.replace("${v}", "${step}")
+        assert f"`{template}`" in ts or f"`{alt}`" in ts, f"keys.{name}: {key} not declared in topology.ts"
