@@ -39,7 +39,11 @@ export interface BfclDatasetOptions {
 export const categoryName = (c: string): string => (c.startsWith('multi_turn_') ? c : `multi_turn_${c}`);
 
 export async function writeBfclDataset(opts: BfclDatasetOptions): Promise<ConvertSummary> {
-  const categories = (opts.categories?.length ? opts.categories : [...BFCL_CATEGORIES]).map(categoryName);
+  // With ids and no categories, the categories the ids name (`multi_turn_base_3` is in multi_turn_base).
+  const named = opts.ids?.length ? [...new Set(opts.ids.map((id) => id.replace(/_\d+$/, '')))] : [];
+  const categories = (
+    opts.categories?.length ? opts.categories : named.length ? named : [...BFCL_CATEGORIES]
+  ).map(categoryName);
   for (const c of categories)
     if (!(BFCL_CATEGORIES as readonly string[]).includes(c))
       throw new Error(`unknown BFCL category ${c}; choose from ${BFCL_CATEGORIES.join(', ')}`);

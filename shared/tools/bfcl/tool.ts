@@ -32,19 +32,32 @@ export const bfclKind = defineToolKind({
   // Calls of one trajectory are ordered by the session below, not by the worker pool.
   defaults: { timeoutS: 60, numWorkers: 64 },
   config: Config,
-  build: async (options, { env }) => {
+  build: (options, { env: toolEnv }) => {
     const python = options.python
       ? isAbsolute(options.python) || !options.python.includes('/')
         ? options.python
-        : resolve(env.baseDir, options.python)
+        : resolve(toolEnv.baseDir, options.python)
       : undefined;
-    await ensureBfclEnv({ python });
-    const bfcl = sharedBfclEnv({ python, cacheStates: options.cache_states, processes: options.processes });
-    try {
-      await bfcl.hello();
-    } catch (err) {
-      throw new Error(`tool bfcl: the BFCL environment process did not start: ${(err as Error).message}`);
-    }
+    // Started on the first call, not here: the rollout stage builds this registry only to render the row's tool
+    // schemas, and needs no Python for that.
+    let started: Promise<BfclEnv> | null = null;
+    const env = (): Promise<BfclEnv> =>
+      (started ??= (async () => {
+        await ensureBfclEnv({ python });
+        const bfcl = sharedBfclEnv({
+          python,
+          cacheStates: options.cache_states,
+          processes: options.processes,
+        });
+        await bfcl.hello();
+        return bfcl;
+      })().catch((err) => {
+        started = null; // the next call tries again
+        throw new ToolFailure(
+          'internal_error',
+          `the BFCL environment did not start: ${(err as Error).message}`,
+        );
+      }));
     // One session per registry view (`forRow` passes the same RowTools object for each of its tools).
     const sessions = new WeakMap<RowTools, Session>();
     return {
@@ -52,7 +65,7 @@ export const bfclKind = defineToolKind({
       rowTool: (schema: ToolSchema, row: RowTools) => {
         let session = sessions.get(row);
         if (!session) {
-          session = new Session(bfcl, row);
+          session = new Session(env, row);
           sessions.set(row, session);
         }
         return session.tool(schema);
@@ -69,7 +82,7 @@ class Session {
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
-    private readonly env: BfclEnv,
+    private readonly env: () => Promise<BfclEnv>,
     row: RowTools,
   ) {
     const functions = new Set((row.tools ?? []).map((t) => t.function.name));
@@ -96,9 +109,10 @@ class Session {
   private async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<string> {
     if (this.entry instanceof Error) throw new ToolFailure('internal_error', this.entry.message);
     if (signal.aborted) throw new ToolFailure('timeout', 'the call was cancelled before it ran');
+    const env = await this.env();
     let result: { output: string; raised: boolean };
     try {
-      [result] = (await this.env.execute(this.entry, this.executed, [{ name, arguments: args }])) as [
+      [result] = (await env.execute(this.entry, this.executed, [{ name, arguments: args }])) as [
         { output: string; raised: boolean },
       ];
     } catch (err) {

@@ -112,6 +112,25 @@ describe('bfcl tools', () => {
     );
   });
 
+  it('needs no Python to render schemas; a call reports an environment that does not start', async () => {
+    // The rollout stage builds the registry only for the row's schemas: no process may be needed for that.
+    const noPython = await buildToolRegistry({
+      tools: [{ kind: 'bfcl', config: { python: '/nonexistent/python' } }],
+    });
+    const row = await fixtureRow('multi_turn_base_0');
+    const view = noPython.forRow(episodeRowTools(row));
+    expect(view.names()).toContain('mkdir');
+    const r = await view.call({ name: 'pwd', arguments: {} });
+    expect(r).toMatchObject({
+      ok: false,
+      error: {
+        type: 'internal_error',
+        message: expect.stringMatching(/BFCL environment did not start.*could not start/),
+      },
+    });
+    await noPython.close();
+  });
+
   it('tells the model when the row is not a BFCL entry', async () => {
     const view = registry.forRow({
       tools: [

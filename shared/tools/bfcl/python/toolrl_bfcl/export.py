@@ -38,6 +38,8 @@ def export(
         if limit is not None:
             chosen = chosen[:limit]
         found.update(e["id"] for e in chosen)
+        if not chosen:
+            continue
         name = f"{VERSION_PREFIX}_{category}.json"
         with open(out / name, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in chosen)
