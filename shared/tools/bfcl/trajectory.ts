@@ -5,6 +5,7 @@
 //   timed out) did not, and the model was told so.
 //   an assistant turn with no call attempt ends its user turn (the episode then feeds the next user message).
 import type { ToolResult } from '#shared/schemas/tool-result';
+import { decodeArguments } from '../validate.ts';
 import type { BfclCall } from './protocol.ts';
 
 /** A call as rewards and turn records hold it; `result` null means unknown (hand-written input): counted as run. */
@@ -19,9 +20,19 @@ export const reachedEnvironment = (c: RecordedCall): boolean =>
 
 /** The calls of `history` that changed (or read) the environment, in order, restricted to BFCL functions. */
 export function executedCalls(history: readonly RecordedCall[], functions: ReadonlySet<string>): BfclCall[] {
-  return history
-    .filter((c) => functions.has(c.name) && reachedEnvironment(c))
-    .map((c) => ({ name: c.name, arguments: c.arguments ?? {} }));
+  const out: BfclCall[] = [];
+  for (const c of history) {
+    if (!functions.has(c.name) || !reachedEnvironment(c)) continue;
+    // As the registry ran it: a model may write the arguments as a JSON string of the object.
+    let args: Record<string, unknown>;
+    try {
+      args = decodeArguments(c.arguments);
+    } catch {
+      continue; // arguments that do not decode never reached the environment
+    }
+    out.push({ name: c.name, arguments: args });
+  }
+  return out;
 }
 
 export interface AssistantTurnCalls {

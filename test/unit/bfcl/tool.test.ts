@@ -49,7 +49,8 @@ describe('bfcl tools', () => {
   it('rebuilds the state from the history the next request carries', async () => {
     const row = await fixtureRow('multi_turn_base_0');
     const history = [
-      { name: 'cd', arguments: { folder: 'document' }, result: ok('{}'), durationMs: 1 },
+      // Arguments written as a JSON string, as a model may: replayed as the registry ran them.
+      { name: 'cd', arguments: '{"folder": "document"}', result: ok('{}'), durationMs: 1 },
       // Refused before it ran: not replayed.
       {
         name: 'cd',

@@ -28,6 +28,12 @@ describe('executedCalls', () => {
     ];
     expect(executedCalls(history, BFCL).map((x) => x.name)).toEqual(['cd', 'ls', 'mv']);
   });
+
+  it('decodes arguments the model wrote as a JSON string, as the registry did when it ran them', () => {
+    const asString = { name: 'cd', arguments: '{"folder": "docs"}', result: ok };
+    const broken = { name: 'cd', arguments: '{"folder": ', result: ok }; // cannot have run
+    expect(executedCalls([asString, broken], BFCL)).toEqual([{ name: 'cd', arguments: { folder: 'docs' } }]);
+  });
 });
 
 describe('callsByUserTurn', () => {
