@@ -8,6 +8,7 @@ import { decodeRows, emptyStats } from '#shared/policy/decode-loop';
 import { KvCache } from '#shared/policy/kv-cache';
 import { OnnxDecoder } from '#shared/policy/onnx-decoder';
 import { DEFAULT_SAMPLING, Sampler } from '#shared/policy/sampler';
+import { SamplerGraph } from '#shared/policy/sampler-graph';
 import { benchPrompt } from './prompt.ts';
 
 const { values } = parseArgs({
@@ -17,6 +18,7 @@ const { values } = parseArgs({
     'prompt-tokens': { type: 'string', default: '128' },
     'new-tokens': { type: 'string', default: '256' },
     threads: { type: 'string', default: '2' },
+    sampler: { type: 'string', default: 'onnx' },
   },
 });
 const G = Number(values.n);
@@ -32,12 +34,15 @@ const decoder = await OnnxDecoder.load(
 );
 const loadMs = performance.now() - t0;
 const sampler = new Sampler(m.vocabSize);
+const graph =
+  values.sampler === 'js' ? undefined : await SamplerGraph.create(m.vocabSize, Number(values.threads));
 const stops = { eosIds: new Set<number>(), toolCallEndText: '</tool_call>', piece: () => '' };
 const params = { ...DEFAULT_SAMPLING, stopOnToolCallEnd: false, seed: 1 };
 const run = (prompt: number[], n: number, budget: number, stats = emptyStats()) =>
   decodeRows({
     decoder,
     sampler,
+    graph,
     past: KvCache.empty(decoder.kv, 1),
     feed: prompt,
     rows: Array.from({ length: n }, (_, i) => ({ sampleIndex: i, turn: 0, budget })),
@@ -54,3 +59,4 @@ const totalMs = performance.now() - t1;
 if (rows.some((r) => r.tokenIds.length !== N)) throw new Error('a row stopped early');
 process.stdout.write(`${JSON.stringify({ engine: 'toolrl', G, P, N, loadMs, totalMs, ...stats })}\n`);
 await decoder.dispose();
+await graph?.dispose();

@@ -7,6 +7,7 @@ import { KvCache } from './kv-cache.ts';
 import type { OnnxDecoder } from './onnx-decoder.ts';
 import { samplingStream, type Uniform } from './rng.ts';
 import type { Sampler, SamplingParams } from './sampler.ts';
+import type { PreparedRows, SamplerGraph } from './sampler-graph.ts';
 import { RowStop, type StopSpec } from './stops.ts';
 
 export interface RowSpec {
@@ -48,6 +49,8 @@ export const emptyStats = (): LoopStats => ({
 interface Common {
   decoder: OnnxDecoder;
   sampler: Sampler;
+  /** Sampling through onnxruntime (same draws, a fraction of the JS time); the JS sampler alone without it. */
+  graph?: SamplerGraph;
   params: SamplingParams;
   stops: StopSpec;
   retain?: RetainCache;
@@ -79,9 +82,22 @@ function lanes(rows: readonly RowSpec[], params: SamplingParams, stops: StopSpec
   }));
 }
 
-/** Draws one token for a lane; true when its turn ends there. */
-function draw(c: Common, lane: Lane, logits: Float32Array): boolean {
-  const d = c.sampler.draw(logits, c.params, lane.stream);
+/** A forward pass's logits rows, prepared by the sampling graph when there is one. */
+interface Rows {
+  logits: Float32Array;
+  prepared: PreparedRows | null;
+}
+
+async function rowsOf(c: Common, logits: Float32Array, count: number): Promise<Rows> {
+  return { logits, prepared: c.graph ? await c.graph.prepare(logits, count, c.params) : null };
+}
+
+/** Draws one token for a lane from row r; true when its turn ends there. */
+function draw(c: Common, lane: Lane, rows: Rows, r: number): boolean {
+  const V = c.decoder.vocabSize;
+  const d = rows.prepared
+    ? c.graph!.draw(rows.prepared, r, c.params, lane.stream, c.sampler)
+    : c.sampler.draw(rows.logits.subarray(r * V, (r + 1) * V), c.params, lane.stream);
   lane.result.tokenIds.push(d.token);
   lane.result.logprobs.push(d.logprob);
   const stop = lane.stop.accept(d.token);
@@ -112,12 +128,12 @@ export async function decodeRows(
   }
   // Every row's first token comes from the one prefilled distribution, each with its own stream.
   t0 = now();
-  const row0 = prefill.logits.subarray(0, decoder.vocabSize);
+  const rows = await rowsOf(args, prefill.logits, 1);
   const active: Lane[] = [];
   for (const lane of all) {
     lane.valid = new Array(prefill.present.length).fill(1);
     lane.pos = prefill.present.length;
-    if (draw(args, lane, row0)) args.retain?.(lane.row, prefill.present);
+    if (draw(args, lane, rows, 0)) args.retain?.(lane.row, prefill.present);
     else active.push(lane);
   }
   if (stats) stats.sampleMs += now() - t0;
@@ -172,12 +188,11 @@ export async function decodeEach(
     stats.prefillMs += now() - t0;
   }
   t0 = now();
-  const V = decoder.vocabSize;
+  const rows = await rowsOf(args, prefill.logits, B);
   const active: Lane[] = [];
   const keepRows: number[] = [];
   all.forEach((lane, b) => {
-    if (draw(args, lane, prefill.logits.subarray(b * V, (b + 1) * V)))
-      args.retain?.(lane.row, keep(prefill.present, b, lane));
+    if (draw(args, lane, rows, b)) args.retain?.(lane.row, keep(prefill.present, b, lane));
     else {
       active.push(lane);
       keepRows.push(b);
@@ -196,7 +211,6 @@ export async function decodeEach(
 /** Decodes the active lanes as one batch until each stops; `cache` row j belongs to active[j]. */
 async function decodeLoop(c: Common, start: Lane[], first: KvCache): Promise<void> {
   const { decoder, stats } = c;
-  const V = decoder.vocabSize;
   let active = start;
   let cache = first;
   const padded = active.some((l) => l.valid.includes(0));
@@ -224,20 +238,20 @@ async function decodeLoop(c: Common, start: Lane[], first: KvCache): Promise<voi
     }
     t0 = now();
     const still: Lane[] = [];
-    const rows: number[] = [];
+    const kept: number[] = [];
+    const rows = await rowsOf(c, step.logits, B);
     active.forEach((lane, j) => {
       lane.valid.push(1);
       lane.pos++;
-      if (draw(c, lane, step.logits.subarray(j * V, (j + 1) * V)))
-        c.retain?.(lane.row, keep(step.present, j, lane));
+      if (draw(c, lane, rows, j)) c.retain?.(lane.row, keep(step.present, j, lane));
       else {
         still.push(lane);
-        rows.push(j);
+        kept.push(j);
       }
     });
     if (stats) stats.sampleMs += now() - t0;
     // Rows that stopped leave the batch: later steps cost only what is still running.
-    cache = rows.length === B ? step.present : step.present.gather(rows);
+    cache = kept.length === B ? step.present : step.present.gather(kept);
     active = still;
   }
 }

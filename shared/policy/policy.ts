@@ -1,5 +1,6 @@
 // The rollout policy: a loaded bundle that renders prompts, samples groups and continues trajectories after tool
 // results, recording every sampled token's log-prob and the policy version that sampled it.
+import { availableParallelism } from 'node:os';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 import type { BundleManifest } from '#shared/schemas/policy';
 import type { TurnStop } from '#shared/schemas/trajectory';
@@ -9,6 +10,7 @@ import { decodeEach, decodeRows, emptyStats, type LoopStats, type RowSpec } from
 import { KvCache } from './kv-cache.ts';
 import { OnnxDecoder } from './onnx-decoder.ts';
 import { checkSamplingParams, Sampler, type SamplingParams } from './sampler.ts';
+import { SamplerGraph } from './sampler-graph.ts';
 import { type StopSpec, stopSpecFor } from './stops.ts';
 import { responseLength, type TokenState } from './token-state.ts';
 import { ChatTokenizer, type TokenizerOptions } from './tokenizer.ts';
@@ -23,6 +25,8 @@ export interface LoadPolicyOptions extends TokenizerOptions {
   check?: BundleCheck;
   /** Bytes of KV cache kept between turns in this process (default 1 GiB; 0 disables). */
   cacheBytes?: number;
+  /** Sample through onnxruntime's kernels (default) or in plain JS (same draws, slower: a reference). */
+  sampler?: 'onnx' | 'js';
 }
 
 export interface TurnSample {
@@ -78,6 +82,7 @@ export class Policy {
     private readonly decoder: OnnxDecoder,
     readonly version: number,
     cacheBytes: number,
+    private readonly graph?: SamplerGraph,
   ) {
     this.sampler = new Sampler(decoder.vocabSize);
     this.stops = stopSpecFor(manifest.eosTokenIds, tokenizer);
@@ -100,6 +105,7 @@ export class Policy {
     const results = await decodeRows({
       decoder: this.decoder,
       sampler: this.sampler,
+      graph: this.graph,
       past: KvCache.empty(this.decoder.kv, 1),
       feed: promptIds,
       rows,
@@ -125,6 +131,7 @@ export class Policy {
     const results = await decodeRows({
       decoder: this.decoder,
       sampler: this.sampler,
+      graph: this.graph,
       past: KvCache.empty(this.decoder.kv, 1),
       feed: promptIds,
       rows: Array.from({ length: n }, (_, i) => ({ sampleIndex: i, turn: 0, budget })),
@@ -199,6 +206,7 @@ export class Policy {
     const results = await decodeEach({
       decoder: this.decoder,
       sampler: this.sampler,
+      graph: this.graph,
       items: work.map((w) => ({
         past: w.past,
         feed: w.next.tokenIds.slice(w.past.length),
@@ -235,6 +243,7 @@ export class Policy {
 
   async dispose(): Promise<void> {
     await this.decoder.dispose();
+    await this.graph?.dispose();
   }
 
   private keep(tokenIds: readonly number[], cache: KvCache | undefined): string | null {
@@ -254,5 +263,9 @@ export async function loadPolicy(bundleDir: string, opts: LoadPolicyOptions = {}
     m.vocabSize,
     { threads: opts.threads },
   );
-  return new Policy(m, tokenizer, decoder, opts.version ?? m.version, opts.cacheBytes ?? 2 ** 30);
+  const graph =
+    opts.sampler === 'js'
+      ? undefined
+      : await SamplerGraph.create(m.vocabSize, opts.threads ?? availableParallelism());
+  return new Policy(m, tokenizer, decoder, opts.version ?? m.version, opts.cacheBytes ?? 2 ** 30, graph);
 }

@@ -84,6 +84,21 @@ describe('sampleGroup', () => {
     }
   });
 
+  it('samples the same through onnxruntime as in plain JS', async () => {
+    const prompt = policy.renderPrompt(messages, tools);
+    const js = await loadPolicy(bundleDir, { threads: 1, sampler: 'js' });
+    try {
+      for (const over of [{}, { topK: 20, topP: 0.9 }, { temperature: 0 }]) {
+        const a = await policy.sampleGroup(prompt, 3, s({ seed: 17, ...over }));
+        const b = await js.sampleGroup(prompt, 3, s({ seed: 17, ...over }));
+        expect(a.map((x) => x.tokenIds)).toEqual(b.map((x) => x.tokenIds));
+        a.forEach((x, i) => expectClose(x.logprobs, b[i]!.logprobs, 1e-5));
+      }
+    } finally {
+      await js.dispose();
+    }
+  });
+
   it('records log-probs equal to a cache-free forward pass, at T = 1 and T = 0.7', async () => {
     const prompt = policy.renderPrompt(messages, tools);
     for (const temperature of [1, 0.7]) {
