@@ -125,7 +125,9 @@ export function encodeModel(g: GraphSpec): Uint8Array {
   int(out, 1, 8); // ir_version
   str(out, 2, 'toolrl');
   message(out, 7, (graph) => {
-    g.nodes.forEach((n, i) => node(graph, n, i));
+    g.nodes.forEach((n, i) => {
+      node(graph, n, i);
+    });
     str(graph, 2, g.name);
     for (const t of g.initializers) initializer(graph, t);
     for (const v of g.inputs) valueInfo(graph, 11, v);

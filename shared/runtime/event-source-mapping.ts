@@ -8,7 +8,7 @@ import { silentLog } from '../pipeline/log.ts';
 import type { Queue, ReceivedMessage } from '../ports/queue.ts';
 import { toSqsEvent } from './sqs-event.ts';
 
-export type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined | void>;
+export type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined>;
 
 export interface EventSourceMappingOptions {
   readonly name: string;

@@ -69,7 +69,12 @@ describe('run-starter handler', () => {
     const { blobs, base, submitted } = embedded();
     const handler = createRunStarterHandler({
       ...base,
-      learnerJobs: { submit: async (r) => (submitted.push(r.runId), { jobId: 'x' }) },
+      learnerJobs: {
+        submit: async (r) => {
+          submitted.push(r.runId);
+          return { jobId: 'x' };
+        },
+      },
     });
     expect(await handler(fixture('run-event-s3-test-event.json'))).toEqual({ batchItemFailures: [] });
     expect(await blobs.list('runs/')).toEqual([]);
@@ -80,7 +85,12 @@ describe('run-starter handler', () => {
     const { blobs, base, submitted } = embedded();
     const handler = createRunStarterHandler({
       ...base,
-      learnerJobs: { submit: async (r) => (submitted.push(r.runId), { jobId: 'x' }) },
+      learnerJobs: {
+        submit: async (r) => {
+          submitted.push(r.runId);
+          return { jobId: 'x' };
+        },
+      },
     });
     expect(await handler(fixture('run-event-object-created.json'))).toEqual({ batchItemFailures: [] });
     const run = await readJson(blobs, keys.runJson('my-run'), RunStatusSchema);

@@ -92,7 +92,9 @@ describe('sampleGroup', () => {
         const a = await policy.sampleGroup(prompt, 3, s({ seed: 17, ...over }));
         const b = await js.sampleGroup(prompt, 3, s({ seed: 17, ...over }));
         expect(a.map((x) => x.tokenIds)).toEqual(b.map((x) => x.tokenIds));
-        a.forEach((x, i) => expectClose(x.logprobs, b[i]!.logprobs, 1e-5));
+        a.forEach((x, i) => {
+          expectClose(x.logprobs, b[i]!.logprobs, 1e-5);
+        });
       }
     } finally {
       await js.dispose();

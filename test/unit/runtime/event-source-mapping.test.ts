@@ -178,6 +178,7 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
       peak = Math.max(peak, active);
       await new Promise((r) => setTimeout(r, 20));
       active--;
+      return undefined;
     };
     for (let i = 0; i < 12; i++) await queue.send(String(i));
     run(queue, handler, { batchSize: 1, concurrency: 3 });
