@@ -106,7 +106,7 @@ describe('fault tests (embedded runtime)', () => {
       wrapContext: <C extends StageContext>(name: string, ctx: C): C => {
         if (name !== fn) return ctx;
         if (fn === 'reward') {
-          const blobs = failFirst(ctx.blobs, 'list');
+          const blobs = failFirst(ctx.blobs, 'listKeys');
           injected = blobs;
           return { ...ctx, blobs };
         }
