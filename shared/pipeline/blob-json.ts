@@ -17,6 +17,18 @@ export async function readJson<T>(
   if (!info) return undefined;
   const data = await blobs.get(key);
   if (!data) return undefined;
+  // The etag of the head before the read: a write in between makes a later putIfMatch fail, as it should.
+  return { value: parseObject(key, data, schema), etag: info.etag };
+}
+
+/** The parsed object, or undefined when the key does not exist (no etag: for objects never updated in place). */
+export async function getJson<T>(blobs: BlobStore, key: string, schema: ZodType<T>): Promise<T | undefined> {
+  const data = await blobs.get(key);
+  if (!data) return undefined;
+  return parseObject(key, data, schema);
+}
+
+function parseObject<T>(key: string, data: Uint8Array, schema: ZodType<T>): T {
   let json: unknown;
   try {
     json = JSON.parse(Buffer.from(data).toString('utf8'));
@@ -25,8 +37,7 @@ export async function readJson<T>(
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) throw new CorruptObjectError(`${key}: ${z.prettifyError(parsed.error)}`);
-  // The etag of the head before the read: a write in between makes a later putIfMatch fail, as it should.
-  return { value: parsed.data, etag: info.etag };
+  return parsed.data;
 }
 
 export const toJson = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;

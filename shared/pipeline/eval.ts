@@ -6,7 +6,7 @@ import { LearnerStateSchema } from '../schemas/learner-stdio.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
 import { type ScoredGroup, ScoredGroupSchema } from '../schemas/scored-group.ts';
 import { keys } from '../topology.ts';
-import { putJsonIfAbsent, readJson } from './blob-json.ts';
+import { getJson, putJsonIfAbsent, readJson } from './blob-json.ts';
 import type { StageContext } from './context.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
@@ -66,12 +66,12 @@ export async function writeEvalSummaryIfComplete(
   run: RunStatus,
   version: number,
 ): Promise<EvalSummary | undefined> {
-  const manifests = await ctx.blobs.list(evalGroupPrefix(run.runId, version));
+  const manifests = await ctx.blobs.listKeys(evalGroupPrefix(run.runId, version));
   if (manifests.length < run.totals.valPrompts) return undefined;
   const groups: ScoredGroup[] = [];
-  for (const m of manifests) {
-    const g = await readJson(ctx.blobs, m.key, ScoredGroupSchema);
-    if (g) groups.push(g.value);
+  for (const key of manifests) {
+    const g = await getJson(ctx.blobs, key, ScoredGroupSchema);
+    if (g) groups.push(g);
   }
   const summary = summarise(run.runId, version, groups, ctx.now());
   const put = await putJsonIfAbsent(ctx.blobs, keys.evalSummary(run.runId, version), summary);

@@ -7,11 +7,12 @@ import { trajectoryTokens } from '../policy/token-state.ts';
 import { rewardInputFromTrajectory } from '../rewards/input.ts';
 import type { GroupRef } from '../schemas/messages/group-ref.ts';
 import type { RewardRequest } from '../schemas/messages/reward-request.ts';
+import { TrajectoryWireSchema } from '../schemas/messages/token-arrays.ts';
 import type { TrajectoryInFlight } from '../schemas/messages/trajectory-in-flight.ts';
 import { type ScoredGroup, type ScoredGroupMessage, ScoredGroupSchema } from '../schemas/scored-group.ts';
-import { type Trajectory, TrajectorySchema } from '../schemas/trajectory.ts';
+import type { Trajectory } from '../schemas/trajectory.ts';
 import { keys } from '../topology.ts';
-import { putJsonIfAbsent, readJson, toJson } from './blob-json.ts';
+import { getJson, putJsonIfAbsent, toJson } from './blob-json.ts';
 import { sha256Hex } from './claim-check.ts';
 import { type StageContext, sendTo } from './context.ts';
 import { PermanentError } from './errors.ts';
@@ -56,7 +57,7 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
     ),
   );
   const tok = trajectoryTokens(t.tokens);
-  return TrajectorySchema.parse({
+  return TrajectoryWireSchema.parse({
     sampleIndex: t.sampleIndex,
     tokenIds: tok.tokenIds,
     promptLength: tok.promptLength,
@@ -77,16 +78,20 @@ export async function completeGroupIfReady(
   group: GroupRef,
   sampleIndex: number,
 ): Promise<void> {
-  const stored = await ctx.blobs.list(keys.trajectoryPrefix(group.runId, group.groupId));
+  const stored = await ctx.blobs.listKeys(keys.trajectoryPrefix(group.runId, group.groupId));
   if (stored.length < group.groupSize) return;
   const manifestKey = keys.group(group.runId, group.groupId);
   let body = await ctx.blobs.get(manifestKey);
   if (!body) {
     const trajectories: Trajectory[] = [];
     for (let i = 0; i < group.groupSize; i++) {
-      const t = await readJson(ctx.blobs, keys.trajectory(group.runId, group.groupId, i), TrajectorySchema);
+      const t = await getJson(
+        ctx.blobs,
+        keys.trajectory(group.runId, group.groupId, i),
+        TrajectoryWireSchema,
+      );
       if (!t) return; // a stray key filled the listing; wait for the real sample
-      trajectories.push(t.value);
+      trajectories.push(t);
     }
     const manifest: ScoredGroup = {
       schemaVersion: 1,
@@ -109,7 +114,8 @@ export async function completeGroupIfReady(
     body = await ctx.blobs.get(manifestKey);
     if (!body) throw new Error(`${manifestKey} was written by another handler but cannot be read`);
   }
-  const existing = ScoredGroupSchema.parse(JSON.parse(Buffer.from(body).toString('utf8')));
+  // Only the header is needed here; the manifest was validated when it was written.
+  const existing = ManifestHeaderSchema.parse(JSON.parse(Buffer.from(body).toString('utf8')));
   // Only the writer re-sends, and only while its send is unconfirmed: a racing sibling or a plain duplicate
   // stays silent, so one group yields one message. (A crash after the send but before the confirmation
   // re-sends once more; the learner drops that duplicate.)
@@ -122,9 +128,16 @@ export async function completeGroupIfReady(
 export const sentMarkerKey = (runId: string, groupId: string): string =>
   `runs/${runId}/groups-sent/${groupId}`;
 
+const ManifestHeaderSchema = ScoredGroupSchema.pick({
+  runId: true,
+  groupId: true,
+  split: true,
+  completedBy: true,
+});
+
 async function emitGroup(
   ctx: StageContext,
-  group: ScoredGroup,
+  group: Pick<ScoredGroup, 'runId' | 'groupId' | 'split'>,
   manifestKey: string,
   sha256: string,
 ): Promise<void> {

@@ -34,6 +34,8 @@ export interface BlobStore {
   putIfMatch(key: string, body: Body, etag: string, opts?: PutOptions): Promise<ConditionalPut>;
   /** Every object whose key starts with `prefix`, in key order. */
   list(prefix: string): Promise<BlobInfo[]>;
+  /** The keys only (cheaper where the store must look up sizes and etags one by one). */
+  listKeys(prefix: string): Promise<string[]>;
   delete(key: string): Promise<void>;
   /**
    * A local file path of the object when the store is a local folder (lets the rollout stage load a policy

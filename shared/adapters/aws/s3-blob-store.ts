@@ -98,6 +98,10 @@ export class S3BlobStore implements BlobStore {
     return out;
   }
 
+  async listKeys(prefix: string): Promise<string[]> {
+    return (await this.list(prefix)).map((i) => i.key);
+  }
+
   async delete(key: string): Promise<void> {
     assertValidKey(key);
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));

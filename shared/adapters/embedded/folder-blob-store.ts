@@ -1,7 +1,24 @@
 // The embedded BlobStore: a local folder where a key is a relative path. Writes go to a temp file and are
-// renamed into place, so readers (including the Python learner) never see a partial object.
-import { createReadStream } from 'node:fs';
-import { link, mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+// renamed (or linked) into place, so readers (including the Python learner) never see a partial object.
+// Small-object operations use synchronous file calls: on one machine they take microseconds, whereas each
+// asynchronous call pays a thread-pool round trip that dominated the embedded pipeline's overhead.
+import {
+  type BigIntStats,
+  closeSync,
+  createReadStream,
+  type Dirent,
+  fstatSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import {
@@ -20,8 +37,9 @@ export type PutListener = (key: string, info: BlobInfo) => void;
 
 export class FolderBlobStore implements BlobStore {
   readonly describe: string;
-  private readonly locks = new Map<string, Promise<unknown>>();
   private readonly listeners: PutListener[] = [];
+  /** Directories known to exist (a write then skips its mkdir). */
+  private readonly dirs = new Set<string>();
 
   constructor(readonly root: string) {
     this.describe = `file://${root}`;
@@ -43,88 +61,95 @@ export class FolderBlobStore implements BlobStore {
 
   async get(key: string): Promise<Uint8Array | undefined> {
     try {
-      return await readFile(this.localPath(key));
+      return readFileSync(this.localPath(key));
     } catch (err) {
-      if (isMissing(err)) return undefined;
+      if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'EISDIR') return undefined;
       throw err;
     }
   }
 
   async getStream(key: string): Promise<Readable | undefined> {
-    const path = this.localPath(key);
     if (!(await this.head(key))) return undefined;
-    return createReadStream(path);
+    return createReadStream(this.localPath(key));
   }
 
   async head(key: string): Promise<BlobInfo | undefined> {
-    try {
-      const s = await stat(this.localPath(key), { bigint: true });
-      if (!s.isFile()) return undefined;
-      return infoOf(key, s);
-    } catch (err) {
-      if (isMissing(err)) return undefined;
-      throw err;
-    }
+    return this.headSync(key);
   }
 
   async put(key: string, body: Body): Promise<{ etag: string }> {
     const path = this.localPath(key);
-    const tmp = await this.writeTemp(path, body);
-    await rename(tmp, path);
-    return { etag: (await this.announce(key)).etag };
+    const { tmp, stats } = this.writeTemp(path, body);
+    renameSync(tmp, path);
+    return { etag: this.announce(key, stats).etag };
   }
 
   async putIfAbsent(key: string, body: Body): Promise<ConditionalPut> {
     const path = this.localPath(key);
-    const tmp = await this.writeTemp(path, body);
+    const { tmp, stats } = this.writeTemp(path, body);
     try {
       // link(2) fails with EEXIST when the target exists: atomic across processes, and the object appears
       // complete because the temp file was fully written first.
-      await link(tmp, path);
+      linkSync(tmp, path);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { written: false };
       throw err;
     } finally {
-      await unlink(tmp).catch(() => {});
+      unlinkSync(tmp);
     }
-    return { written: true, etag: (await this.announce(key)).etag };
+    return { written: true, etag: this.announce(key, stats).etag };
   }
 
   /**
-   * Compare-and-swap on the etag. Serialised per key inside this process; the pipeline is the only writer of
-   * the keys it updates this way (run.json, feeder state), so no cross-process lock is needed.
+   * Compare-and-swap on the etag. The check and the write run synchronously, so nothing else in this process
+   * interleaves; the pipeline is the only writer of the keys it updates this way (run.json, feeder state).
    */
   async putIfMatch(key: string, body: Body, etag: string): Promise<ConditionalPut> {
-    return this.withLock(key, async () => {
-      const current = await this.head(key);
-      if (!current || current.etag !== etag) return { written: false } as const;
-      const { etag: next } = await this.put(key, body);
-      return { written: true, etag: next } as const;
-    });
+    const current = this.headSync(key);
+    if (!current || current.etag !== etag) return { written: false };
+    const path = this.localPath(key);
+    const { tmp, stats } = this.writeTemp(path, body);
+    renameSync(tmp, path);
+    return { written: true, etag: this.announce(key, stats).etag };
   }
 
   async list(prefix: string): Promise<BlobInfo[]> {
+    return this.listKeysSync(prefix).flatMap((k) => {
+      const info = this.headSync(k);
+      return info ? [info] : [];
+    });
+  }
+
+  async listKeys(prefix: string): Promise<string[]> {
+    return this.listKeysSync(prefix);
+  }
+
+  async delete(key: string): Promise<void> {
+    rmSync(this.localPath(key), { force: true });
+  }
+
+  private headSync(key: string): BlobInfo | undefined {
+    const s = statSync(this.localPath(key), { bigint: true, throwIfNoEntry: false });
+    return s?.isFile() ? infoOf(key, s) : undefined;
+  }
+
+  private listKeysSync(prefix: string): string[] {
     // Walk only the deepest directory the prefix names; the remainder is a file-name prefix.
     const slash = prefix.lastIndexOf('/');
     const dirKey = slash >= 0 ? prefix.slice(0, slash) : '';
     if (dirKey) assertValidKey(dirKey);
-    const out: BlobInfo[] = [];
-    await this.walk(dirKey, prefix, out);
-    out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    return out;
+    const out: string[] = [];
+    this.walk(dirKey, prefix, out);
+    return out.sort();
   }
 
-  async delete(key: string): Promise<void> {
-    await rm(this.localPath(key), { force: true });
-  }
-
-  private async walk(dirKey: string, prefix: string, out: BlobInfo[]): Promise<void> {
+  private walk(dirKey: string, prefix: string, out: string[]): void {
     const dir = dirKey ? join(this.root, ...dirKey.split('/')) : this.root;
-    let entries: import('node:fs').Dirent[];
+    let entries: Dirent[];
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      entries = readdirSync(dir, { withFileTypes: true });
     } catch (err) {
-      if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+      if (isMissing(err)) return;
       throw err;
     }
     for (const e of entries) {
@@ -132,44 +157,47 @@ export class FolderBlobStore implements BlobStore {
       const key = dirKey ? `${dirKey}/${e.name}` : e.name;
       if (e.isDirectory()) {
         // Descend when the directory can contain keys with the prefix.
-        if (`${key}/`.startsWith(prefix) || prefix.startsWith(`${key}/`)) await this.walk(key, prefix, out);
-      } else if (e.isFile() && key.startsWith(prefix)) {
-        const info = await this.head(key);
-        if (info) out.push(info);
-      }
+        if (`${key}/`.startsWith(prefix) || prefix.startsWith(`${key}/`)) this.walk(key, prefix, out);
+      } else if (e.isFile() && key.startsWith(prefix)) out.push(key);
     }
   }
 
-  private async writeTemp(path: string, body: Body): Promise<string> {
+  /** Writes `body` to a fresh temp file next to `path`; its stats carry over to the renamed/linked object. */
+  private writeTemp(path: string, body: Body): { tmp: string; stats: BigIntStats } {
     const dir = dirname(path);
-    await mkdir(dir, { recursive: true });
+    if (!this.dirs.has(dir)) {
+      mkdirSync(dir, { recursive: true });
+      this.dirs.add(dir);
+    }
     const tmp = `${dir}${sep}${TMP_PREFIX}${process.pid}-${++tmpCounter}`;
-    await writeFile(tmp, body);
-    return tmp;
+    let fd: number;
+    try {
+      fd = openSync(tmp, 'wx');
+    } catch (err) {
+      if (!isMissing(err)) throw err;
+      // The directory was removed behind our back (a test cleaning up): create it again.
+      mkdirSync(dir, { recursive: true });
+      fd = openSync(tmp, 'wx');
+    }
+    try {
+      const data = typeof body === 'string' ? Buffer.from(body) : body;
+      let off = 0;
+      while (off < data.length) off += writeSync(fd, data, off, data.length - off);
+      return { tmp, stats: fstatSync(fd, { bigint: true }) };
+    } finally {
+      closeSync(fd);
+    }
   }
 
-  private async announce(key: string): Promise<BlobInfo> {
-    const info = await this.head(key);
-    if (!info) throw new Error(`object ${key} vanished right after it was written`);
+  private announce(key: string, stats: BigIntStats): BlobInfo {
+    const info = infoOf(key, stats);
     for (const l of this.listeners) l(key, info);
     return info;
   }
-
-  private async withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(key) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
-    const tail = run.catch(() => {});
-    this.locks.set(key, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.locks.get(key) === tail) this.locks.delete(key);
-    }
-  }
 }
 
-function infoOf(key: string, s: import('node:fs').BigIntStats): BlobInfo {
-  // Every write renames a fresh file into place, so (inode, mtime in ns, size) changes on each write.
+function infoOf(key: string, s: BigIntStats): BlobInfo {
+  // Every write puts a fresh file in place, so (inode, mtime in ns, size) changes on each write.
   return {
     key,
     etag: `${s.ino.toString(36)}-${s.mtimeNs.toString(36)}-${s.size.toString(36)}`,

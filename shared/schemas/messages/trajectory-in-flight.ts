@@ -3,8 +3,8 @@
 // budgets) — and, once finished, to score it.
 import { z } from 'zod';
 import { EpisodeStateSchema } from '../../episode/state.ts';
-import { TokenStateSchema } from '../../policy/token-state.ts';
 import { GroupRefSchema, TaskRowSchema } from './group-ref.ts';
+import { TokenStateWireSchema } from './token-arrays.ts';
 
 /**
  * @example {"schemaVersion": 1, "group": {"runId": "r-1a2b", "groupId": "e0-p17", "promptId": "p17",
@@ -18,7 +18,7 @@ export const TrajectoryInFlightSchema = z.object({
   group: GroupRefSchema,
   sampleIndex: z.number().int().nonnegative(),
   row: TaskRowSchema,
-  tokens: TokenStateSchema,
+  tokens: TokenStateWireSchema,
   episode: EpisodeStateSchema,
 });
 export type TrajectoryInFlight = z.infer<typeof TrajectoryInFlightSchema>;
