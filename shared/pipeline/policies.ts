@@ -11,8 +11,13 @@ import { PolicyPointerSchema } from '../schemas/policy.ts';
 import { keys } from '../topology.ts';
 import { readJson } from './blob-json.ts';
 
+/** What the rollout stage uses of a loaded policy (shared/policy's Policy; a stub in bench/pipeline). */
+export type RolloutPolicy = Pick<Policy, 'startGroup' | 'continueTrajectory' | 'dispose'> & {
+  readonly tokenizer: Pick<Policy['tokenizer'], 'render' | 'encode'>;
+};
+
 export interface PolicyLease {
-  readonly policy: Policy;
+  readonly policy: RolloutPolicy;
   readonly version: number;
   release(): void;
 }
@@ -69,7 +74,7 @@ export class BlobPolicyProvider implements PolicyProvider {
     entry.refs++;
     entry.lastUsed = Date.now();
     const held = entry;
-    let policy: Policy;
+    let policy: RolloutPolicy;
     try {
       policy = await held.policy;
     } catch (err) {

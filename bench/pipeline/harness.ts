@@ -1,0 +1,136 @@
+// The pipeline benchmark's workload and its two ways of running it: through the embedded pipeline (queues,
+// blob store, claim checks, handlers, the local runtime) and as bare calls of the same stage work (policy
+// stub, episode logic, tool calls, rewards) with no queue or blob in between. Reusable for other backends.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeDataset } from '#shared/data/dataset';
+import {
+  appendedTokens,
+  episodeOutcome,
+  onAssistantTurn,
+  onToolResults,
+  startEpisode,
+} from '#shared/episode/episode';
+import type { EpisodeState } from '#shared/episode/state';
+import { putJson } from '#shared/pipeline/blob-json';
+import { samplingParams } from '#shared/pipeline/rollout';
+import { resolveRunConfig } from '#shared/pipeline/run-config';
+import type { RunResources } from '#shared/pipeline/run-resources';
+import type { BlobStore } from '#shared/ports/blob-store';
+import { rewardInputFromTrajectory } from '#shared/rewards/input';
+import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
+import type { DatasetRowInput } from '#shared/schemas/dataset-row';
+import { DatasetRowSchema } from '#shared/schemas/dataset-row';
+import type { RunStatus } from '#shared/schemas/run-status';
+import { keys } from '#shared/topology';
+import { StubPolicy } from './stub-policy.ts';
+
+export interface Workload {
+  readonly groups: number;
+  /** G: samples per group. */
+  readonly n: number;
+}
+
+export const benchRows = (groups: number): DatasetRowInput[] =>
+  Array.from({ length: groups }, (_, i) => ({
+    data_source: 'bench',
+    prompt: [{ role: 'user', content: `What is 17 * 23? (${i})` }],
+    reward_model: { style: 'rule', ground_truth: '391' },
+    extra_info: { index: i },
+  }));
+
+/** Two turns per trajectory: a calculator call, then a boxed answer (the stub policy's script). */
+export function benchConfig(runId: string, w: Workload): RunConfig {
+  return resolveRunConfig(
+    RunConfigSchema.parse({
+      name: 'bench',
+      model: { path: 'stub' },
+      data: { train: 'train.parquet', shuffle: false },
+      rollout: { n: w.n, multi_turn: { max_turns: 2, max_tool_calls: 1 } },
+      tools: { tools: [{ kind: 'calculator', config: { max_eval_ms: 10_000, timeout: 60 } }] },
+      reward: { functions: [{ name: 'retool' }] },
+      // Every group may be in flight at once: the feeder issues the whole workload on the first event.
+      trainer: { batch_prompts: w.groups, max_staleness: 0 },
+    }),
+    runId,
+  );
+}
+
+/** run.json (running), the dataset and LATEST.json, as the run-starter and the learner would leave them. */
+export async function prepareRun(blobs: BlobStore, runId: string, w: Workload): Promise<void> {
+  const config = benchConfig(runId, w);
+  await blobs.put(`${keys.inputPrefix(runId)}train.parquet`, encodeDataset(benchRows(w.groups)));
+  const run: RunStatus = {
+    schemaVersion: 1,
+    runId,
+    status: 'running',
+    reason: null,
+    createdAt: new Date().toISOString(),
+    updatedAt: new Date().toISOString(),
+    config,
+    input: { config: keys.config(runId), train: [`${keys.inputPrefix(runId)}train.parquet`], val: [] },
+    totals: { groupsPlanned: w.groups, trainPrompts: w.groups, valPrompts: 0, epochs: 1 },
+    learner: { submittedAt: null, jobId: null },
+    completedAt: null,
+  };
+  await putJson(blobs, keys.runJson(runId), run);
+}
+
+/** Starts the calculator's worker threads (one per concurrent call) outside the timed part. */
+export async function warmTools(resources: RunResources, runId: string): Promise<void> {
+  const tools = await resources.toolRegistry(runId, null);
+  await resources.reward(runId, null);
+  await Promise.all(
+    Array.from({ length: 4 }, () => tools.call({ name: 'calculator', arguments: { expression: '1 + 1' } })),
+  );
+}
+
+export const scratch = (tag: string): string => mkdtempSync(join(tmpdir(), `toolrl-bench-${tag}-`));
+
+/**
+ * The same work the handlers do for the workload, called directly: policy stub, episode logic, tool calls,
+ * rewards. Returns the number of trajectories produced (and checks each scored).
+ */
+export async function bareRun(resources: RunResources, runId: string, w: Workload): Promise<number> {
+  const config = await resources.config(runId);
+  const tools = await resources.toolRegistry(runId, null);
+  const reward = await resources.reward(runId, null);
+  const policy = new StubPolicy(0);
+  let scored = 0;
+  for (const raw of benchRows(w.groups)) {
+    const row = DatasetRowSchema.parse(raw);
+    const started = await policy.startGroup(row.prompt, tools.schemas(), w.n, samplingParams(config, 1));
+    for (let i = 0; i < w.n; i++) {
+      let ep: EpisodeState = startEpisode(config.rollout.multi_turn, row.prompt, {
+        promptTokens: started.promptIds.length,
+      });
+      const s0 = started.samples[i]!;
+      const first = onAssistantTurn(ep, {
+        text: s0.text,
+        stop: s0.stop,
+        generatedTokens: s0.tokenIds.length,
+        policyVersion: 0,
+      });
+      if (first.decision.kind !== 'call_tools') throw new Error('the stub script expects a tool call first');
+      const results = await Promise.all(first.decision.calls.map((c) => tools.call(c)));
+      const after = onToolResults(first.state, results);
+      const c = await policy.continueTrajectory(started.states[i]!, after.toolMessages);
+      const appended = appendedTokens(
+        after.state,
+        c.state.tokenIds.length - started.states[i]!.tokenIds.length - c.sample.tokenIds.length,
+      );
+      ep = onAssistantTurn(appended.state, {
+        text: c.sample.text,
+        stop: c.sample.stop,
+        generatedTokens: c.sample.tokenIds.length,
+        policyVersion: 0,
+      }).state;
+      const outcome = episodeOutcome(ep);
+      const r = await reward(rewardInputFromTrajectory(outcome, { groundTruth: '391' }));
+      if (r.score !== 1) throw new Error(`the stub trajectory should score 1, got ${r.score}`);
+      scored++;
+    }
+  }
+  return scored;
+}
