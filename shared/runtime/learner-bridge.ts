@@ -80,9 +80,10 @@ export class LearnerBridge {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.child = child;
-    // If this process exits without stopping the learner (a crash, a second Ctrl-C), take it down too.
+    // If this process exits without stopping the learner (a crash, a second Ctrl-C), take it down too: its
+    // last committed checkpoint is what a resume starts from.
     const killOnExit = () => {
-      if (this.running) child.kill('SIGTERM');
+      if (this.running) child.kill('SIGKILL');
     };
     process.once('exit', killOnExit);
     child.once('exit', () => process.off('exit', killOnExit));

@@ -198,16 +198,18 @@ async function waitForEnd(
         }));
       });
     }
-    await new Promise<void>((r) => {
-      const t = setTimeout(r, 250);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(t);
-          r();
-        },
-        { once: true },
-      );
-    });
+    await sleep(250, signal);
   }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
