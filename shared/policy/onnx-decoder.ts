@@ -8,6 +8,11 @@ import { KvCache, type KvShape } from './kv-cache.ts';
 export interface DecoderOptions {
   /** ORT intra-op threads; defaults to the machine's cores. */
   threads?: number;
+  /**
+   * Whether rows may be padded (attention_mask zeros) and several rows may feed several tokens on top of a cache.
+   * The `contrib` graph (GroupQueryAttention) allows neither (GRAPH.md); the standard graph allows both.
+   */
+  paddedRows?: boolean;
 }
 
 export interface ForwardResult {
@@ -27,6 +32,7 @@ export class OnnxDecoder {
     readonly vocabSize: number,
     private readonly hasPositionIds: boolean,
     private readonly hasNumLogitsToKeep: boolean,
+    readonly paddedRows: boolean,
   ) {}
 
   static async load(
@@ -67,6 +73,7 @@ export class OnnxDecoder {
       vocabSize,
       inputs.has('position_ids'),
       inputs.has('num_logits_to_keep'),
+      opts.paddedRows ?? true,
     );
   }
 
@@ -98,6 +105,8 @@ export class OnnxDecoder {
       }
     if (layout && (layout.mask.length !== batch * total || layout.positions.length !== batch * seq))
       throw new Error('forward: layout mask/positions do not match the batch');
+    if (!this.paddedRows && (layout?.mask.includes(0n) || (batch > 1 && seq > 1 && past.length > 0)))
+      throw new Error('forward: this graph takes unpadded rows, and one new token per row on top of a cache');
     const feeds: Record<string, Tensor> = {
       input_ids: new ort.Tensor('int64', ids, [batch, seq]),
       attention_mask: new ort.Tensor('int64', layout?.mask ?? new BigInt64Array(batch * total).fill(1n), [

@@ -261,7 +261,7 @@ export async function loadPolicy(bundleDir: string, opts: LoadPolicyOptions = {}
     bundle.modelPath,
     { numLayers: m.numLayers, numKvHeads: m.numKeyValueHeads, headDim: m.headDim },
     m.vocabSize,
-    { threads: opts.threads },
+    { threads: opts.threads, paddedRows: (m.export?.variant ?? 'standard') === 'standard' },
   );
   const graph =
     opts.sampler === 'js'

@@ -25,6 +25,8 @@ export interface TinyOptions {
   quantization?: 'none' | 'int8' | 'int4';
   /** Real dimensions and vocabulary, random weights (`tiny --preset`), for benchmarks: ~2 GB in fp32. */
   preset?: 'qwen2.5-0.5b' | 'qwen2.5-1.5b';
+  /** The graph's operators (`export --variant`, GRAPH.md); the weights file is the same. Default standard. */
+  variant?: 'standard' | 'contrib';
 }
 
 const SOURCES = ['gpu-worker/toolrl_learner/model', 'gpu-worker/toolrl_learner/export'];
@@ -90,7 +92,8 @@ const built = new Map<string, Promise<TinyFixture>>();
 export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
   const q = opts.quantization ?? 'none';
   const preset = opts.preset;
-  const key = `${preset ?? 'tiny'}/${q}`;
+  const variant = opts.variant ?? 'standard';
+  const key = `${preset ?? 'tiny'}/${q}/${variant}`;
   let p = built.get(key);
   if (!p) {
     p = (async () => {
@@ -100,7 +103,8 @@ export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
       const root = join(fixtures, hash);
       mkdirSync(root, { recursive: true });
       const modelDir = join(root, preset ? `model-${preset}` : 'model');
-      const bundleDir = join(root, preset ? `bundle-${preset}-${q}` : `bundle-${q}`);
+      const suffix = variant === 'standard' ? '' : `-${variant}`;
+      const bundleDir = join(root, `${preset ? `bundle-${preset}-${q}` : `bundle-${q}`}${suffix}`);
       await once(modelDir, (tmp) => learner(['tiny', '--out', tmp, ...(preset ? ['--preset', preset] : [])]));
       await once(bundleDir, (tmp) =>
         learner(['export', '--model', modelDir, '--out', tmp, '--quantization', q]),
