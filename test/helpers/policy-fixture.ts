@@ -3,7 +3,16 @@
 // until those sources change. Safe to call from parallel test workers: one builds, the others wait for it.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -58,6 +67,23 @@ async function learner(args: string[]): Promise<void> {
   }
 }
 
+/** Whether the process that holds `lock` still runs (a lock just made may not have its pid file yet). */
+function builderAlive(lock: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+  } catch {
+    const s = statSync(lock, { throwIfNoEntry: false });
+    return s !== undefined && Date.now() - s.mtimeMs < 10_000;
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Builds `target` with `build(tmp)` unless it exists; one builder at a time across processes (a lock folder). */
@@ -67,11 +93,11 @@ async function once(target: string, build: (tmp: string) => Promise<void>): Prom
     if (existsSync(target)) return;
     try {
       mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
       break;
     } catch {
-      // Another worker is building; a lock older than 10 minutes is left from a killed run.
-      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 600_000)
-        rmSync(lock, { recursive: true });
+      // Another worker is building; a lock whose builder is gone (a killed run) is taken over.
+      if (existsSync(lock) && !builderAlive(lock)) rmSync(lock, { recursive: true, force: true });
       await sleep(250);
     }
   }
