@@ -7,6 +7,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { type AwsClientOptions, sqsClient } from '#shared/adapters/aws/clients';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
@@ -67,9 +68,16 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
 
   const sqs = sqsClient(o.client);
   const queues: Partial<Record<QueueName, Queue>> = {};
-  for (const spec of Object.values(QUEUES))
-    if (spec.consumer !== 'learner')
-      queues[spec.name] = new SqsQueue(sqs, o.resources.queueUrls[spec.name], spec.name);
+  for (const spec of Object.values(QUEUES)) {
+    if (spec.consumer === 'learner') continue;
+    const url = o.resources.queueUrls[spec.name];
+    // The ARN from SQS itself: event records name it as their source (LocalStack's path-style URLs do not
+    // carry the account where an ARN parser looks for it).
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
+    );
+    queues[spec.name] = new SqsQueue(sqs, url, spec.name, Attributes?.QueueArn);
+  }
   const runtime = new LocalRuntime({
     queues,
     handlers,
