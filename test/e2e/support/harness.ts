@@ -1,0 +1,367 @@
+// One e2e scenario on LocalStack: a fresh environment bootstrapped from the topology (its own bucket and
+// queues, so scenarios never see each other's messages), pipeline workers as real processes, and helpers to
+// read the bucket and queues while the run goes.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ListObjectVersionsCommand } from '@aws-sdk/client-s3';
+import { s3Client, sqsClient } from '#shared/adapters/aws/clients';
+import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
+import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
+import { bootstrapEnvironment, destroyEnvironment } from '#shared/aws/bootstrap';
+import type { EnvironmentResources } from '#shared/aws/environment';
+import { readJson } from '#shared/pipeline/blob-json';
+import type { ReceivedMessage } from '#shared/ports/queue';
+import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
+import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
+import { keys, type QueueName } from '#shared/topology';
+import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
+import { localstack } from './localstack.ts';
+
+/**
+ * Visibility timeouts for the scenarios: long enough for one handler call on two busy cores, short enough that
+ * a message whose worker was killed comes back within the test (the topology's are sized for Lambda).
+ */
+export const E2E_VISIBILITY_SEC: Partial<Record<QueueName, number>> = {
+  'run-events': 60,
+  'policy-events': 30,
+  rollout: 45,
+  'tool-calls': 30,
+  reward: 30,
+  'scored-groups': 30,
+};
+
+/** The learner's own lease on scored-group messages (renewed while it trains; kept short so a kill shows). */
+export const LEARNER_VISIBILITY_SEC = 20;
+
+export type WorkerEvent = Record<string, unknown> & { worker: string };
+
+export class Worker {
+  private stopped: Promise<number | null>;
+
+  constructor(
+    readonly child: ChildProcess,
+    readonly logPath: string,
+  ) {
+    this.stopped = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  /** Every `{"worker": …}` line the process printed so far. */
+  events(): WorkerEvent[] {
+    const out: WorkerEvent[] = [];
+    for (const line of readFileSync(this.logPath, 'utf8').split('\n')) {
+      if (!line.startsWith('{"worker"')) continue;
+      try {
+        out.push(JSON.parse(line) as WorkerEvent);
+      } catch {}
+    }
+    return out;
+  }
+
+  get exited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  /** Waits for an event; fails at once (with the log's tail) if the process exits first. */
+  async waitFor(pred: (e: WorkerEvent) => boolean, what: string, ms = 120_000): Promise<WorkerEvent> {
+    let found: WorkerEvent | undefined;
+    await until(
+      () => {
+        found = this.events().find(pred);
+        if (!found && this.exited)
+          throw new Error(`the worker exited while waiting for ${what}:\n${this.tail()}`);
+        return found !== undefined;
+      },
+      what,
+      ms,
+      () => this.tail(),
+    );
+    return found!;
+  }
+
+  /** The last lines of its log, for failure messages. */
+  tail(n = 30): string {
+    return readFileSync(this.logPath, 'utf8').split('\n').slice(-n).join('\n');
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<number | null> {
+    this.child.kill(signal);
+    return this.stopped;
+  }
+
+  async stop(): Promise<void> {
+    if (this.exited) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 30_000);
+    await this.stopped;
+    clearTimeout(timer);
+  }
+}
+
+export class Scenario {
+  readonly workers: Worker[] = [];
+  readonly blobs: S3BlobStore;
+  private readonly learnerPids = new Set<number>();
+
+  private constructor(
+    readonly resources: EnvironmentResources,
+    readonly dir: string,
+  ) {
+    this.blobs = new S3BlobStore(s3Client(localstack()), resources.bucket);
+  }
+
+  /** A fresh environment `e2e<random>` with the e2e visibility timeouts. */
+  static async create(): Promise<Scenario> {
+    const env = `e2e${randomBytes(4).toString('hex')}`;
+    const resources = await bootstrapEnvironment({
+      env,
+      client: localstack(),
+      visibilityTimeoutSec: E2E_VISIBILITY_SEC,
+    });
+    return new Scenario(resources, mkdtempSync(join(tmpdir(), `toolrl-${env}-`)));
+  }
+
+  get env(): string {
+    return this.resources.env;
+  }
+
+  /** The environment the CLI and workers get: LocalStack's endpoint and test credentials. */
+  processEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+    const { endpoint, region } = localstack();
+    return {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      AWS_ENDPOINT_URL: endpoint,
+      AWS_REGION: region,
+      AWS_DEFAULT_REGION: region,
+      AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'test',
+      AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'test',
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+      ...extra,
+    };
+  }
+
+  /** Starts a pipeline worker process (the five stages on this environment's queues). */
+  startWorker(name = `worker${this.workers.length}`): Worker {
+    const dir = join(this.dir, name);
+    mkdirSync(join(dir, 'tmp'), { recursive: true });
+    const logPath = join(dir, 'worker.log');
+    const log = openSync(logPath, 'a');
+    const child = spawn(
+      process.execPath,
+      [
+        '--disable-warning=NodeVersionSupportWarning',
+        '--import',
+        'tsx',
+        'shared/aws/local-worker.ts',
+        '--env',
+        this.env,
+        '--state-dir',
+        join(this.dir, 'learners'),
+        ...['--device', 'cpu', '--visibility', String(LEARNER_VISIBILITY_SEC)].map(
+          (a) => `--learner-arg=${a}`,
+        ),
+      ],
+      // Its own TMPDIR: the stages cache policy bundles there, and a killed worker's leftovers stay its own.
+      { cwd: REPO_ROOT, env: this.processEnv({ TMPDIR: join(dir, 'tmp') }), stdio: ['ignore', log, log] },
+    );
+    closeSync(log);
+    const w = new Worker(child, logPath);
+    this.workers.push(w);
+    return w;
+  }
+
+  /** The last lines of the workers' and learners' logs, for failure messages. */
+  tails(n = 20): string {
+    const parts = this.workers.map((w, i) => `--- worker${i}\n${w.tail(n)}`);
+    for (const e of this.learnerStarts()) {
+      const dir = join(this.dir, 'learners', String(e.runId));
+      for (const f of ['learner.err.log', 'learner.out.jsonl']) {
+        try {
+          parts.push(
+            `--- ${e.runId}/${f}\n${readFileSync(join(dir, f), 'utf8').split('\n').slice(-n).join('\n')}`,
+          );
+        } catch {}
+      }
+    }
+    return parts.join('\n');
+  }
+
+  /** Learner processes started by any worker so far (their pids, from the workers' events). */
+  learnerStarts(): WorkerEvent[] {
+    const starts = this.workers.flatMap((w) => w.events().filter((e) => e.worker === 'learner-started'));
+    for (const s of starts) this.learnerPids.add(s.pid as number);
+    return starts;
+  }
+
+  /** Runs `toolrl ARGS` against this environment; resolves with its exit code and output. */
+  toolrl(
+    args: string[],
+    timeoutMs = 120_000,
+  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        ['--disable-warning=NodeVersionSupportWarning', 'bin/toolrl.mjs', ...args],
+        { cwd: REPO_ROOT, env: this.processEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`toolrl ${args.join(' ')} took over ${timeoutMs} ms\n${stderr}`));
+      }, timeoutMs);
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+  }
+
+  queue(name: QueueName, dlq = false): SqsQueue {
+    const url = dlq ? this.resources.deadLetterQueueUrls[name] : this.resources.queueUrls[name];
+    return new SqsQueue(sqsClient(localstack()), url, dlq ? `${name}-dlq` : name);
+  }
+
+  /** Every message in a queue right now, received and made visible again at once. */
+  async peek(name: QueueName, dlq = false): Promise<ReceivedMessage[]> {
+    const q = this.queue(name, dlq);
+    const out: ReceivedMessage[] = [];
+    for (;;) {
+      const got = await q.receive({ maxMessages: 10, waitTimeSec: 0, visibilityTimeoutSec: 60 });
+      if (got.length === 0) break;
+      out.push(...got);
+    }
+    for (const m of out) await q.changeVisibility(m.receiptHandle, 0);
+    return out;
+  }
+
+  /** Submits a run with `toolrl submit`; returns its id. */
+  async submit(run: { configPath: string; datasetPath: string }): Promise<string> {
+    const r = await this.toolrl([
+      'submit',
+      '--env',
+      this.env,
+      '--config',
+      run.configPath,
+      '--dataset',
+      run.datasetPath,
+    ]);
+    if (r.code !== 0) throw new Error(`toolrl submit failed (${r.code}):\n${r.stderr}`);
+    return r.stdout.trim();
+  }
+
+  async runStatus(runId: string): Promise<RunStatus | undefined> {
+    return (await readJson(this.blobs, keys.runJson(runId), RunStatusSchema))?.value;
+  }
+
+  /** Waits until the run is completed or failed; returns run.json then. Fails at once if no worker is left. */
+  async waitForEnd(runId: string, ms = 600_000): Promise<RunStatus> {
+    let last: RunStatus | undefined;
+    await until(
+      async () => {
+        last = await this.runStatus(runId);
+        if (['completed', 'failed'].includes(last?.status ?? '')) return true;
+        if (this.workers.length > 0 && this.workers.every((w) => w.exited))
+          throw new Error(`every worker exited while run ${runId} was ${last?.status}:\n${this.tails()}`);
+        return false;
+      },
+      `run ${runId} to end`,
+      ms,
+      () => this.tails(),
+    );
+    return last!;
+  }
+
+  /** The scored group manifests of the run, by group id. */
+  async groups(runId: string): Promise<Map<string, ScoredGroup>> {
+    const out = new Map<string, ScoredGroup>();
+    for (const b of await this.blobs.list(`${keys.runPrefix(runId)}groups/`)) {
+      if (!b.key.endsWith('.json')) continue;
+      const g = (await readJson(this.blobs, b.key, ScoredGroupSchema))!.value;
+      out.set(g.groupId, g);
+    }
+    return out;
+  }
+
+  /** The trainer state of the newest complete checkpoint (the learner's record of the groups it settled). */
+  async lastCheckpoint(
+    runId: string,
+  ): Promise<{ step: number; consumedGroupIds: string[]; droppedGroupIds: string[] }> {
+    const markers = (await this.blobs.list(`${keys.runPrefix(runId)}checkpoints/`)).filter((b) =>
+      b.key.endsWith('/COMPLETE.json'),
+    );
+    const step = (k: string) => Number(/step-(\d+)\//.exec(k)?.[1] ?? -1);
+    markers.sort((a, b) => step(b.key) - step(a.key));
+    if (markers.length === 0) throw new Error(`run ${runId} has no complete checkpoint`);
+    const marker = JSON.parse(Buffer.from((await this.blobs.get(markers[0]!.key))!).toString('utf8')) as {
+      step: number;
+      trainerState: { consumed_group_ids: string[]; dropped_group_ids: string[] };
+    };
+    return {
+      step: marker.step,
+      consumedGroupIds: marker.trainerState.consumed_group_ids,
+      droppedGroupIds: marker.trainerState.dropped_group_ids,
+    };
+  }
+
+  /** How many versions S3 holds of each key under a prefix (versioning is on: a rewrite shows). */
+  async versionCounts(prefix: string): Promise<Map<string, number>> {
+    const s3 = s3Client(localstack());
+    const counts = new Map<string, number>();
+    let keyMarker: string | undefined;
+    let versionMarker: string | undefined;
+    for (;;) {
+      const page = await s3.send(
+        new ListObjectVersionsCommand({
+          Bucket: this.resources.bucket,
+          Prefix: prefix,
+          KeyMarker: keyMarker,
+          VersionIdMarker: versionMarker,
+        }),
+      );
+      for (const v of page.Versions ?? []) counts.set(v.Key!, (counts.get(v.Key!) ?? 0) + 1);
+      if (!page.IsTruncated) return counts;
+      keyMarker = page.NextKeyMarker;
+      versionMarker = page.NextVersionIdMarker;
+    }
+  }
+
+  /** Stops every worker and learner it started, deletes the environment and the scratch folder. */
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.stop()));
+    this.learnerStarts();
+    for (const pid of this.learnerPids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+    await destroyEnvironment(this.resources, localstack()).catch(() => {});
+    // TOOLRL_E2E_KEEP=1 keeps the workers' and learners' logs for a look after a failure.
+    if (process.env.TOOLRL_E2E_KEEP) process.stderr.write(`e2e: kept ${this.dir}\n`);
+    else rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Polls `cond` until it holds; fails naming `what` (and `context()`, e.g. a log tail) after `ms`. */
+export async function until(
+  cond: () => boolean | Promise<boolean>,
+  what: string,
+  ms = 120_000,
+  context?: () => string,
+): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end)
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${context ? `\n${context()}` : ''}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
