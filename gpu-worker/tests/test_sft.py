@@ -10,6 +10,7 @@ import torch
 from transformers import AutoTokenizer
 
 from toolrl_learner.config import LearnerConfig
+from toolrl_learner.contracts import validate
 from toolrl_learner.model.tiny import TinySpec, build_tiny
 from toolrl_learner.storage import FolderBlobStore
 from toolrl_learner.train.policy import Policy
@@ -89,7 +90,11 @@ def test_sft_warm_start_runs_once_before_v0_on_cpu(tiny_dir, tmp_path):
     events = []
     s = LearnerSession(store, "r", emit=events.append, device="cpu")
     s.start()
-    assert [e["type"] for e in events] == ["published", "committed", "ready"]
+    # one progress line per SFT step (validated against learner-stdio-out), then v0, its checkpoint, ready
+    assert [e["type"] for e in events] == ["sft", "sft", "published", "committed", "ready"]
+    assert [(e["step"], e["steps"]) for e in events[:2]] == [(1, 2), (2, 2)]
+    for e in events[:2]:
+        validate("learner-stdio-out", e)
     assert s.state.sft_done and store.exists("runs/r/checkpoints/step-0/COMPLETE.json")
     # a restart resumes from the step-0 checkpoint and publishes nothing new
     events2 = []

@@ -59,6 +59,8 @@ export class TrainProgress {
         break;
       }
       case 'learner':
+        if (e.line.type === 'sft')
+          this.phase = `SFT warm start ${e.line.step}/${e.line.steps}, loss ${fmt(e.line.loss)}`;
         if (e.line.type === 'ready') this.phase = `training from policy v${e.line.policyVersion}`;
         if (e.line.type === 'published') this.version = e.line.version;
         if (e.line.type === 'step') {

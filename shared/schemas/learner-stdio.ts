@@ -86,6 +86,17 @@ export const LearnerDroppedLineSchema = z.object({
   message: z.string().optional(),
 });
 
+/**
+ * One step of the SFT warm start (`trainer.sft`), before the learner is `ready`: progress for the user.
+ * @example {"type": "sft", "step": 12, "steps": 150, "loss": 0.83}
+ */
+export const LearnerSftLineSchema = z.object({
+  type: z.literal('sft'),
+  step: z.number().int().positive(),
+  steps: z.number().int().positive(),
+  loss: z.number(),
+});
+
 /** The run is finished (planned groups consumed or max steps reached); the process exits 0. */
 export const LearnerDoneLineSchema = z.object({ type: z.literal('done') });
 
@@ -100,6 +111,7 @@ export const LearnerOutputLineSchema = z.discriminatedUnion('type', [
   LearnerDroppedLineSchema,
   LearnerDoneLineSchema,
   LearnerErrorLineSchema,
+  LearnerSftLineSchema,
 ]);
 export type LearnerOutputLine = z.infer<typeof LearnerOutputLineSchema>;
 

@@ -185,7 +185,14 @@ class LearnerSession:
                 path = self.workdir / "sft" / Path(cfg.sft_data).name
                 self.store.get_file(cfg.sft_data, path)
         log.info("SFT warm start: %d steps on %s", cfg.sft_steps, cfg.sft_data)
-        run_sft(self.policy, cfg, path, on_step=lambda m: log.info("sft %s", json.dumps(m)))
+
+        def on_step(m: dict[str, float]) -> None:
+            log.info("sft %s", json.dumps(m))
+            self.emit(
+                {"type": "sft", "step": int(m["sft_step"]), "steps": cfg.sft_steps, "loss": m["sft_loss"]}
+            )
+
+        run_sft(self.policy, cfg, path, on_step=on_step)
         self.state.sft_done = True
 
     # -- groups -----------------------------------------------------------------------------------------
