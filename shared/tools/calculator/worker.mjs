@@ -122,7 +122,8 @@ function evaluate(expression) {
   check(node);
   const value = node.compile().evaluate({});
   if (typeof value === 'function') throw new Error('expression evaluates to a function');
-  const text = math.format(value, { precision: 14 });
+  // Plain digits up to 1e21 (mathjs switches to exponents at 1e5 by default: 182262 would read 1.82262e+5).
+  const text = math.format(value, { precision: 14, lowerExp: -9, upperExp: 21 });
   if (text.length > MAX_RESULT_CHARS) throw new Error(`result is longer than ${MAX_RESULT_CHARS} characters`);
   return text;
 }

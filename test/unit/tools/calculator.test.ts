@@ -22,6 +22,10 @@ describe('calculator', () => {
     ['gcd(84, 36)', '12'],
     ['1 inch to cm', '2.54 cm'],
     ['max(3, 9, 2)', '9'],
+    // plain digits where a model must copy the result: mathjs's default would print 1.82262e+5
+    ['821 * 222', '182262'],
+    ['3 * 0.000001', '0.000003'],
+    ['10^30', '1e+30'], // past 1e21 the exponent is shorter than the digits
   ])('%s = %s', async (expression, expected) => {
     expect(await calc(expression)).toEqual({ ok: true, output: expected, error: null, truncated: false });
   });
