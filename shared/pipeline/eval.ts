@@ -1,5 +1,6 @@
 // Validation: which policy versions get validation groups, the per-version summary written once all of its
-// groups are scored, and the run's completion (the learner is done and its final version is evaluated).
+// groups are scored (with verl-style `val/...` metrics, overall and per data source), and the run's
+// completion (the learner is done and its final version is evaluated).
 import { z } from 'zod';
 import type { LearnerState } from '../schemas/learner-stdio.ts';
 import { LearnerStateSchema } from '../schemas/learner-stdio.ts';
@@ -17,11 +18,19 @@ import { readRunStatus, transitionRun } from './run-status.ts';
 export const ACCURACY_COMPONENTS = ['accuracy', 'correct', 'correctness', 'exact_match', 'answer_correct'];
 
 /**
+ * Tool errors that mean the model wrote an invalid call (no such tool, arguments its schema rejects). Calls
+ * that were well-formed but failed to run (timeouts, limits, execution errors) count as valid.
+ */
+const INVALID_CALL_ERRORS = new Set(['unknown_tool', 'invalid_arguments', 'parse_error']);
+
+/**
  * `runs/<runId>/metrics/eval/v<N>.json`.
- * @example {"schemaVersion": 1, "runId": "r", "policyVersion": 0, "prompts": 32, "trajectories": 128,
+ * @example {"schemaVersion": 1, "runId": "r", "policyVersion": 0, "prompts": 32, "trajectories": 32,
  *   "rewardMean": 0.41, "rewardStd": 0.3, "accuracy": 0.25, "accuracyComponent": "accuracy",
  *   "components": {"accuracy": 0.25, "format": 0.8}, "toolCallsPerTrajectory": 0.9,
- *   "finishReasons": {"eos": 120, "max_turns": 8}, "createdAt": "2025-01-01T00:00:00.000Z"}
+ *   "finishReasons": {"eos": 30, "max_turns": 2}, "metrics": {"val/reward_mean": 0.41, "val/accuracy": 0.25,
+ *   "val/tool_call_validity": 0.95, "val/gsm8k/reward_mean": 0.41, "val/gsm8k/accuracy": 0.25,
+ *   "val/gsm8k/tool_call_validity": 0.95}, "createdAt": "2025-01-01T00:00:00.000Z"}
  */
 export const EvalSummarySchema = z.object({
   schemaVersion: z.literal(1),
@@ -37,6 +46,13 @@ export const EvalSummarySchema = z.object({
   components: z.record(z.string(), z.number()),
   toolCallsPerTrajectory: z.number(),
   finishReasons: z.record(z.string(), z.number()),
+  /**
+   * Flat metric names as verl logs them: `val/reward_mean`, `val/accuracy`, `val/tool_call_validity`, and the
+   * same per data source (`val/<data_source>/reward_mean`, ...). Accuracy is null when the reward has no
+   * accuracy component; validity (valid calls / attempted calls, malformed ones included) when no call was
+   * attempted. Absent in summaries written before it existed.
+   */
+  metrics: z.record(z.string(), z.number().nullable()).default({}),
   createdAt: z.string(),
 });
 export type EvalSummary = z.infer<typeof EvalSummarySchema>;
@@ -44,16 +60,28 @@ export type EvalSummary = z.infer<typeof EvalSummarySchema>;
 const evalEnabled = (run: RunStatus): boolean =>
   (run.config?.trainer.eval_every ?? 0) > 0 && run.totals.valPrompts > 0;
 
-/** Versions that should have validation groups now: every `eval_every`-th, and the learner's final one. */
+/**
+ * Versions that should have validation groups now: every `eval_every`-th up to the latest, and the learner's
+ * final one. Multiples after the last one evaluated are all listed, so a version the learner published
+ * between two feeder passes is still evaluated (its bundle stays under policy/v<N>/).
+ */
 export function wantedEvalVersions(
   run: RunStatus,
   latest: number,
   learner: LearnerState | undefined,
+  evaluated: readonly number[] = [],
 ): number[] {
   if (!evalEnabled(run)) return [];
+  const every = run.config!.trainer.eval_every;
+  const done = new Set(evaluated);
   const out: number[] = [];
-  if (latest % run.config!.trainer.eval_every === 0) out.push(latest);
-  if (learner?.done && !out.includes(learner.policyVersion)) out.push(learner.policyVersion);
+  const lastMultiple = evaluated.reduce((m, v) => (v % every === 0 ? Math.max(m, v) : m), -1);
+  // Before any (a first pass, which normally sees v0) only the latest counts: no backfill from v0.
+  const from =
+    lastMultiple >= 0 ? lastMultiple + every : latest % every === 0 ? latest : Number.POSITIVE_INFINITY;
+  for (let v = from; v <= latest; v += every) if (!done.has(v)) out.push(v);
+  if (learner?.done && !done.has(learner.policyVersion) && !out.includes(learner.policyVersion))
+    out.push(learner.policyVersion);
   return out;
 }
 
@@ -113,8 +141,48 @@ export function summarise(
     components,
     toolCallsPerTrajectory: calls / n,
     finishReasons,
+    metrics: valMetrics(groups, accuracyComponent),
     createdAt: now.toISOString(),
   };
+}
+
+type Scored = ScoredGroup['trajectories'][number];
+
+/** `val/<name>` over all groups, then `val/<data_source>/<name>` per data source (sorted by name). */
+export function valMetrics(
+  groups: readonly ScoredGroup[],
+  accuracyComponent: string | null,
+): Record<string, number | null> {
+  const bySource = new Map<string, Scored[]>();
+  for (const g of groups)
+    bySource.set(g.dataSource, [...(bySource.get(g.dataSource) ?? []), ...g.trajectories]);
+  const out: Record<string, number | null> = {};
+  const put = (prefix: string, trajs: readonly Scored[]) => {
+    const n = Math.max(1, trajs.length);
+    out[`${prefix}/reward_mean`] = trajs.reduce((a, t) => a + t.reward, 0) / n;
+    out[`${prefix}/accuracy`] = accuracyComponent
+      ? trajs.reduce((a, t) => a + (t.rewardComponents[accuracyComponent] ?? 0), 0) / n
+      : null;
+    out[`${prefix}/tool_call_validity`] = toolCallValidity(trajs);
+  };
+  put(
+    'val',
+    groups.flatMap((g) => g.trajectories),
+  );
+  for (const source of [...bySource.keys()].sort()) put(`val/${source}`, bySource.get(source)!);
+  return out;
+}
+
+/** Valid calls / attempted calls (parsed calls plus malformed ones); null when no call was attempted. */
+export function toolCallValidity(trajs: readonly Scored[]): number | null {
+  let attempted = 0;
+  let valid = 0;
+  for (const t of trajs)
+    for (const turn of t.turns) {
+      attempted += turn.toolCalls.length + turn.parseErrors.length;
+      valid += turn.toolCalls.filter((c) => !INVALID_CALL_ERRORS.has(c.result.error?.type ?? '')).length;
+    }
+  return attempted === 0 ? null : valid / attempted;
 }
 
 /** Completes the run once the learner is done and (with validation) its final version is evaluated. */

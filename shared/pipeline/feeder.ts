@@ -1,7 +1,8 @@
 // The feeder stage: on each learner progress event (a new policy version, a committed step) it tops up the
 // rollout queue so at most `batch_prompts x (1 + max_staleness)` train groups are in flight, walking the
 // curriculum stages and epochs; schedules validation groups every `eval_every` versions and for the final
-// one; and marks the run complete when the learner is done.
+// one (one greedy sample per prompt, as verl validates with do_sample off); and marks the run complete when
+// the learner is done.
 import { z } from 'zod';
 import type { DatasetRow } from '../schemas/dataset-row.ts';
 import { type LearnerState, LearnerStateSchema } from '../schemas/learner-stdio.ts';
@@ -66,14 +67,13 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
   const planned = run.totals.groupsPlanned ?? 0;
   const consumed = (learner?.groupsConsumed ?? 0) + (learner?.groupsDropped ?? 0);
   const cap = config.trainer.batch_prompts * (1 + config.trainer.max_staleness);
-  const evalWanted = wantedEvalVersions(run, latest.version, learner);
 
   for (let attempt = 0; attempt < 10; attempt++) {
     const current = await readJson(ctx.blobs, keys.feederState(runId), FeederStateSchema);
     const st = current?.value ?? { schemaVersion: 1 as const, issued: 0, evalVersions: [], updatedAt: '' };
     const inFlight = st.issued - consumed;
     const n = learner?.done ? 0 : Math.max(0, Math.min(cap - inFlight, planned - st.issued));
-    const newEval = evalWanted.filter((v) => !st.evalVersions.includes(v));
+    const newEval = wantedEvalVersions(run, latest.version, learner, st.evalVersions);
     if (n === 0 && newEval.length === 0) break;
 
     const messages: RolloutStart[] = [];
@@ -143,7 +143,13 @@ function startMessage(
   return {
     schemaVersion: 1,
     kind: 'start',
-    group: { runId: run.runId, ...ids, dataSource: row.data_source, groupSize: config.rollout.n },
+    // Validation is greedy (rollout.ts), so its G samples would all be the same: one per prompt.
+    group: {
+      runId: run.runId,
+      ...ids,
+      dataSource: row.data_source,
+      groupSize: ids.split === 'val' ? 1 : config.rollout.n,
+    },
     row: row as unknown as Record<string, unknown>,
     seed: groupSeed(config.rollout.seed, ids.groupId),
     issuedAtVersion: version,

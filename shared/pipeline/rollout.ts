@@ -10,6 +10,7 @@ import type { TokenState } from '../policy/token-state.ts';
 import { PrefixBreakError, startState } from '../policy/turns.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import { DatasetRowSchema } from '../schemas/dataset-row.ts';
+import type { GroupRef } from '../schemas/messages/group-ref.ts';
 import type { RewardRequest } from '../schemas/messages/reward-request.ts';
 import type { RolloutContinue, RolloutRequest, RolloutStart } from '../schemas/messages/rollout-request.ts';
 import type { ToolCallRequest } from '../schemas/messages/tool-call-request.ts';
@@ -26,6 +27,8 @@ export interface RolloutStageContext extends StageContext {
   readonly policies: PolicyProvider;
 }
 
+type Split = GroupRef['split'];
+
 /** What a rollout produced, by destination (sent in two batches). */
 interface Routed {
   toolCalls: ToolCallRequest[];
@@ -41,10 +44,11 @@ export async function handleRolloutRequest(ctx: RolloutStageContext, req: Rollou
   await sendTo(ctx, 'reward', runId, routed.rewards);
 }
 
-export function samplingParams(config: RunConfig, seed: number): SamplingParams {
+/** The run's sampling; validation groups decode greedily (temperature 0), as verl's val_kwargs default. */
+export function samplingParams(config: RunConfig, seed: number, split: Split = 'train'): SamplingParams {
   const r = config.rollout;
   return {
-    temperature: r.temperature,
+    temperature: split === 'val' ? 0 : r.temperature,
     topP: r.top_p,
     topK: r.top_k,
     maxNewTokens: r.max_new_tokens,
@@ -114,7 +118,7 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
       row.prompt,
       tools,
       g.groupSize,
-      samplingParams(config, req.seed),
+      samplingParams(config, req.seed, g.split),
     );
     for (let i = 0; i < g.groupSize; i++) {
       const episode = startEpisode(config.rollout.multi_turn, row.prompt, {
@@ -157,7 +161,7 @@ async function continueTrajectory(
       c = await lease.policy.continueTrajectory(
         t.tokens,
         req.toolMessages,
-        samplingParams(config, t.tokens.seed),
+        samplingParams(config, t.tokens.seed, t.group.split),
       );
     } catch (err) {
       if (!(err instanceof PrefixBreakError)) throw err;
