@@ -191,3 +191,26 @@ def test_groups_without_signal_are_counted_when_trained_on_cpu(tiny_dir):
     cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", filter_groups=False)
     m = Trainer(cfg, Policy(cfg, tiny_dir, torch.device("cpu"))).step(groups + [flat, single], 0)
     assert m["no_signal_groups"] == 2.0
+
+
+def test_step_metrics_name_the_curriculum_stage_and_use_its_overrides_on_cpu(tiny_dir):
+    # Two stages; the batch's (first) group says which one the step belongs to and whose lr it uses.
+    run = {
+        "model": {"path": str(tiny_dir), "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "trainer": {"lr": 1e-6},
+        "stages": [
+            {"name": "format", "data": {"train": "f.parquet"}, "overrides": {"trainer": {"lr": 1e-5}}},
+            {"name": "full", "data": {"train": "t.parquet"}, "overrides": {"trainer": {"lr": 3e-5}}},
+        ],
+    }
+    cfg = LearnerConfig.from_run_config(run)
+    trainer = Trainer(cfg, Policy(cfg, tiny_dir, torch.device("cpu")), cfg.stage_configs(run))
+    seen = []
+    for stage in ("format", "full", None):
+        g = random_group("r", f"e0-{stage}", vocab=900, g=2, response_len=6, seed=3)
+        g["stage"] = stage
+        m = trainer.step([g], 0)
+        seen.append((m.get("stage_index"), m["lr"]))
+    # constant schedule, no warmup: lr is the stage's own; a stage-less group runs the base config
+    assert seen == [(0.0, 1e-5), (1.0, 3e-5), (None, 1e-6)]

@@ -143,6 +143,11 @@ class Trainer:
             "tokens_per_s": total_tokens * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
             "step_time_s": elapsed,
         }
+        stage = batch.stages[0] if batch.stages else None
+        if stage in self.stage_cfgs:
+            # The curriculum stage whose config this step ran with, as its index in `stages` (a number, so
+            # TensorBoard plots it; the stdio step line carries numbers only).
+            metrics["stage_index"] = float(list(self.stage_cfgs).index(stage))
         if ref_logprobs is not None and old_logprobs is not None:
             metrics["ref_kl"] = float(kl_k1(old_logprobs, ref_logprobs).mean()) if n_tok else 0.0
         if device.type == "cuda":
