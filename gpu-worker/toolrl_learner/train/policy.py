@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,11 +43,38 @@ def resolve_model_dir(model_path: str, workdir: Path) -> Path:
             build_tiny(out, spec)
         return out
     path = Path(model_path)
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(
-            f"model.path {model_path!r}: no config.json there (a Hugging Face model folder, or `tiny`)"
+    if (path / "config.json").is_file():
+        return path
+    if _HUB_ID.fullmatch(model_path) and not path.exists():
+        return _download(model_path, workdir)
+    raise FileNotFoundError(
+        f"model.path {model_path!r}: no config.json there "
+        "(a Hugging Face model folder, a Hub id such as Qwen/Qwen2.5-0.5B-Instruct, or `tiny`)"
+    )
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def _download(repo_id: str, workdir: Path) -> Path:
+    """A Hub model's weights, config and tokenizer, fetched once into workdir (the learner job has no cache)."""
+    from huggingface_hub import snapshot_download
+
+    out = workdir / "hub" / repo_id.replace("/", "--")
+    try:
+        snapshot_download(
+            repo_id,
+            local_dir=out,
+            allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja"],
         )
-    return path
+    except Exception as e:  # noqa: BLE001 (offline, unknown id, gated model: say which and why)
+        raise FileNotFoundError(
+            f"model.path {repo_id!r}: not a local folder, and downloading it from the Hugging Face Hub failed: "
+            f"{type(e).__name__}: {e}"
+        ) from e
+    if not (out / "config.json").is_file():
+        raise FileNotFoundError(f"model.path {repo_id!r}: the Hub repository has no config.json")
+    return out
 
 
 def _token_logprobs(
