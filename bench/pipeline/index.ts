@@ -133,7 +133,7 @@ console.log(JSON.stringify(result));
 if (args.write) {
   const path = join(import.meta.dirname, '../../BENCHMARKS.md');
   const section = [
-    '## Pipeline',
+    '### Embedded',
     '',
     'Overhead per trajectory of the embedded pipeline — queues with SQS semantics (and their resume journals),',
     'the folder blob store, claim checks, zod parsing at every boundary, the handlers and the local runtime — over',
@@ -157,11 +157,17 @@ if (args.write) {
   } catch {
     md = '# Benchmarks\n\n';
   }
-  const start = md.indexOf('## Pipeline');
+  // Only this subsection: `### On LocalStack` (bench/pipeline/localstack.ts) shares the Pipeline section.
+  if (!md.includes('\n## Pipeline\n')) md = `${md.trimEnd()}\n\n## Pipeline\n\n`;
+  const start = md.indexOf('### Embedded\n');
   if (start >= 0) {
-    const next = md.indexOf('\n## ', start + 1);
-    md = md.slice(0, start) + section + (next >= 0 ? md.slice(next + 1) : '');
-  } else md = `${md.trimEnd()}\n\n${section}`;
+    const ends = [md.indexOf('\n### ', start + 1), md.indexOf('\n## ', start + 1)].filter((i) => i >= 0);
+    const end = ends.length ? Math.min(...ends) + 1 : md.length;
+    md = md.slice(0, start) + section + md.slice(end);
+  } else {
+    const at = md.indexOf('\n## Pipeline\n') + '\n## Pipeline\n\n'.length;
+    md = md.slice(0, at) + section + md.slice(at);
+  }
   writeFileSync(path, md);
   console.log(`wrote the Pipeline section of ${path}`);
 }
