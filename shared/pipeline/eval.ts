@@ -15,7 +15,15 @@ import { readRunStatus, transitionRun } from './run-status.ts';
  * Reward components read as task accuracy, first match wins; a combined reward names its parts
  * `<reward>/<component>` (`retool/correct`), so the last path segment is what is matched.
  */
-export const ACCURACY_COMPONENTS = ['accuracy', 'correct', 'correctness', 'exact_match', 'answer_correct'];
+export const ACCURACY_COMPONENTS = [
+  'accuracy',
+  'correct',
+  // toolcall's golden-answer match; its `correctness` is about the calls, not the task
+  'final_answer',
+  'correctness',
+  'exact_match',
+  'answer_correct',
+];
 
 /**
  * Tool errors that mean the model wrote an invalid call (no such tool, arguments its schema rejects). Calls

@@ -101,6 +101,18 @@ describe('validation metrics', () => {
     expect(toolCallValidity([traj(0, {}, [], 2)])).toBe(0);
   });
 
+  it("reads toolcall's final_answer as accuracy, not its call correctness", () => {
+    const g = [
+      group('val-v0-p0', 'calc', [
+        traj(0.7, { toolcall: 0.7, 'toolcall/correctness': 1, 'toolcall/final_answer': 0 }, [call(null)]),
+        traj(1, { toolcall: 1, 'toolcall/correctness': 1, 'toolcall/final_answer': 1 }, [call(null)]),
+      ]),
+    ];
+    const s = summarise('r', 0, g, new Date(0));
+    expect(s.accuracyComponent).toBe('toolcall/final_answer');
+    expect(s.accuracy).toBe(0.5); // (0 + 1) / 2, where correctness would read 1
+  });
+
   it('the summary carries them, with accuracy null when the reward has no accuracy component', () => {
     const s = summarise('r', 0, groups, new Date(0));
     expect(s).toMatchObject({ accuracyComponent: 'retool/correct', trajectories: 3, prompts: 3 });
