@@ -12,6 +12,7 @@
 // per sample; none for ToolBench's per-row APIs), and those 40 steps alone cost 40 s per example on a quiet
 // machine. Tool calls made by the model inside a run are covered by validation.test.ts, pipeline-smoke and
 // the quickstart, on short prompts where a warm start is cheap.
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -220,6 +221,28 @@ function trajectoriesOf(runDir: string): Trajectory[] {
 }
 
 const hermes = (call: Call) => `<tool_call>\n${JSON.stringify(call)}\n</tool_call>`;
+
+describe('examples: shipped data', () => {
+  it.each([...new Set(CASES.map((c) => c.dir))])(
+    '%s/make-data.sh regenerates it byte for byte',
+    {
+      timeout: 120_000,
+    },
+    (dir) => {
+      const out = mkdtempSync(join(tmpdir(), `toolrl-make-data-${dir}-`));
+      scratch.push(out);
+      const made = spawnSync('bash', [join(EXAMPLES, dir, 'make-data.sh'), out], { encoding: 'utf8' });
+      expect(made.status, made.stderr).toBe(0);
+      for (const split of ['train', 'val'])
+        expect(
+          readFileSync(join(out, `${split}.parquet`)).equals(
+            readFileSync(join(EXAMPLES, dir, 'data', `${split}.parquet`)),
+          ),
+          split,
+        ).toBe(true);
+    },
+  );
+});
 
 describe('examples: data, tools and reward fit together', () => {
   it.each(CASES)(

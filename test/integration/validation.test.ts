@@ -1,0 +1,116 @@
+// Validation through a whole tiny `train()` run with eval_every 1: every published version (v0 before any
+// step, v1, and the final v2) gets one greedy rollout per validation prompt, and each version's summary
+// carries val/reward_mean, val/accuracy and val/tool_call_validity, overall and per data source, equal to
+// what the stored validation groups say.
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadPolicy } from '#shared/policy/index';
+import type { ScoredGroup } from '#shared/schemas/scored-group';
+import { quickstartRows, scoredGroups, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
+
+const run = tinyRun('validation');
+afterAll(() => run.close());
+
+type Traj = ScoredGroup['trajectories'][number];
+const INVALID = ['unknown_tool', 'invalid_arguments', 'parse_error'];
+
+/** The three val/ metrics of some trajectories, recomputed from the stored records. */
+function recomputed(trajs: readonly Traj[]) {
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const turns = trajs.flatMap((t) => t.turns);
+  const attempted = turns.reduce((n, turn) => n + turn.toolCalls.length + turn.parseErrors.length, 0);
+  const valid = turns
+    .flatMap((turn) => turn.toolCalls)
+    .filter((c) => !INVALID.includes(c.result.error?.type ?? '')).length;
+  return {
+    reward_mean: mean(trajs.map((t) => t.reward)),
+    accuracy: mean(trajs.map((t) => t.rewardComponents['retool/correct']!)),
+    tool_call_validity: attempted === 0 ? null : valid / attempted,
+  };
+}
+
+describe('validation on the embedded default', () => {
+  it('greedy rollouts every eval_every versions; val/ metrics per data source match the stored groups', {
+    timeout: 900_000,
+  }, async () => {
+    const train = (await quickstartRows('train')).slice(0, 2);
+    const [q0, q1] = await quickstartRows('val');
+    run.dataset('train.parquet', train);
+    // The same question under two data sources: greedy decoding must answer both exactly alike.
+    run.dataset('val.parquet', [
+      { ...q0!, data_source: 'arith/a' },
+      { ...q0!, data_source: 'arith/b' },
+      { ...q1!, data_source: 'arith/b' },
+    ]);
+    // A short warm start so that the model writes tool calls (validity is null without any).
+    run.demonstrations();
+    const result = await run.run(
+      tinyConfig({
+        data: { val: 'val.parquet' },
+        trainer: { eval_every: 1, sft: { data: 'sft.jsonl', steps: 30, lr: 3.0e-3, batch_size: 8 } },
+      }),
+    );
+
+    // 2 train rows x 1 epoch at 1 prompt per step: the run ends by itself after 2 steps (v2).
+    expect(result.reason).toBeNull();
+    expect(result).toMatchObject({ status: 'completed', learner: { step: 2, done: true } });
+    expect(result.evals.map((e) => e.policyVersion)).toEqual([0, 1, 2]);
+
+    const groups = scoredGroups(result);
+    for (const id of ['e0-p0', 'e0-p1']) expect(groups.get(id)?.trajectories).toHaveLength(2);
+    let attempted = 0;
+    for (const summary of result.evals) {
+      const v = summary.policyVersion;
+      const val = [0, 1, 2].map((i) => groups.get(`val-v${v}-p${i}`)!);
+      expect(val.map((g) => [g.split, g.dataSource, g.trajectories.length])).toEqual([
+        ['val', 'arith/a', 1],
+        ['val', 'arith/b', 1],
+        ['val', 'arith/b', 1],
+      ]);
+      const [a, b, c] = val.map((g) => g.trajectories[0]!);
+      expect(a!.tokenIds).toEqual(b!.tokenIds);
+      expect(a!.turns.every((t) => t.policyVersion === v)).toBe(true);
+
+      // Greedy: the version's own bundle, decoding at temperature 0 with another seed, writes the same turn.
+      const policy = await loadPolicy(join(result.runDir, 'policy', `v${v}`), { threads: 1 });
+      try {
+        for (const t of [a!, c!]) {
+          const first = t.turns[0]!;
+          const [greedy] = await policy.sampleGroup(t.tokenIds.slice(0, t.promptLength), 1, {
+            temperature: 0,
+            topP: 1,
+            topK: 0,
+            maxNewTokens: 32,
+            seed: 12345,
+            stopOnToolCallEnd: true,
+            maxTotalResponseTokens: 96,
+          });
+          expect(greedy!.tokenIds, `v${v} first turn`).toEqual(
+            t.tokenIds.slice(first.tokenStart, first.tokenEnd),
+          );
+        }
+      } finally {
+        await policy.dispose();
+      }
+
+      const want: Record<string, number | null> = {};
+      const put = (prefix: string, trajs: Traj[]) => {
+        for (const [k, x] of Object.entries(recomputed(trajs))) want[`${prefix}/${k}`] = x;
+      };
+      put('val', [a!, b!, c!]);
+      put('val/arith/a', [a!]);
+      put('val/arith/b', [b!, c!]);
+      expect(Object.keys(summary.metrics).sort()).toEqual(Object.keys(want).sort());
+      for (const [k, x] of Object.entries(want)) {
+        if (x === null) expect(summary.metrics[k], k).toBeNull();
+        else expect(summary.metrics[k], k).toBeCloseTo(x, 12);
+      }
+      attempted += [a!, b!, c!].reduce(
+        (n, t) => n + t.turns.reduce((m, u) => m + u.toolCalls.length + u.parseErrors.length, 0),
+        0,
+      );
+    }
+    // The warm start made the model try calls, so validity was measured on real attempts, not left null.
+    expect(attempted).toBeGreaterThan(0);
+  });
+});
