@@ -144,6 +144,9 @@ const CASES: ExampleCase[] = [
   },
 ];
 
+/** `dir/config` titles, unquoted, so that `vitest -t 'retool/run.yaml'` picks one example. */
+const NAMED = CASES.map((c) => [`${c.dir}/${c.config}`, c] as const);
+
 let toolbench: { server: RunningServer; cache: ToolBenchCache };
 const scratch: string[] = [];
 
@@ -245,74 +248,70 @@ describe('examples: shipped data', () => {
 });
 
 describe('examples: data, tools and reward fit together', () => {
-  it.each(CASES)(
-    '$dir/$config',
-    { timeout: 120_000 },
-    async ({ dir, config, demo, rewardParts, fullMarks }) => {
-      const base = join(EXAMPLES, dir);
-      const parsed = parseRunConfig(
-        toYaml(withServer(parseYaml(readFileSync(join(base, config), 'utf8')))),
-        config,
-      );
-      const registry = await buildToolRegistry(parsed.tools, { baseDir: base });
-      const reward = await buildReward(parsed.reward, { baseDir: base });
-      const hitsBefore = toolbench.cache.hits;
-      try {
-        const rows = [
-          ...(await readDataset(join(base, 'data', 'train.parquet'))),
-          ...(await readDataset(join(base, 'data', 'val.parquet'))),
-        ];
-        for (const row of rows) {
-          const where = `${dir} row ${JSON.stringify(row.extra_info.index)}`;
-          const view = registry.forRow(episodeRowTools(row));
-          const tools = view.schemas();
-          const { call, last } = demo(row);
-          expect(
-            tools.map((t) => t.function.name),
-            where,
-          ).toContain(call.name);
-          const result = await view.call(call);
-          expect(result.error, where).toBeNull();
-          const gold = goldAnswers(row.reward_model.ground_truth)[0] ?? '';
-          const end = last(gold);
-          const finish = 'call' in end ? await view.call(end.call) : null;
-          if (finish) expect(finish.error, where).toBeNull();
-          const input = normaliseRewardInput(
-            {
-              turns: [
-                { text: hermes(call), toolCalls: [{ ...call, result }], stop: 'tool_call' },
-                'call' in end
-                  ? {
-                      text: hermes(end.call),
-                      toolCalls: [{ ...end.call, result: finish! }],
-                      stop: 'tool_call',
-                    }
-                  : { text: end.text, stop: 'eos' },
-              ],
-              finishReason: 'eos',
-              ground_truth: row.reward_model.ground_truth,
-              tools,
-              data_source: row.data_source,
-              extra_info: row.extra_info,
-            },
-            parsed.rollout.multi_turn.tool_parser_format,
-          );
-          const { components } = await reward(input);
-          for (const part of rewardParts)
-            expect(components[part], `${where}: ${part}`).toEqual(expect.any(Number));
-          expect(components[fullMarks], `${where}: ${fullMarks}`).toBe(1);
-        }
-        if (dir === 'toolbench')
-          expect(toolbench.cache.hits - hitsBefore, 'cached API answers').toBe(rows.length);
-      } finally {
-        await registry.close();
+  it.each(NAMED)('%s', { timeout: 120_000 }, async (_name, { dir, config, demo, rewardParts, fullMarks }) => {
+    const base = join(EXAMPLES, dir);
+    const parsed = parseRunConfig(
+      toYaml(withServer(parseYaml(readFileSync(join(base, config), 'utf8')))),
+      config,
+    );
+    const registry = await buildToolRegistry(parsed.tools, { baseDir: base });
+    const reward = await buildReward(parsed.reward, { baseDir: base });
+    const hitsBefore = toolbench.cache.hits;
+    try {
+      const rows = [
+        ...(await readDataset(join(base, 'data', 'train.parquet'))),
+        ...(await readDataset(join(base, 'data', 'val.parquet'))),
+      ];
+      for (const row of rows) {
+        const where = `${dir} row ${JSON.stringify(row.extra_info.index)}`;
+        const view = registry.forRow(episodeRowTools(row));
+        const tools = view.schemas();
+        const { call, last } = demo(row);
+        expect(
+          tools.map((t) => t.function.name),
+          where,
+        ).toContain(call.name);
+        const result = await view.call(call);
+        expect(result.error, where).toBeNull();
+        const gold = goldAnswers(row.reward_model.ground_truth)[0] ?? '';
+        const end = last(gold);
+        const finish = 'call' in end ? await view.call(end.call) : null;
+        if (finish) expect(finish.error, where).toBeNull();
+        const input = normaliseRewardInput(
+          {
+            turns: [
+              { text: hermes(call), toolCalls: [{ ...call, result }], stop: 'tool_call' },
+              'call' in end
+                ? {
+                    text: hermes(end.call),
+                    toolCalls: [{ ...end.call, result: finish! }],
+                    stop: 'tool_call',
+                  }
+                : { text: end.text, stop: 'eos' },
+            ],
+            finishReason: 'eos',
+            ground_truth: row.reward_model.ground_truth,
+            tools,
+            data_source: row.data_source,
+            extra_info: row.extra_info,
+          },
+          parsed.rollout.multi_turn.tool_parser_format,
+        );
+        const { components } = await reward(input);
+        for (const part of rewardParts)
+          expect(components[part], `${where}: ${part}`).toEqual(expect.any(Number));
+        expect(components[fullMarks], `${where}: ${fullMarks}`).toBe(1);
       }
-    },
-  );
+      if (dir === 'toolbench')
+        expect(toolbench.cache.hits - hitsBefore, 'cached API answers').toBe(rows.length);
+    } finally {
+      await registry.close();
+    }
+  });
 });
 
 describe('examples run on the embedded default with the tiny model', () => {
-  it.each(CASES)('$dir/$config', { timeout: 600_000 }, async ({ dir, config, rewardParts, stepMetrics }) => {
+  it.each(NAMED)('%s', { timeout: 600_000 }, async (_name, { dir, config, rewardParts, stepMetrics }) => {
     const work = mkdtempSync(join(tmpdir(), `toolrl-example-${dir}-`));
     scratch.push(work);
     const copy = join(work, dir);

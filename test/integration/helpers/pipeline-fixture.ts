@@ -127,7 +127,7 @@ export async function pipelineFixture(opts: Partial<EmbeddedPipelineOptions> = {
 export async function until(
   cond: () => boolean | Promise<boolean>,
   what: string,
-  ms = 60_000,
+  ms = 50_000,
 ): Promise<void> {
   const end = Date.now() + ms;
   while (!(await cond())) {
