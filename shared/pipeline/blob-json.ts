@@ -13,12 +13,9 @@ export async function readJson<T>(
   key: string,
   schema: ZodType<T>,
 ): Promise<{ value: T; etag: string } | undefined> {
-  const info = await blobs.head(key);
-  if (!info) return undefined;
-  const data = await blobs.get(key);
-  if (!data) return undefined;
-  // The etag of the head before the read: a write in between makes a later putIfMatch fail, as it should.
-  return { value: parseObject(key, data, schema), etag: info.etag };
+  const r = await blobs.read(key);
+  if (!r) return undefined;
+  return { value: parseObject(key, r.body, schema), etag: r.etag };
 }
 
 /** The parsed object, or undefined when the key does not exist (no etag: for objects never updated in place). */

@@ -36,7 +36,7 @@ export const createRolloutHandler = (ctx: RolloutStageContext): SqsBatchHandler 
     name: 'rollout',
     schema: RolloutRequestSchema,
     maxReceiveCount: QUEUES.rollout.maxReceiveCount,
-    handle: (request) => handleRolloutRequest(ctx, request),
+    handle: (request, meta) => handleRolloutRequest(ctx, request, meta),
   });
 
 export const createToolCallHandler = (ctx: ToolCallStageContext): SqsBatchHandler =>
@@ -44,7 +44,7 @@ export const createToolCallHandler = (ctx: ToolCallStageContext): SqsBatchHandle
     name: 'tool-call',
     schema: ToolCallRequestSchema,
     maxReceiveCount: QUEUES['tool-calls'].maxReceiveCount,
-    handle: (request) => handleToolCallRequest(ctx, request),
+    handle: (request, meta) => handleToolCallRequest(ctx, request, meta),
   });
 
 export const createRewardHandler = (ctx: RewardStageContext): SqsBatchHandler =>
@@ -52,5 +52,5 @@ export const createRewardHandler = (ctx: RewardStageContext): SqsBatchHandler =>
     name: 'reward',
     schema: RewardRequestSchema,
     maxReceiveCount: QUEUES.reward.maxReceiveCount,
-    handle: (request) => handleRewardRequest(ctx, request),
+    handle: (request, meta) => handleRewardRequest(ctx, request, meta),
   });

@@ -3,8 +3,26 @@ import type { TrajectoryInFlight } from '../schemas/messages/trajectory-in-fligh
 import { keys } from '../topology.ts';
 import type { StageContext } from './context.ts';
 
-/** The sample's scored trajectory is stored (or its whole group is complete): nothing left to do for it. */
-export async function alreadyScored(ctx: StageContext, t: TrajectoryInFlight): Promise<boolean> {
+/** How a record arrived (SQS's ApproximateReceiveCount): 1 on a first receive, more on a redelivery. */
+export interface Delivery {
+  readonly receiveCount: number;
+}
+
+/**
+ * The sample's scored trajectory is stored (or its whole group is complete): nothing left to do for it.
+ *
+ * Only asked on a redelivery. Correctness never rests on it (the reward stage stores a trajectory with
+ * put-if-absent, so a duplicate that gets through makes no second contribution); it only saves repeating tool
+ * calls and turns. On a first receive the answer is almost always no, and asking would cost every turn of every
+ * trajectory two blob-store requests; the rare duplicate send that arrives as a first receive is still caught
+ * by the put-if-absent.
+ */
+export async function alreadyScored(
+  ctx: StageContext,
+  t: TrajectoryInFlight,
+  delivery: Delivery = { receiveCount: 2 },
+): Promise<boolean> {
+  if (delivery.receiveCount <= 1) return false;
   const { runId, groupId } = t.group;
   if (await ctx.blobs.head(keys.trajectory(runId, groupId, t.sampleIndex))) return true;
   return (await ctx.blobs.head(keys.group(runId, groupId))) !== undefined;

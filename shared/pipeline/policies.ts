@@ -44,12 +44,19 @@ export interface BlobPolicyProviderOptions {
   readonly threads?: number;
   /** Idle versions kept loaded besides the newest (validation often pins the previous one). */
   readonly keepIdle?: number;
+  /**
+   * How long a read of LATEST.json answers later acquires (default 1000 ms). Every turn of every trajectory
+   * acquires the newest policy; re-reading the pointer each time was a request per turn, whereas a learner step
+   * takes seconds at the least, so a second's lag in picking up a new version costs nothing.
+   */
+  readonly latestTtlMs?: number;
   readonly load?: (dir: string, opts: LoadPolicyOptions) => Promise<Policy>;
 }
 
 export class BlobPolicyProvider implements PolicyProvider {
   private readonly entries = new Map<string, Entry>();
   private readonly newest = new Map<string, number>();
+  private readonly latest = new Map<string, { version: Promise<number>; at: number }>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -59,9 +66,7 @@ export class BlobPolicyProvider implements PolicyProvider {
   async acquire(runId: string, pinned: number | null): Promise<PolicyLease> {
     let version = pinned;
     if (version === null) {
-      const latest = await readJson(this.blobs, keys.policyLatest(runId), PolicyPointerSchema);
-      if (!latest) throw new NoPolicyError(`run ${runId} has not published a policy yet`);
-      version = latest.value.version;
+      version = await this.latestVersion(runId);
       this.newest.set(runId, Math.max(version, this.newest.get(runId) ?? 0));
     }
     const id = `${runId}:${version}`;
@@ -92,6 +97,23 @@ export class BlobPolicyProvider implements PolicyProvider {
         void this.evict();
       },
     };
+  }
+
+  /** The run's newest version: LATEST.json, read at most once per `latestTtlMs` (concurrent callers share it). */
+  private latestVersion(runId: string): Promise<number> {
+    const ttl = this.opts.latestTtlMs ?? 1000;
+    const hit = this.latest.get(runId);
+    if (hit && performance.now() - hit.at < ttl) return hit.version;
+    const version = readJson(this.blobs, keys.policyLatest(runId), PolicyPointerSchema).then((p) => {
+      if (!p) throw new NoPolicyError(`run ${runId} has not published a policy yet`);
+      return p.value.version;
+    });
+    const entry = { version, at: performance.now() };
+    this.latest.set(runId, entry);
+    version.catch(() => {
+      if (this.latest.get(runId) === entry) this.latest.delete(runId);
+    });
+    return version;
   }
 
   async close(): Promise<void> {

@@ -17,6 +17,7 @@ import { sha256Hex } from './claim-check.ts';
 import { type StageContext, sendTo } from './context.ts';
 import { PermanentError } from './errors.ts';
 import { maybeCompleteRun, writeEvalSummaryIfComplete } from './eval.ts';
+import type { Delivery } from './idempotency.ts';
 import type { RunResources } from './run-resources.ts';
 import { readRunStatus } from './run-status.ts';
 
@@ -24,7 +25,11 @@ export interface RewardStageContext extends StageContext {
   readonly resources: RunResources;
 }
 
-export async function handleRewardRequest(ctx: RewardStageContext, req: RewardRequest): Promise<void> {
+export async function handleRewardRequest(
+  ctx: RewardStageContext,
+  req: RewardRequest,
+  delivery: Delivery = { receiveCount: 2 },
+): Promise<void> {
   const t = req.trajectory;
   const { group, sampleIndex } = t;
   if (sampleIndex >= group.groupSize)
@@ -32,7 +37,9 @@ export async function handleRewardRequest(ctx: RewardStageContext, req: RewardRe
       `sample ${sampleIndex} is outside group ${group.groupId} of size ${group.groupSize}`,
     );
   const key = keys.trajectory(group.runId, group.groupId, sampleIndex);
-  if (!(await ctx.blobs.head(key))) {
+  // A first receive scores straight away (rewards are deterministic, and the put-if-absent keeps the first
+  // stored); a redelivery first looks for the trajectory it may already have stored.
+  if (delivery.receiveCount <= 1 || !(await ctx.blobs.head(key))) {
     const scored = await scoreTrajectory(ctx, t);
     const put = await putJsonIfAbsent(ctx.blobs, key, scored);
     if (!put.written) ctx.log.info('duplicate trajectory: the stored one counts', { key });

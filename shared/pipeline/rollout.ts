@@ -18,7 +18,7 @@ import type { TrajectoryInFlight } from '../schemas/messages/trajectory-in-fligh
 import { keys } from '../topology.ts';
 import { type StageContext, sendTo } from './context.ts';
 import { PermanentError } from './errors.ts';
-import { alreadyScored } from './idempotency.ts';
+import { alreadyScored, type Delivery } from './idempotency.ts';
 import type { PolicyProvider } from './policies.ts';
 import type { RunResources } from './run-resources.ts';
 
@@ -35,11 +35,15 @@ interface Routed {
   rewards: RewardRequest[];
 }
 
-export async function handleRolloutRequest(ctx: RolloutStageContext, req: RolloutRequest): Promise<void> {
+export async function handleRolloutRequest(
+  ctx: RolloutStageContext,
+  req: RolloutRequest,
+  delivery?: Delivery,
+): Promise<void> {
   const routed: Routed = { toolCalls: [], rewards: [] };
   const runId = req.kind === 'start' ? req.group.runId : req.trajectory.group.runId;
   if (req.kind === 'start') await startGroup(ctx, req, routed);
-  else await continueTrajectory(ctx, req, routed);
+  else await continueTrajectory(ctx, req, routed, delivery);
   await sendTo(ctx, 'tool-calls', runId, routed.toolCalls);
   await sendTo(ctx, 'reward', runId, routed.rewards);
 }
@@ -144,9 +148,10 @@ async function continueTrajectory(
   ctx: RolloutStageContext,
   req: RolloutContinue,
   out: Routed,
+  delivery?: Delivery,
 ): Promise<void> {
   const t = req.trajectory;
-  if (await alreadyScored(ctx, t)) {
+  if (await alreadyScored(ctx, t, delivery)) {
     ctx.log.info('trajectory already scored; duplicate continuation dropped', {
       groupId: t.group.groupId,
       sampleIndex: t.sampleIndex,

@@ -6,16 +6,20 @@ import { episodeRowTools } from '../episode/user-turns.ts';
 import type { RolloutContinue } from '../schemas/messages/rollout-request.ts';
 import type { ToolCallRequest } from '../schemas/messages/tool-call-request.ts';
 import { type StageContext, sendTo } from './context.ts';
-import { alreadyScored } from './idempotency.ts';
+import { alreadyScored, type Delivery } from './idempotency.ts';
 import type { RunResources } from './run-resources.ts';
 
 export interface ToolCallStageContext extends StageContext {
   readonly resources: RunResources;
 }
 
-export async function handleToolCallRequest(ctx: ToolCallStageContext, req: ToolCallRequest): Promise<void> {
+export async function handleToolCallRequest(
+  ctx: ToolCallStageContext,
+  req: ToolCallRequest,
+  delivery?: Delivery,
+): Promise<void> {
   const t = req.trajectory;
-  if (await alreadyScored(ctx, t)) {
+  if (await alreadyScored(ctx, t, delivery)) {
     ctx.log.info('trajectory already scored; duplicate tool-call request dropped', {
       groupId: t.group.groupId,
       sampleIndex: t.sampleIndex,

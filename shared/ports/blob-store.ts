@@ -24,6 +24,11 @@ export interface BlobStore {
   readonly describe: string;
   /** The object's bytes, or undefined when it does not exist. */
   get(key: string): Promise<Uint8Array | undefined>;
+  /**
+   * The object's bytes with the etag of exactly those bytes, in one request (S3 GetObject answers the ETag), or
+   * undefined when it does not exist. What read-modify-write needs before a putIfMatch.
+   */
+  read(key: string): Promise<{ body: Uint8Array; etag: string } | undefined>;
   /** The object as a stream (large policy weights), or undefined when it does not exist. */
   getStream(key: string): Promise<Readable | undefined>;
   head(key: string): Promise<BlobInfo | undefined>;

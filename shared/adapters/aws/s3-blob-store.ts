@@ -40,13 +40,18 @@ export class S3BlobStore implements BlobStore {
   }
 
   async get(key: string): Promise<Uint8Array | undefined> {
-    const stream = await this.getObject(key);
-    return stream ? await stream.transformToByteArray() : undefined;
+    return (await this.read(key))?.body;
+  }
+
+  async read(key: string): Promise<{ body: Uint8Array; etag: string } | undefined> {
+    const r = await this.getObject(key);
+    if (!r?.Body) return undefined;
+    return { body: await r.Body.transformToByteArray(), etag: r.ETag ?? '' };
   }
 
   async getStream(key: string): Promise<Readable | undefined> {
-    const body = await this.getObject(key);
-    return body as unknown as Readable | undefined;
+    const r = await this.getObject(key);
+    return r?.Body as unknown as Readable | undefined;
   }
 
   async head(key: string): Promise<BlobInfo | undefined> {
@@ -110,8 +115,7 @@ export class S3BlobStore implements BlobStore {
   private async getObject(key: string) {
     assertValidKey(key);
     try {
-      const r = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      return r.Body;
+      return await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;

@@ -12,6 +12,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  readSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -65,6 +66,32 @@ export class FolderBlobStore implements BlobStore {
     } catch (err) {
       if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'EISDIR') return undefined;
       throw err;
+    }
+  }
+
+  async read(key: string): Promise<{ body: Uint8Array; etag: string } | undefined> {
+    let fd: number;
+    try {
+      fd = openSync(this.localPath(key), 'r');
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+    try {
+      // The etag and the bytes come from one open file: a concurrent write renames a new file into place and
+      // leaves this one as it was, so the pair is always consistent.
+      const stats = fstatSync(fd, { bigint: true });
+      if (!stats.isFile()) return undefined;
+      const body = Buffer.allocUnsafe(Number(stats.size));
+      let off = 0;
+      while (off < body.length) {
+        const n = readSync(fd, body, off, body.length - off, off);
+        if (n === 0) break;
+        off += n;
+      }
+      return { body: body.subarray(0, off), etag: infoOf(key, stats).etag };
+    } finally {
+      closeSync(fd);
     }
   }
 

@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
+import { blobStoreContract } from '../../helpers/blob-store-contract.ts';
 
 const store = () => new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-blob-')));
 const text = (b: Uint8Array | undefined) => (b ? Buffer.from(b).toString('utf8') : undefined);
+
+blobStoreContract('folder', async () => ({ store: store(), prefix: 'runs/r/' }));
 
 describe('FolderBlobStore', () => {
   it('puts, gets, heads and deletes; a missing key is undefined', async () => {
@@ -101,5 +104,11 @@ describe('FolderBlobStore', () => {
     for await (const chunk of stream!) n += (chunk as Buffer).length;
     expect(n).toBe(100_000);
     expect(await s.getStream('none')).toBeUndefined();
+  });
+
+  it('read of a directory key is undefined, as S3 has no such object', async () => {
+    const s = store();
+    await s.put('runs/r/groups/g.json', 'x');
+    expect(await s.read('runs/r/groups')).toBeUndefined();
   });
 });
