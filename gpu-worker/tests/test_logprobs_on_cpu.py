@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections import Counter
 from contextlib import redirect_stdout
 
 import pytest
@@ -51,6 +52,48 @@ def test_chunked_equals_full_values_and_gradients_on_cpu(chunk_size):
     got_h, got_w = torch.autograd.grad((lp * g_lp).sum() + (ent * g_ent).sum(), (h, w))
     torch.testing.assert_close(got_h, ref_h, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(got_w, ref_w, atol=1e-4, rtol=1e-4)
+
+
+def _backward_ops(loss, inputs) -> tuple[tuple[torch.Tensor, ...], Counter]:
+    """Gradients of loss, and how many times each aten op ran in the backward pass."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        grads = torch.autograd.grad(loss, inputs)
+    return grads, Counter(e.name for e in prof.events() if e.name.startswith("aten::"))
+
+
+def test_entropy_gradient_pass_runs_only_when_the_entropy_is_in_the_loss_on_cpu():
+    # entropy_coeff = 0: the trainer asks for the entropy (a metric) but detaches it, so its gradient is
+    # None and the backward must do exactly the log-prob-only work; entropy_coeff > 0 adds the entropy's.
+    gen = torch.Generator().manual_seed(4)
+    t, hdim, v, coeff = 12, 8, 40, 0.3
+    h = torch.randn(t, hdim, generator=gen, requires_grad=True)
+    w = torch.randn(v, hdim, generator=gen, requires_grad=True)
+    tgt = torch.randint(0, v, (t,), generator=gen)
+
+    lp_only, _ = token_logprobs(h, w, tgt, chunk_size=5)
+    plain_grads, plain_ops = _backward_ops(lp_only.sum(), (h, w))
+
+    lp, ent = token_logprobs(h, w, tgt, chunk_size=5, return_entropy=True)
+    grads0, ops0 = _backward_ops((lp - 0.0 * ent.detach()).sum(), (h, w))  # entropy_coeff = 0
+    for a, b in zip(grads0, plain_grads, strict=True):
+        assert torch.equal(a, b)
+    assert ops0 == plain_ops  # no entropy pass: the same kernels, as often
+
+    lp, ent = token_logprobs(h, w, tgt, chunk_size=5, return_entropy=True)
+    grads1, ops1 = _backward_ops((lp - coeff * ent).sum(), (h, w))  # entropy_coeff = 0.3
+    logits = h @ w.T
+    ref_lp = logits.log_softmax(-1).gather(1, tgt[:, None]).squeeze(1)
+    ref_ent = -(logits.softmax(-1) * logits.log_softmax(-1)).sum(-1)
+    ref = torch.autograd.grad((ref_lp - coeff * ref_ent).sum(), (h, w), retain_graph=True)
+    for a, b in zip(grads1, ref, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    assert ops1["aten::sum"] > ops0["aten::sum"]  # the entropy pass ran (sum_v p log p per chunk)
+    assert not torch.allclose(grads1[1], grads0[1])
+
+    # the entropy alone (log-probs unused) still differentiates
+    _, ent = token_logprobs(h, w, tgt, chunk_size=5, return_entropy=True)
+    (g_h,) = torch.autograd.grad(ent.sum(), (h,))
+    torch.testing.assert_close(g_h, torch.autograd.grad(ref_ent.sum(), (h,))[0], atol=1e-5, rtol=1e-5)
 
 
 def test_gradient_through_logprobs_only_on_cpu():

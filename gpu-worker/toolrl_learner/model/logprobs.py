@@ -49,6 +49,9 @@ class _ChunkedLogprobs(torch.autograd.Function):
                     p = torch.softmax(z, dim=-1)
                     ent[s:e] = lse - (p * z).sum(-1)  # H = lse - sum_v p_v z_v
         ctx.save_for_backward(hidden, weight, targets)
+        # An output that no loss uses gets a None gradient instead of zeros: with entropy_coeff = 0 the
+        # entropy is returned for the metrics only, and its gradient pass (a [C, V] product per chunk) is skipped.
+        ctx.set_materialize_grads(False)
         ctx.temperature, ctx.chunk_size, ctx.with_entropy, ctx.dtype = (
             temperature,
             chunk_size,
@@ -60,6 +63,10 @@ class _ChunkedLogprobs(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_logp, grad_ent):
         hidden, weight, targets = ctx.saved_tensors
+        if not ctx.with_entropy:
+            grad_ent = None  # the placeholder output
+        if grad_logp is None and grad_ent is None:
+            return (None,) * 7
         tau, dtype = ctx.temperature, ctx.dtype
         h_all, w = hidden.to(dtype), weight.to(dtype)
         acc = torch.promote_types(dtype, torch.float32)
@@ -71,10 +78,13 @@ class _ChunkedLogprobs(torch.autograd.Function):
                 z, lse, _ = _chunk_stats(h_all[s:e], w, targets[s:e], tau)
                 logp_all = z - lse[:, None]
                 p = logp_all.exp()  # [C, V]
-                # d logp[target] / dz = onehot(target) - p
-                gz = -p * grad_logp[s:e, None]
-                gz.scatter_add_(1, targets[s:e, None], grad_logp[s:e, None])
-                if ctx.with_entropy and grad_ent is not None:
+                if grad_logp is not None:
+                    # d logp[target] / dz = onehot(target) - p
+                    gz = -p * grad_logp[s:e, None]  # [C, V] dL/dz
+                    gz.scatter_add_(1, targets[s:e, None], grad_logp[s:e, None])
+                else:
+                    gz = torch.zeros_like(p)
+                if grad_ent is not None:
                     # H = -sum p log p  ->  dH/dz_j = -p_j (log p_j + H)
                     ent = -(p * logp_all).sum(-1, keepdim=True)
                     gz -= grad_ent[s:e, None] * p * (logp_all + ent)
