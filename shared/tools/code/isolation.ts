@@ -47,35 +47,76 @@ export function findPython(configured?: string): PythonInstall {
   );
 }
 
-let bwrapProbe: boolean | undefined;
-let bwrapBinary: string | undefined;
+/** Where to look for bubblewrap: directories in order, then the copy `scripts/setup.sh` unpacks when not root. */
+export interface BwrapSearch {
+  dirs: string[];
+  localCopy: string;
+}
 
-/** bwrap on PATH, else the copy `scripts/setup.sh` unpacks into .cache/bwrap when not root. */
-export function bwrapPath(): string {
-  if (bwrapBinary) return bwrapBinary;
-  const local = fileURLToPath(new URL('../../../.cache/bwrap/usr/bin/bwrap', import.meta.url));
-  const onPath = [
-    '/usr/bin/bwrap',
-    '/usr/local/bin/bwrap',
-    ...(process.env.PATH ?? '').split(':').map((d) => `${d}/bwrap`),
+/** /usr/bin, /usr/local/bin, the PATH, then the repository's .cache/bwrap/usr/bin/bwrap. */
+export function defaultBwrapSearch(): BwrapSearch {
+  return {
+    dirs: ['/usr/bin', '/usr/local/bin', ...(process.env.PATH ?? '').split(':')],
+    localCopy: fileURLToPath(new URL('../../../.cache/bwrap/usr/bin/bwrap', import.meta.url)),
+  };
+}
+
+/** The first bwrap binary of the search, or null when there is none. */
+export function findBwrap(search: BwrapSearch = defaultBwrapSearch()): string | null {
+  const candidates = [
+    ...search.dirs.filter((d) => d.startsWith('/')).map((d) => `${d}/bwrap`),
+    search.localCopy,
   ];
-  bwrapBinary = [...onPath, local].find((p) => p.startsWith('/') && existsSync(p)) ?? 'bwrap';
+  return candidates.find((p) => p.startsWith('/') && existsSync(p)) ?? null;
+}
+
+let bwrapBinary: string | null | undefined;
+
+/** The bwrap this process uses (found once): on the system or PATH, else setup's copy in .cache/bwrap. */
+export function bwrapPath(): string | null {
+  if (bwrapBinary === undefined) bwrapBinary = findBwrap();
   return bwrapBinary;
 }
 
-/** True when `bwrap` exists and can create the namespaces we use (it cannot on Lambda or in some containers). */
-export function bwrapUsable(): boolean {
-  if (bwrapProbe !== undefined) return bwrapProbe;
+const bwrapProbes = new Map<string, boolean>();
+
+/**
+ * True when the bwrap binary at `binary` can create the namespaces we use (it cannot on Lambda or in some
+ * containers). The probe runs that very binary: a copy found only in .cache/bwrap is not on the probe's PATH.
+ */
+export function bwrapWorks(binary: string): boolean {
+  const hit = bwrapProbes.get(binary);
+  if (hit !== undefined) return hit;
   const r = spawnSync(
-    'bwrap',
-    [...namespaceArgs(), ...systemBinds([]), '--proc', '/proc', '--dev', '/dev', 'true'],
+    binary,
+    // The /tmp options of bwrapArgs too: --perms on a tmpfs needs bubblewrap >= 0.5.
+    [
+      ...namespaceArgs(),
+      ...systemBinds([]),
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--perms',
+      '1777',
+      '--tmpfs',
+      '/tmp',
+      'true',
+    ],
     {
       timeout: 10_000,
       env: { PATH: '/usr/bin:/bin' },
     },
   );
-  bwrapProbe = r.status === 0;
-  return bwrapProbe;
+  const ok = r.status === 0;
+  bwrapProbes.set(binary, ok);
+  return ok;
+}
+
+/** True when this process's bwrap (see bwrapPath) exists and works. */
+export function bwrapUsable(): boolean {
+  const binary = bwrapPath();
+  return binary !== null && bwrapWorks(binary);
 }
 
 function namespaceArgs(): string[] {
@@ -132,6 +173,9 @@ export function bwrapArgs(opts: { workdir: string; python: PythonInstall; tmpfsB
     '/proc',
     '--dev',
     '/dev',
+    // bwrap makes a tmpfs root-owned 0755; the program's uid (or the mapped user) must write /tmp (TMPDIR).
+    '--perms',
+    '1777',
     '--size',
     String(opts.tmpfsBytes),
     '--tmpfs',

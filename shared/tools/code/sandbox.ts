@@ -22,9 +22,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join, normalize, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  type BwrapSearch,
   bwrapArgs,
   bwrapPath,
-  bwrapUsable,
+  bwrapWorks,
+  findBwrap,
   findPython,
   type Isolation,
   SANDBOX_WORKDIR,
@@ -64,6 +66,8 @@ export interface SandboxOptions {
   limits?: Partial<SandboxLimits>;
   /** Where per-run work dirs are created (default: the OS temp dir). */
   workRoot?: string;
+  /** Where to look for bubblewrap (default: the system, the PATH, then setup's copy in .cache/bwrap). */
+  bwrapSearch?: BwrapSearch;
 }
 
 export interface RunRequest {
@@ -112,6 +116,7 @@ const UID_BASE = 1_500_000_000;
 export class PythonSandbox {
   readonly limits: SandboxLimits;
   private isolationResolved: Isolation | null = null;
+  private bwrapBinary: string | null = null;
   private readonly running = new Set<ChildProcess>();
 
   constructor(private readonly opts: SandboxOptions = {}) {
@@ -122,9 +127,20 @@ export class PythonSandbox {
   get isolation(): Isolation {
     if (this.isolationResolved) return this.isolationResolved;
     const wanted = this.opts.isolation ?? 'auto';
-    if (wanted === 'bwrap' && !bwrapUsable())
-      throw new Error('isolation: bwrap was asked for but bubblewrap cannot create namespaces here');
-    this.isolationResolved = wanted === 'process' ? 'process' : bwrapUsable() ? 'bwrap' : 'process';
+    if (wanted === 'process') {
+      this.isolationResolved = 'process';
+      return this.isolationResolved;
+    }
+    const binary = this.opts.bwrapSearch ? findBwrap(this.opts.bwrapSearch) : bwrapPath();
+    const usable = binary !== null && bwrapWorks(binary);
+    if (wanted === 'bwrap' && !usable)
+      throw new Error(
+        binary === null
+          ? 'isolation: bwrap was asked for but no bwrap binary was found (run scripts/setup.sh)'
+          : `isolation: bwrap was asked for but ${binary} cannot create namespaces here`,
+      );
+    this.bwrapBinary = usable ? binary : null;
+    this.isolationResolved = usable ? 'bwrap' : 'process';
     return this.isolationResolved;
   }
 
@@ -159,7 +175,7 @@ export class PythonSandbox {
       const [cmd, ...args] =
         isolation === 'bwrap'
           ? [
-              bwrapPath(),
+              this.bwrapBinary!,
               ...bwrapArgs({ workdir, python, tmpfsBytes: this.limits.maxFileMb * 1024 * 1024 }),
               ...launch,
             ]

@@ -1,11 +1,11 @@
 // The built-in sandbox against the attacks the issue lists, under bubblewrap (what setup installs)
 // and, for what it promises, in plain-process mode (what holds on Lambda).
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bwrapUsable } from '#shared/tools/code/isolation';
+import { bwrapUsable, findBwrap } from '#shared/tools/code/isolation';
 import { PythonSandbox } from '#shared/tools/code/sandbox';
 
 const SECRET = 'sk-do-not-leak-3f9a';
@@ -132,6 +132,20 @@ print('cwd', os.getcwd(), sorted(os.listdir('.')))
     expect(readdirSync(workRoot)).toEqual([]); // neither the escaped file nor the run's work dir remain
   });
 
+  it('gives the program a private /tmp it can write and read (TMPDIR=/tmp)', async () => {
+    const code = `
+import os, stat, tempfile
+open('/tmp/note.txt', 'w').write('kept')
+print(open('/tmp/note.txt').read(), oct(stat.S_IMODE(os.stat('/tmp').st_mode)))
+with tempfile.NamedTemporaryFile(mode='w+') as f:
+    f.write('tmp'); f.seek(0); print(f.read(), f.name.startswith('/tmp/'))
+`;
+    const r = await box().run({ code });
+    expect(r.stderr).toBe('');
+    // 0o1777: everyone may create files there, only their owner may remove them (sticky), as on a host.
+    expect(r.stdout).toBe('kept 0o1777\ntmp True\n');
+  });
+
   it('stops an infinite loop at the wall clock', async () => {
     const t0 = performance.now();
     const r = await new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { wallS: 1.5, cpuS: 10 } }).run(
@@ -247,6 +261,46 @@ os.symlink('/etc/passwd', 'leak.txt')
 
   it('refuses input files that would land outside the work dir', async () => {
     await expect(box().run({ code: 'pass', files: { '../x': '' } })).rejects.toThrow(/inside the work dir/);
+  });
+});
+
+describe('finding bubblewrap', () => {
+  // scripts/setup.sh, when not root, unpacks Debian's package into .cache/bwrap: a bwrap on no PATH.
+  const layout = () => {
+    const root = mkdtempSync(join(workRoot, 'bwrap-layout-'));
+    const localCopy = join(root, '.cache', 'bwrap', 'usr', 'bin', 'bwrap');
+    mkdirSync(join(root, '.cache', 'bwrap', 'usr', 'bin'), { recursive: true });
+    mkdirSync(join(root, 'empty-bin'));
+    return { root, localCopy, emptyDir: join(root, 'empty-bin') };
+  };
+
+  it('uses a bwrap found only in .cache/bwrap (not on the PATH)', async () => {
+    const { root, localCopy, emptyDir } = layout();
+    try {
+      const system = findBwrap();
+      expect(system).not.toBeNull();
+      copyFileSync(system!, localCopy);
+      const search = { dirs: [emptyDir], localCopy };
+      expect(findBwrap(search)).toBe(localCopy);
+      const r = await new PythonSandbox({ workRoot: root, bwrapSearch: search }).run({ code: 'print(1)' });
+      expect(r).toMatchObject({ stdout: '1\n', isolation: 'bwrap' });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('falls back to processes under auto, and refuses isolation: bwrap, when there is no bwrap', () => {
+    const { root, localCopy, emptyDir } = layout();
+    try {
+      const search = { dirs: [emptyDir], localCopy };
+      expect(findBwrap(search)).toBeNull();
+      expect(new PythonSandbox({ bwrapSearch: search }).isolation).toBe('process');
+      expect(() => new PythonSandbox({ isolation: 'bwrap', bwrapSearch: search }).isolation).toThrow(
+        /no bwrap binary was found/,
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 
