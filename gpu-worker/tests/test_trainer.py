@@ -163,22 +163,33 @@ def test_micro_batches_accumulate_to_the_full_batch_gradient_on_cpu(tiny_dir, mo
 
 
 def test_masked_tokens_behaviour_logprobs_and_versions_change_nothing_on_cpu(tiny_dir):
-    # Tool-result and prompt tokens (loss mask 0) carry garbage behaviour log-probs and versions: same update.
-    groups = _groups()
+    # Tool-result and prompt tokens (loss mask 0) carry garbage behaviour log-probs and policy versions:
+    # same update, same staleness. Sampled tokens are v2 and the learner is at v3, so staleness is 1 in
+    # both; counted, the junk versions would make it 3 - 0 = 3 (v0) or negative (v50).
+    groups = _groups(version=2)
     noisy = copy.deepcopy(groups)
     for g in noisy:
         for t in g["trajectories"]:
+            mask = t["lossMask"]
             t["behaviorLogprobs"] = [
-                b if m else 123.0 for b, m in zip(t["behaviorLogprobs"], t["lossMask"], strict=True)
+                b if m else 123.0 for b, m in zip(t["behaviorLogprobs"], mask, strict=True)
             ]
-    weights = []
+            versions = t["policyVersions"]
+            t["policyVersions"] = [versions[i] if m else (0, 50)[i % 2] for i, m in enumerate(mask)]
+    assert sum(v in (0, 50) for v in noisy[0]["trajectories"][0]["policyVersions"]) > 10
+    weights, metrics = [], []
     for gs in (groups, noisy):
         cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", lr=1e-3, rollout_is="sequence")
         policy = Policy(cfg, tiny_dir, torch.device("cpu"))
-        Trainer(cfg, policy).step(gs, 0)
+        metrics.append(Trainer(cfg, policy).step(gs, 3))
         weights.append(_weights(policy))
     for n in weights[0]:
         assert torch.equal(weights[0][n], weights[1][n]), n
+    assert (metrics[1]["staleness_mean"], metrics[1]["staleness_max"]) == (1.0, 1.0)
+    timing = {"tokens_per_s", "step_time_s"}
+    assert {k: v for k, v in metrics[1].items() if k not in timing} == {
+        k: v for k, v in metrics[0].items() if k not in timing
+    }
 
 
 def test_groups_without_signal_are_counted_when_trained_on_cpu(tiny_dir):
