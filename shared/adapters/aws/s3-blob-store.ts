@@ -10,6 +10,7 @@ import {
   type PutObjectCommandInput,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { lifecycleTagging } from '../../aws/lifecycle.ts';
 import {
   assertValidKey,
   type BlobInfo,
@@ -122,13 +123,16 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  /** Every put variant builds its request here, so each carries the key's lifecycle tag (the bucket expires by it). */
   private input(key: string, body: Body, opts: PutOptions): PutObjectCommandInput {
     assertValidKey(key);
+    const tagging = lifecycleTagging(key);
     return {
       Bucket: this.bucket,
       Key: key,
       Body: body,
       ...(opts.contentType ? { ContentType: opts.contentType } : {}),
+      ...(tagging ? { Tagging: tagging } : {}),
     };
   }
 

@@ -1,0 +1,73 @@
+// The bucket's lifecycle rules expire objects by their `toolrl-lifecycle` tag (infra/lib/constructs/data-bucket.ts);
+// here, on LocalStack's S3, the pipeline's writers tag trajectories and claim checks through every put variant of
+// the S3 blob store, and leave the objects that must stay (inputs, policies, group manifests) untagged.
+import { randomBytes } from 'node:crypto';
+import { CreateBucketCommand, GetObjectTaggingCommand, type S3Client } from '@aws-sdk/client-s3';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { s3Client } from '#shared/adapters/aws/clients';
+import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
+import { LIFECYCLE_TAG_KEY } from '#shared/aws/lifecycle';
+import { putJson, putJsonIfAbsent } from '#shared/pipeline/blob-json';
+import { encodeMessage } from '#shared/pipeline/claim-check';
+import { ClaimCheckEnvelopeSchema } from '#shared/schemas/messages/claim-check';
+import { keys } from '#shared/topology';
+import { assertLocalStackUp, localstack } from './support/localstack.ts';
+
+const bucket = `toolrl-lifecycle-${randomBytes(4).toString('hex')}`;
+let client: S3Client;
+let store: S3BlobStore;
+
+beforeAll(async () => {
+  await assertLocalStackUp();
+  client = s3Client(localstack());
+  await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  store = new S3BlobStore(client, bucket);
+});
+
+async function tags(key: string): Promise<Record<string, string>> {
+  const r = await client.send(new GetObjectTaggingCommand({ Bucket: bucket, Key: key }));
+  return Object.fromEntries((r.TagSet ?? []).map((t) => [t.Key, t.Value]));
+}
+
+describe('lifecycle tags (LocalStack S3)', () => {
+  it('tags a scored trajectory as the reward stage stores it (put-if-absent), and on put and put-if-match', async () => {
+    // GIVEN a run's trajectory keys
+    const runId = `r-${randomBytes(3).toString('hex')}`;
+    const stored = keys.trajectory(runId, 'e0-p0', 0);
+    const plain = keys.trajectory(runId, 'e0-p0', 1);
+
+    // WHEN the reward stage's put-if-absent writes one, a put the other, and a put-if-match overwrites it
+    expect((await putJsonIfAbsent(store, stored, { reward: 1 })).written).toBe(true);
+    const { etag } = await putJson(store, plain, { reward: 0 });
+    expect((await store.putIfMatch(plain, '{"reward": 0.5}', etag)).written).toBe(true);
+
+    // THEN each carries the trajectory tag the bucket's expire-trajectories rule filters on
+    expect(await tags(stored)).toEqual({ [LIFECYCLE_TAG_KEY]: 'trajectory' });
+    expect(await tags(plain)).toEqual({ [LIFECYCLE_TAG_KEY]: 'trajectory' });
+  });
+
+  it('tags the object a message above the threshold is claim-checked into', async () => {
+    // GIVEN a payload over a 16-byte threshold
+    const runId = `r-${randomBytes(3).toString('hex')}`;
+
+    // WHEN the stages encode it for a queue
+    const body = await encodeMessage(store, runId, { bulky: 'x'.repeat(64) }, 16);
+
+    // THEN the queue carries a claim check whose object is tagged for the expire-claim-checks rule
+    const { key } = ClaimCheckEnvelopeSchema.parse(JSON.parse(body)).claimCheck;
+    expect(key.startsWith(`runs/${runId}/messages/`)).toBe(true);
+    expect(await tags(key)).toEqual({ [LIFECYCLE_TAG_KEY]: 'claim-check' });
+  });
+
+  it('leaves inputs, policy versions and group manifests untagged, so no rule expires them', async () => {
+    const runId = `r-${randomBytes(3).toString('hex')}`;
+    for (const key of [
+      keys.config(runId),
+      `${keys.policyVersion(runId, 1)}manifest.json`,
+      keys.group(runId, 'e0-p0'),
+    ]) {
+      await store.putIfAbsent(key, '{}');
+      expect(await tags(key), key).toEqual({});
+    }
+  });
+});
