@@ -44,6 +44,30 @@ describe('toolrl tools', () => {
     expect(JSON.parse(code.stdout)).toEqual({ ok: true, output: '1024\n', error: null, truncated: false });
   });
 
+  it('a call past its timeout is ok: false with error type timeout and exit code 0', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cli-tools-'));
+    const file = join(dir, 'tools.yaml');
+    // The registry's timeout (1 s) fires long before the sandbox's own wall clock (30 s) would.
+    writeFileSync(file, 'tools:\n  - kind: code_interpreter\n    config: {timeout: 1, run_timeout: 30}\n');
+    const started = performance.now();
+    const r = toolrl(
+      'tools',
+      'call',
+      'code_interpreter',
+      '--tools',
+      file,
+      '--args',
+      '{"code": "import time\\ntime.sleep(25)\\nprint(\\"late\\")"}',
+      '--json',
+    );
+    const seconds = (performance.now() - started) / 1000;
+    expect(r.code).toBe(0);
+    const result = ToolResultSchema.parse(JSON.parse(r.stdout));
+    expect(result).toMatchObject({ ok: false, error: { type: 'timeout' } });
+    expect(result.error?.message).toMatch(/did not finish within 1s/);
+    expect(seconds).toBeLessThan(20); // the command did not wait for the sleeping program
+  });
+
   it('truncates with --max-length and --truncate-side', () => {
     const r = toolrl(
       'tools',
