@@ -2,6 +2,7 @@
 // groups are scored (with verl-style `val/...` metrics, overall and per data source), and the run's
 // completion (the learner is done and its final version is evaluated).
 import { z } from 'zod';
+import type { RewardConfig } from '../schemas/config/reward.ts';
 import type { LearnerState } from '../schemas/learner-stdio.ts';
 import { LearnerStateSchema } from '../schemas/learner-stdio.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
@@ -12,18 +13,53 @@ import type { StageContext } from './context.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
 /**
- * Reward components read as task accuracy, first match wins; a combined reward names its parts
- * `<reward>/<component>` (`retool/correct`), so the last path segment is what is matched.
+ * For rewards that declare no accuracy component (user modules, which this stage does not load): their first
+ * component with one of these names is read as accuracy. Built-in rewards declare theirs (RewardDefinition.accuracy).
  */
-export const ACCURACY_COMPONENTS = [
+export const FALLBACK_ACCURACY_COMPONENTS = [
   'accuracy',
   'correct',
-  // toolcall's golden-answer match; its `correctness` is about the calls, not the task
-  'final_answer',
-  'correctness',
+  'success',
   'exact_match',
   'answer_correct',
 ];
+
+/** A reward's declared accuracy component: a name, null when it declares none, undefined when the reward is unknown. */
+export type DeclaredAccuracy = (reward: string) => string | null | undefined;
+
+/**
+ * The reward component read as `val/accuracy`, named as the run logs it (`<reward>/<component>`). The first reward
+ * (in config order) with a non-zero weight that declares one wins: what the run optimises defines "solved". Only
+ * when none does, a weight-0 reward listed to be watched (`exact_match` at weight 0 next to `format`) is used.
+ * Rewards this stage cannot look up fall back to FALLBACK_ACCURACY_COMPONENTS among the `observed` components.
+ */
+export function accuracyComponentOf(
+  reward: Pick<RewardConfig, 'functions'>,
+  declared: DeclaredAccuracy,
+  observed: readonly string[] = [],
+): string | null {
+  const ordered = [
+    ...reward.functions.filter((f) => f.weight !== 0),
+    ...reward.functions.filter((f) => f.weight === 0),
+  ];
+  for (const f of ordered) {
+    const own = declared(f.name);
+    if (own) return `${f.name}/${own}`;
+  }
+  for (const f of ordered) {
+    if (declared(f.name) !== undefined) continue; // a known reward that scores form, not outcome
+    const hit = FALLBACK_ACCURACY_COMPONENTS.find((c) => observed.includes(`${f.name}/${c}`));
+    if (hit) return `${f.name}/${hit}`;
+  }
+  return null;
+}
+
+/** DeclaredAccuracy over the built-in rewards (loaded on first use: only the reward stage summarises). */
+async function builtinAccuracy(): Promise<DeclaredAccuracy> {
+  const { BUILTIN_REWARDS } = await import('../rewards/registry.ts');
+  const byName = new Map(BUILTIN_REWARDS.map((d) => [d.name, d.accuracy ?? null]));
+  return (name) => byName.get(name);
+}
 
 /**
  * Tool errors that mean the model wrote an invalid call (no such tool, arguments its schema rejects). Calls
@@ -34,8 +70,8 @@ const INVALID_CALL_ERRORS = new Set(['unknown_tool', 'invalid_arguments', 'parse
 /**
  * `runs/<runId>/metrics/eval/v<N>.json`.
  * @example {"schemaVersion": 1, "runId": "r", "policyVersion": 0, "prompts": 32, "trajectories": 32,
- *   "rewardMean": 0.41, "rewardStd": 0.3, "accuracy": 0.25, "accuracyComponent": "accuracy",
- *   "components": {"accuracy": 0.25, "format": 0.8}, "toolCallsPerTrajectory": 0.9,
+ *   "rewardMean": 0.41, "rewardStd": 0.3, "accuracy": 0.25, "accuracyComponent": "retool/correct",
+ *   "components": {"retool": -0.5, "retool/correct": 0.25}, "toolCallsPerTrajectory": 0.9,
  *   "finishReasons": {"eos": 30, "max_turns": 2}, "metrics": {"val/reward_mean": 0.41, "val/accuracy": 0.25,
  *   "val/tool_call_validity": 0.95, "val/gsm8k/reward_mean": 0.41, "val/gsm8k/accuracy": 0.25,
  *   "val/gsm8k/tool_call_validity": 0.95}, "createdAt": "2025-01-01T00:00:00.000Z"}
@@ -48,7 +84,7 @@ export const EvalSummarySchema = z.object({
   trajectories: z.number().int().nonnegative(),
   rewardMean: z.number(),
   rewardStd: z.number(),
-  /** Mean of the accuracy component (ACCURACY_COMPONENTS) over trajectories; null if the reward has none. */
+  /** Mean of the accuracy component (accuracyComponentOf) over trajectories; null if the reward has none. */
   accuracy: z.number().nullable(),
   accuracyComponent: z.string().nullable(),
   components: z.record(z.string(), z.number()),
@@ -109,7 +145,13 @@ export async function writeEvalSummaryIfComplete(
     const g = await getJson(ctx.blobs, key, ScoredGroupSchema);
     if (g) groups.push(g);
   }
-  const summary = summarise(run.runId, version, groups, ctx.now());
+  // Validation groups run with the base config (stage null), so its reward says what accuracy is.
+  const reward = run.config?.reward ?? { functions: [] };
+  const observed = [
+    ...new Set(groups.flatMap((g) => g.trajectories.flatMap((t) => Object.keys(t.rewardComponents)))),
+  ];
+  const accuracyComponent = accuracyComponentOf(reward, await builtinAccuracy(), observed);
+  const summary = summarise(run.runId, version, groups, ctx.now(), accuracyComponent);
   const put = await putJsonIfAbsent(ctx.blobs, keys.evalSummary(run.runId, version), summary);
   if (put.written) ctx.log.info('validation summary', { ...summary });
   return summary;
@@ -120,6 +162,7 @@ export function summarise(
   version: number,
   groups: readonly ScoredGroup[],
   now: Date,
+  accuracyComponent: string | null,
 ): EvalSummary {
   const trajs = groups.flatMap((g) => g.trajectories);
   const n = Math.max(1, trajs.length);
@@ -130,9 +173,6 @@ export function summarise(
   for (const t of trajs)
     for (const [k, v] of Object.entries(t.rewardComponents)) sums.set(k, (sums.get(k) ?? 0) + v);
   const components = Object.fromEntries([...sums].map(([k, v]) => [k, v / n]));
-  const names = Object.keys(components);
-  const accuracyComponent =
-    ACCURACY_COMPONENTS.map((c) => names.find((k) => k === c || k.endsWith(`/${c}`))).find((k) => k) ?? null;
   const finishReasons: Record<string, number> = {};
   for (const t of trajs) finishReasons[t.finishReason] = (finishReasons[t.finishReason] ?? 0) + 1;
   const calls = trajs.reduce((a, t) => a + t.turns.reduce((b, turn) => b + turn.toolCalls.length, 0), 0);
@@ -144,7 +184,7 @@ export function summarise(
     trajectories: trajs.length,
     rewardMean: mean,
     rewardStd: std,
-    accuracy: accuracyComponent ? components[accuracyComponent]! : null,
+    accuracy: accuracyComponent ? (components[accuracyComponent] ?? 0) : null,
     accuracyComponent,
     components,
     toolCallsPerTrajectory: calls / n,

@@ -18,6 +18,11 @@ export type RewardFn = (input: RewardInput) => Promise<RewardOutput>;
 export interface RewardDefinition<C = unknown> {
   name: string;
   description: string;
+  /**
+   * The component that says the task was solved, read as `val/accuracy` (shared/pipeline/eval.ts): `correct`,
+   * `success`, … Left out by rewards that score form rather than outcome (`format`).
+   */
+  accuracy?: string;
   /** Parses the `config:` mapping; strict schemas make a misspelled key an error that names it. */
   config: z.ZodType<C>;
   create(config: C): ScoreFn;

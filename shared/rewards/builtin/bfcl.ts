@@ -23,6 +23,8 @@ const BfclConfigSchema = z
 
 export const bfclReward = defineReward({
   name: 'bfcl',
+  // BFCL's leaderboard accuracy: every turn of the entry passes
+  accuracy: 'success',
   description:
     "BFCL's multi-turn checker per user turn: progress = turns passed / turns; success = all passed",
   config: BfclConfigSchema,

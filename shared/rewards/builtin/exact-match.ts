@@ -19,6 +19,7 @@ const ExactMatchConfigSchema = z
 
 export const exactMatchReward = defineReward({
   name: 'exact_match',
+  accuracy: 'exact_match',
   description: 'normalised exact match of the answer against a list of golden answers (Search-R1)',
   config: ExactMatchConfigSchema,
   create: (config) => (input) => {

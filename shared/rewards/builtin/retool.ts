@@ -27,6 +27,7 @@ const MALFORMED_TYPES = new Set(['unknown_tool', 'invalid_arguments', 'parse_err
 
 export const retoolReward = defineReward({
   name: 'retool',
+  accuracy: 'correct',
   description: 'ReTool: +1/-1 on the boxed final answer, minus a penalty per malformed tool call',
   config: RetoolConfigSchema,
   create: (config) => (input) => {

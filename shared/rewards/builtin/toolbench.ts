@@ -40,6 +40,8 @@ function finishAnswer(call: ScoredCall | undefined): string | null {
 
 export const toolbenchReward = defineReward({
   name: 'toolbench',
+  // ToolBench's pass criterion without its LLM judge: the episode ended with Finish(give_answer, an answer)
+  accuracy: 'finish',
   description:
     'StableToolBench: format, function calls, Finish with an answer, error penalty, clean-finish bonus',
   config: ToolbenchConfigSchema,

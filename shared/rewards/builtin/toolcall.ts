@@ -100,6 +100,8 @@ function resultUse(input: RewardInput, answer: string, need: boolean): number {
 
 export const toolcallReward = defineReward({
   name: 'toolcall',
+  // the golden-answer match; `correctness` is about the calls, not the task
+  accuracy: 'final_answer',
   description: 'correctness 0.3, necessity 0.2, use of the result 0.2, final answer 0.2, coherence 0.1',
   config: ToolcallConfigSchema,
   create: (config) => (input) => {

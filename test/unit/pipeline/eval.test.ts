@@ -1,13 +1,31 @@
 // Validation bookkeeping: which versions get validation groups (every eval_every-th, none skipped when the
 // learner outruns the feeder, and the final one), and the val/... metrics of a version's scored groups,
-// overall and per data source, on hand-made groups whose numbers are worked out below.
+// overall and per data source, on hand-made groups whose numbers are worked out below; and which reward
+// component each built-in reward reads as val/accuracy, alone and in weighted combinations.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { summarise, toolCallValidity, valMetrics, wantedEvalVersions } from '#shared/pipeline/eval';
+import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
+import { putJson } from '#shared/pipeline/blob-json';
+import {
+  accuracyComponentOf,
+  type DeclaredAccuracy,
+  EvalSummarySchema,
+  summarise,
+  toolCallValidity,
+  valMetrics,
+  wantedEvalVersions,
+  writeEvalSummaryIfComplete,
+} from '#shared/pipeline/eval';
+import { silentLog } from '#shared/pipeline/log';
+import { BUILTIN_REWARDS } from '#shared/rewards/registry';
 import { RunConfigSchema } from '#shared/schemas/config/run';
 import type { LearnerState } from '#shared/schemas/learner-stdio';
 import type { RunStatus } from '#shared/schemas/run-status';
 import type { ScoredGroup } from '#shared/schemas/scored-group';
 import type { ToolErrorType } from '#shared/schemas/tool-result';
+import { keys } from '#shared/topology';
 
 type Traj = ScoredGroup['trajectories'][number];
 
@@ -101,25 +119,13 @@ describe('validation metrics', () => {
     expect(toolCallValidity([traj(0, {}, [], 2)])).toBe(0);
   });
 
-  it("reads toolcall's final_answer as accuracy, not its call correctness", () => {
-    const g = [
-      group('val-v0-p0', 'calc', [
-        traj(0.7, { toolcall: 0.7, 'toolcall/correctness': 1, 'toolcall/final_answer': 0 }, [call(null)]),
-        traj(1, { toolcall: 1, 'toolcall/correctness': 1, 'toolcall/final_answer': 1 }, [call(null)]),
-      ]),
-    ];
-    const s = summarise('r', 0, g, new Date(0));
-    expect(s.accuracyComponent).toBe('toolcall/final_answer');
-    expect(s.accuracy).toBe(0.5); // (0 + 1) / 2, where correctness would read 1
-  });
-
   it('the summary carries them, with accuracy null when the reward has no accuracy component', () => {
-    const s = summarise('r', 0, groups, new Date(0));
+    const s = summarise('r', 0, groups, new Date(0), 'retool/correct');
     expect(s).toMatchObject({ accuracyComponent: 'retool/correct', trajectories: 3, prompts: 3 });
     expect(s.metrics['val/accuracy']).toBeCloseTo(2 / 3, 12);
     expect(s.metrics['val/reward_mean']).toBeCloseTo(s.rewardMean, 12);
     const noAccuracy = [group('val-v0-p0', 'qa', [traj(0.2, { format: 0.2 }, [call(null)])])];
-    expect(summarise('r', 0, noAccuracy, new Date(0)).metrics).toEqual({
+    expect(summarise('r', 0, noAccuracy, new Date(0), null).metrics).toEqual({
       'val/reward_mean': 0.2,
       'val/accuracy': null,
       'val/tool_call_validity': 1,
@@ -127,6 +133,104 @@ describe('validation metrics', () => {
       'val/qa/accuracy': null,
       'val/qa/tool_call_validity': 1,
     });
+  });
+});
+
+describe('the accuracy component', () => {
+  // The real declarations of the built-in rewards (RewardDefinition.accuracy).
+  const builtin: DeclaredAccuracy = (name) => {
+    const def = BUILTIN_REWARDS.find((d) => d.name === name);
+    return def ? (def.accuracy ?? null) : undefined;
+  };
+  const of = (functions: { name: string; weight?: number }[], observed: string[] = []) =>
+    accuracyComponentOf(
+      { functions: functions.map((f) => ({ weight: 1, config: {}, ...f })) },
+      builtin,
+      observed,
+    );
+
+  it('each built-in reward names what "solved" means for its task', () => {
+    expect(of([{ name: 'bfcl' }])).toBe('bfcl/success'); // all turns pass, not the per-turn progress
+    expect(of([{ name: 'toolbench' }])).toBe('toolbench/finish'); // Finish with an answer
+    expect(of([{ name: 'retool' }])).toBe('retool/correct');
+    expect(of([{ name: 'toolcall' }])).toBe('toolcall/final_answer'); // not its call `correctness`
+    expect(of([{ name: 'exact_match' }])).toBe('exact_match/exact_match');
+    // `format` scores form: its final_answer (ended with some answer) is not accuracy
+    expect(of([{ name: 'format' }], ['format/well_formed', 'format/final_answer'])).toBeNull();
+  });
+
+  it('in a weighted combination the weighted reward decides; a weight-0 one only when no other declares one', () => {
+    // examples/bfcl: bfcl 1.0 + format 0.0 (logged) -> bfcl/success, where the old list picked format/final_answer
+    expect(of([{ name: 'format', weight: 0 }, { name: 'bfcl' }])).toBe('bfcl/success');
+    expect(of([{ name: 'bfcl' }, { name: 'format', weight: 0 }])).toBe('bfcl/success');
+    // toolcall listed first but at weight 0: the run optimises retool, so retool/correct is its accuracy
+    expect(of([{ name: 'toolcall', weight: 0 }, { name: 'retool' }])).toBe('retool/correct');
+    // format optimised, exact_match at weight 0 only watched: it still gives the accuracy
+    expect(of([{ name: 'format' }, { name: 'exact_match', weight: 0 }])).toBe('exact_match/exact_match');
+    // two that declare one, both weighted: config order
+    expect(
+      of([
+        { name: 'exact_match', weight: 0.5 },
+        { name: 'retool', weight: 0.5 },
+      ]),
+    ).toBe('exact_match/exact_match');
+  });
+
+  it("a user module's reward (unknown here) is read by its component names; none matching gives null", () => {
+    expect(of([{ name: 'format' }, { name: 'mine' }], ['mine/accuracy', 'format/final_answer'])).toBe(
+      'mine/accuracy',
+    );
+    expect(of([{ name: 'mine' }], ['mine/similarity'])).toBeNull();
+  });
+
+  it('the stored summary of a BFCL run reads bfcl/success', async () => {
+    const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-eval-')));
+    const ctx = { blobs, queues: {}, log: silentLog, now: () => new Date(0) };
+    const config = RunConfigSchema.parse({
+      model: { path: 'tiny' },
+      data: { train: 't.parquet', val: 'v.parquet' },
+      reward: {
+        functions: [
+          { name: 'bfcl', weight: 1 },
+          { name: 'format', weight: 0 },
+        ],
+      },
+      trainer: { eval_every: 1 },
+    });
+    const run = {
+      runId: 'r',
+      config,
+      totals: { groupsPlanned: 2, trainPrompts: 2, valPrompts: 2, epochs: 1 },
+    } as RunStatus;
+    // p0: 2 of 4 turns passed, answered every turn (format/final_answer 1); p1: all 4 passed.
+    // accuracy = bfcl/success = (0 + 1) / 2 = 0.5, where format/final_answer would have read (1 + 1) / 2 = 1
+    const scored = (success: number, progress: number) =>
+      traj(
+        progress,
+        {
+          bfcl: progress,
+          'bfcl/progress': progress,
+          'bfcl/success': success,
+          format: 0.75,
+          'format/final_answer': 1,
+        },
+        [],
+      );
+    await putJson(
+      blobs,
+      keys.group('r', 'val-v0-p0'),
+      group('val-v0-p0', 'bfcl_multi_turn_base', [scored(0, 0.5)]),
+    );
+    expect(await writeEvalSummaryIfComplete(ctx, run, 0)).toBeUndefined(); // 1 of 2 groups in
+    await putJson(
+      blobs,
+      keys.group('r', 'val-v0-p1'),
+      group('val-v0-p1', 'bfcl_multi_turn_base', [scored(1, 1)]),
+    );
+    const s = EvalSummarySchema.parse(await writeEvalSummaryIfComplete(ctx, run, 0));
+    expect(s.accuracyComponent).toBe('bfcl/success');
+    expect(s.accuracy).toBe(0.5);
+    expect(s.metrics['val/bfcl_multi_turn_base/accuracy']).toBe(0.5);
   });
 });
 
