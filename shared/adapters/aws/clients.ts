@@ -25,8 +25,9 @@ export function s3Client(opts: AwsClientOptions = awsClientOptionsFromEnv()): S3
   if (!c) {
     c = new S3Client({
       ...(opts.region ? { region: opts.region } : {}),
-      ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
-      forcePathStyle: true,
+      // Virtual-hosted style (bucket.s3.region.amazonaws.com) on AWS, where path style is deprecated; a local
+      // endpoint has no per-bucket host names, so there the bucket goes in the path.
+      ...(opts.endpoint ? { endpoint: opts.endpoint, forcePathStyle: true } : {}),
     });
     s3Clients.set(id, c);
   }
