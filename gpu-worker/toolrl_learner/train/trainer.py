@@ -32,6 +32,62 @@ def _flat(rewards: Tensor) -> bool:
     return rewards.numel() < 2 or bool(rewards.max() - rewards.min() <= 1e-9)
 
 
+def compute_advantages(
+    cfg: LearnerConfig,
+    batch: LearnerBatch,
+    old_logprobs: Tensor | None = None,
+    old_values: Tensor | None = None,
+    ref_logprobs: Tensor | None = None,
+    *,
+    device: torch.device | str = "cpu",
+) -> tuple[Tensor, Tensor | None, dict[str, float]]:
+    """Per-token advantages [N], value targets [N] (gae only) and metrics for the batch.
+
+    use_kl_in_reward shapes the reward first (InstructGPT, arXiv:2203.02155), kl_t = kl_penalty(pi_old,
+    pi_ref) per sampled token: token-level estimators (reinforce_pp, gae) get r_t - kl_coef * kl_t on
+    every token (the outcome reward sits on the last one); outcome estimators (grpo, dr_grpo, rloo) get
+    the sequence total r - kl_coef * sum_t kl_t before the group baseline.
+    """
+    if cfg.use_kl_in_reward and (old_logprobs is None or ref_logprobs is None):
+        raise ValueError("use_kl_in_reward needs the old and the reference log-probs")
+    n_seq = batch.num_seqs
+    seq_ids = batch.seq_ids.to(device)  # [N]
+    ones = torch.ones(batch.num_loss_tokens, device=device)  # [N] every loss token is sampled
+    rewards = batch.rewards.to(device)  # [S]
+    group_index = batch.group_index.to(device)  # [S]
+    token_rewards = adv_fns.outcome_token_rewards(rewards, ones, seq_ids)  # [N]
+    metrics: dict[str, float] = {}
+    if cfg.use_kl_in_reward:
+        kl = kl_penalty(old_logprobs, ref_logprobs, cfg.kl_penalty)  # [N]
+        token_rewards = token_rewards - cfg.kl_coef * kl  # [N]
+        rewards = rewards - cfg.kl_coef * segment_sum(kl, seq_ids, n_seq)  # [S]
+        metrics["kl_in_reward"] = float(kl.mean()) if kl.numel() else 0.0
+    returns = None
+    if cfg.adv_estimator == "grpo":
+        seq_adv = adv_fns.grpo_advantages(rewards, group_index, norm_by_std=cfg.norm_adv_by_std_in_grpo)
+        advantages = seq_adv[seq_ids]  # [N]
+    elif cfg.adv_estimator == "dr_grpo":
+        advantages = adv_fns.dr_grpo_advantages(rewards, group_index)[seq_ids]
+    elif cfg.adv_estimator == "rloo":
+        advantages = adv_fns.rloo_advantages(rewards, group_index)[seq_ids]
+    elif cfg.adv_estimator == "reinforce_pp":
+        advantages = adv_fns.reinforce_pp_advantages(token_rewards, ones, seq_ids, n_seq, gamma=cfg.gamma)
+    elif cfg.adv_estimator == "gae":
+        advantages, returns = adv_fns.gae_advantages(
+            token_rewards, old_values, ones, seq_ids, n_seq, gamma=cfg.gamma, lam=cfg.lam
+        )
+    else:
+        raise ValueError(f"unknown adv_estimator {cfg.adv_estimator!r}")
+    if advantages.numel():
+        metrics.update(
+            adv_mean=float(advantages.mean()),
+            adv_std=float(advantages.std()) if advantages.numel() > 1 else 0.0,
+            adv_max=float(advantages.max()),
+            adv_min=float(advantages.min()),
+        )
+    return advantages, returns, metrics
+
+
 class Trainer:
     """Holds the optimiser; `step` is one learner step (ppo_epochs optimiser steps) on a batch of groups."""
 
@@ -73,8 +129,6 @@ class Trainer:
         cfg = self.config_for(batch)
         mbs = [mb.to(device) for mb in pack_batch(batch, cfg.micro_batch_tokens)]
         n_tok = batch.num_loss_tokens
-        seq_ids = batch.seq_ids.to(device)
-        ones = torch.ones(n_tok, device=device)
         behavior = batch.behavior_logprobs.to(device)
 
         # pi_old is recomputed once when the batch is reused (ppo_epochs > 1) or when the advantages need
@@ -88,8 +142,8 @@ class Trainer:
         if cfg.needs_reference:
             ref_logprobs, _ = self._gather(mbs, n_tok, lambda mb: (self.policy.reference_logprobs(mb), None))
 
-        advantages, returns, adv_metrics = self._advantages(
-            cfg, batch, seq_ids, ones, old_logprobs, old_values, ref_logprobs
+        advantages, returns, adv_metrics = compute_advantages(
+            cfg, batch, old_logprobs, old_values, ref_logprobs, device=device
         )
         num_loss_seqs = float(max(1, int((batch.tok_offsets[1:] > batch.tok_offsets[:-1]).sum())))
 
@@ -167,43 +221,6 @@ class Trainer:
                 values = torch.zeros(n_tok, device=device) if values is None else values
                 values[mb.token_index] = v
         return logprobs, values
-
-    def _advantages(self, cfg, batch, seq_ids, ones, old_logprobs, old_values, ref_logprobs):
-        device = seq_ids.device
-        n_seq = batch.num_seqs
-        rewards = batch.rewards.to(device)  # [S]
-        group_index = batch.group_index.to(device)  # [S]
-        token_rewards = adv_fns.outcome_token_rewards(rewards, ones, seq_ids)  # [N]
-        metrics: dict[str, float] = {}
-        if cfg.use_kl_in_reward:
-            kl = kl_penalty(old_logprobs, ref_logprobs, cfg.kl_penalty)  # [N]
-            token_rewards = token_rewards - cfg.kl_coef * kl  # [N]
-            rewards = rewards - cfg.kl_coef * segment_sum(kl, seq_ids, n_seq)  # [S]
-            metrics["kl_in_reward"] = float(kl.mean()) if kl.numel() else 0.0
-        returns = None
-        if cfg.adv_estimator == "grpo":
-            seq_adv = adv_fns.grpo_advantages(rewards, group_index, norm_by_std=cfg.norm_adv_by_std_in_grpo)
-            advantages = seq_adv[seq_ids]  # [N]
-        elif cfg.adv_estimator == "dr_grpo":
-            advantages = adv_fns.dr_grpo_advantages(rewards, group_index)[seq_ids]
-        elif cfg.adv_estimator == "rloo":
-            advantages = adv_fns.rloo_advantages(rewards, group_index)[seq_ids]
-        elif cfg.adv_estimator == "reinforce_pp":
-            advantages = adv_fns.reinforce_pp_advantages(token_rewards, ones, seq_ids, n_seq, gamma=cfg.gamma)
-        elif cfg.adv_estimator == "gae":
-            advantages, returns = adv_fns.gae_advantages(
-                token_rewards, old_values, ones, seq_ids, n_seq, gamma=cfg.gamma, lam=cfg.lam
-            )
-        else:
-            raise ValueError(f"unknown adv_estimator {cfg.adv_estimator!r}")
-        if advantages.numel():
-            metrics.update(
-                adv_mean=float(advantages.mean()),
-                adv_std=float(advantages.std()) if advantages.numel() > 1 else 0.0,
-                adv_max=float(advantages.max()),
-                adv_min=float(advantages.min()),
-            )
-        return advantages, returns, metrics
 
     def _micro_step(
         self, cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp
