@@ -34,8 +34,7 @@ const decoder = await OnnxDecoder.load(
 );
 const loadMs = performance.now() - t0;
 const sampler = new Sampler(m.vocabSize);
-const graph =
-  values.sampler === 'js' ? undefined : await SamplerGraph.create(m.vocabSize, Number(values.threads));
+const graph = values.sampler === 'js' ? undefined : await SamplerGraph.create(m.vocabSize);
 const stops = { eosIds: new Set<number>(), toolCallEndText: '</tool_call>', piece: () => '' };
 const params = { ...DEFAULT_SAMPLING, stopOnToolCallEnd: false, seed: 1 };
 const run = (prompt: number[], n: number, budget: number, stats = emptyStats()) =>

@@ -4,15 +4,26 @@
 import { availableParallelism } from 'node:os';
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
 import { KvCache, type KvShape } from './kv-cache.ts';
+import { cpuSessionOptions } from './session-options.ts';
 
 export interface DecoderOptions {
-  /** ORT intra-op threads; defaults to the machine's cores. */
+  /** ORT intra-op threads; defaults to defaultDecoderThreads() (the cores available). */
   threads?: number;
   /**
    * Whether rows may be padded (attention_mask zeros) and several rows may feed several tokens on top of a cache.
    * The `contrib` graph (GroupQueryAttention) allows neither (GRAPH.md); the standard graph allows both.
    */
   paddedRows?: boolean;
+}
+
+/**
+ * The decoder's intra-op threads when none are given: every core the process may use. With spin-waiting off
+ * (session-options.ts) a second thread no longer stalls a loaded machine: 2 threads were as fast or faster than 1
+ * at batch 1 and G = 8 on the 2-core benchmark machine at load average 6-8 (BENCHMARKS.md "Rollout engine"), and
+ * a rollout worker that owns its cores gets their parallelism. Pass `threads` to share a machine deliberately.
+ */
+export function defaultDecoderThreads(): number {
+  return availableParallelism();
 }
 
 export interface ForwardResult {
@@ -42,13 +53,10 @@ export class OnnxDecoder {
     opts: DecoderOptions = {},
   ): Promise<OnnxDecoder> {
     const ort = await import('onnxruntime-node');
-    const session = await ort.InferenceSession.create(modelPath, {
-      executionProviders: ['cpu'],
-      intraOpNumThreads: opts.threads ?? availableParallelism(),
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      graphOptimizationLevel: 'all',
-    });
+    const session = await ort.InferenceSession.create(
+      modelPath,
+      cpuSessionOptions(opts.threads ?? defaultDecoderThreads()),
+    );
     const inputs = new Set(session.inputNames);
     const need = ['input_ids', 'attention_mask'];
     for (let i = 0; i < kv.numLayers; i++)

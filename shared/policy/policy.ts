@@ -1,6 +1,5 @@
 // The rollout policy: a loaded bundle that renders prompts, samples groups and continues trajectories after tool
 // results, recording every sampled token's log-prob and the policy version that sampled it.
-import { availableParallelism } from 'node:os';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 import type { BundleManifest } from '#shared/schemas/policy';
 import type { TurnStop } from '#shared/schemas/trajectory';
@@ -19,7 +18,7 @@ import { appendMessages, appendTurn, PrefixBreakError, startState, turnContent }
 export interface LoadPolicyOptions extends TokenizerOptions {
   /** The policy version recorded on sampled tokens; defaults to the manifest's. */
   version?: number;
-  /** ORT intra-op threads; defaults to the machine's cores. */
+  /** The decoder's ORT intra-op threads (default: the cores available); the sampling graph always runs on 1. */
   threads?: number;
   /** Bundle check before loading: file sizes (default) or sha256 of every file. */
   check?: BundleCheck;
@@ -263,9 +262,6 @@ export async function loadPolicy(bundleDir: string, opts: LoadPolicyOptions = {}
     m.vocabSize,
     { threads: opts.threads, paddedRows: (m.export?.variant ?? 'standard') === 'standard' },
   );
-  const graph =
-    opts.sampler === 'js'
-      ? undefined
-      : await SamplerGraph.create(m.vocabSize, opts.threads ?? availableParallelism());
+  const graph = opts.sampler === 'js' ? undefined : await SamplerGraph.create(m.vocabSize);
   return new Policy(m, tokenizer, decoder, opts.version ?? m.version, opts.cacheBytes ?? 2 ** 30, graph);
 }
