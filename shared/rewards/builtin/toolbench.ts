@@ -16,6 +16,7 @@ import type { ScoredCall } from '../input.ts';
 import { normaliseText } from '../text.ts';
 import { allCalls, attemptCount, failed, parseErrorCount, succeeded } from '../trajectory-stats.ts';
 import { defineReward } from '../types.ts';
+import { weightedSum } from '../weighted.ts';
 
 const ToolbenchConfigSchema = z
   .object({
@@ -61,12 +62,13 @@ export const toolbenchReward = defineReward({
       golds.length === 0 || (answer !== null && golds.some((g) => normaliseText(answer).includes(g)));
     const bonus = finish === 1 && errorRate === 0 && answerMatches ? 1 : 0;
     return {
-      score:
-        config.format * format +
-        config.function_call * functionCall +
-        config.finish * finish +
-        config.error_penalty * errorRate +
-        config.finish_bonus * bonus,
+      score: weightedSum([
+        [config.format, format],
+        [config.function_call, functionCall],
+        [config.finish, finish],
+        [config.error_penalty, errorRate],
+        [config.finish_bonus, bonus],
+      ]),
       components: { format, function_call: functionCall, finish, error_rate: errorRate, finish_bonus: bonus },
     };
   },

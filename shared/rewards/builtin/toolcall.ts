@@ -28,6 +28,7 @@ import {
   succeeded,
 } from '../trajectory-stats.ts';
 import { defineReward } from '../types.ts';
+import { weightedSum } from '../weighted.ts';
 
 const WeightsSchema = z
   .object({
@@ -140,12 +141,13 @@ export const toolcallReward = defineReward({
 
     const w = config.weights;
     const parts = { correctness, necessity, result_use: use, final_answer: finalAnswer, coherence };
-    const score =
-      w.correctness * correctness +
-      w.necessity * necessity +
-      w.result_use * use +
-      w.final_answer * finalAnswer +
-      w.coherence * coherence;
+    const score = weightedSum([
+      [w.correctness, correctness],
+      [w.necessity, necessity],
+      [w.result_use, use],
+      [w.final_answer, finalAnswer],
+      [w.coherence, coherence],
+    ]);
     return { score, components: parts };
   },
 });
