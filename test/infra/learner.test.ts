@@ -25,7 +25,7 @@ describe('learner on AWS Batch', () => {
     });
   });
 
-  it('asks for a GPU and retries only lost hosts and failed pulls, exiting on anything else, in that order', () => {
+  it('asks for a GPU and retries only lost hosts (by reason or by the exit after SIGTERM) and failed pulls, exiting on anything else, in that order', () => {
     const { pipelineTemplate: t } = build();
     t.hasResourceProperties('AWS::Batch::JobDefinition', {
       JobDefinitionName: 'toolrl-dev-learner',
@@ -45,6 +45,8 @@ describe('learner on AWS Batch', () => {
         Attempts: 5,
         EvaluateOnExit: [
           { Action: 'RETRY', OnStatusReason: 'Host EC2*' },
+          // the learner's exit after a SIGTERM it checkpointed on, when the host's termination is not yet recorded
+          { Action: 'RETRY', OnExitCode: '143' },
           { Action: 'RETRY', OnReason: 'CannotPullContainerError:*' },
           { Action: 'EXIT', OnReason: '*' },
         ],

@@ -152,6 +152,8 @@ export class LearnerJob extends Construct {
       // other exit (a code error, OOM) stops, since retrying would only repeat it.
       retryStrategies: [
         batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.SPOT_INSTANCE_RECLAIMED),
+        // 143: checkpointed on SIGTERM; Batch never retries TerminateJob or timeouts, so a host went away.
+        batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.custom({ onExitCode: '143' })),
         batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.CANNOT_PULL_CONTAINER),
         batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom({ onReason: '*' })),
       ],
