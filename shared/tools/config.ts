@@ -6,6 +6,11 @@ import { z } from 'zod';
  * Limits applied by the registry around every tool.
  * `timeout` (seconds; verl's `default_timeout` is accepted), `num_workers` (concurrent calls),
  * `rate_limit` (calls per second, token bucket; verl uses it as a concurrency cap, we keep it a rate),
+ * `enable_global_rate_limit` (verl's key): true makes every registry in this process that configures the tool with
+ * the same `rate_limit` draw from one bucket, as verl's named "rate-limiter" actor is shared by every tool instance;
+ * false or absent gives each registry (one per run and curriculum stage) its own. Unlike verl the default is false:
+ * a process here is one Lambda container among many, so no bucket is global to a run anyway, and runs that share
+ * the embedded runtime should not slow each other down unless asked to.
  * `max_retries` (transient HTTP failures only). `type: native` from verl configs is accepted and ignored.
  */
 export const CommonToolConfigSchema = z.object({
@@ -26,6 +31,8 @@ export interface ToolLimits {
   numWorkers: number;
   /** Calls per second, or null for unlimited. */
   rateLimit: number | null;
+  /** One rate-limit bucket for every registry of this process that has the tool (`enable_global_rate_limit`). */
+  globalRateLimit: boolean;
   maxRetries: number;
   retryBaseMs: number;
 }
@@ -47,11 +54,16 @@ export function parseToolConfig<S extends z.ZodObject>(
   const rest: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(config)) (COMMON_KEYS.has(k) ? common : rest)[k] = v;
   const c = parseOrThrow(kind, CommonToolConfigSchema.strict(), common);
+  if (c.enable_global_rate_limit && c.rate_limit === undefined)
+    throw new Error(
+      `tool ${kind}: bad config: enable_global_rate_limit shares the rate_limit bucket, but no rate_limit (calls per second) is set`,
+    );
   const options = parseOrThrow(kind, own.strict(), rest) as z.infer<S>;
   const limits: ToolLimits = {
     timeoutMs: (c.timeout ?? c.default_timeout ?? defaults.timeoutS) * 1000,
     numWorkers: c.num_workers ?? defaults.numWorkers,
     rateLimit: c.rate_limit ?? null,
+    globalRateLimit: c.enable_global_rate_limit ?? false,
     maxRetries: c.max_retries ?? defaults.maxRetries ?? 2,
     retryBaseMs: (c.retry_backoff ?? 0.2) * 1000,
   };

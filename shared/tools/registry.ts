@@ -91,7 +91,7 @@ export async function buildToolRegistry(
       if (s.tool_schema && built.tools.length !== 1)
         throw new Error(`tool ${kind.kind}: tool_schema applies to a kind that builds exactly one tool`);
       const semaphore = new Semaphore(limits.numWorkers);
-      const limiter = limits.rateLimit ? new RateLimiter(limits.rateLimit) : null;
+      const limiter = rateLimiterFor(kind.kind, built.tools, limits);
       for (const built1 of built.tools) {
         const tool = s.tool_schema ? withSchema(built1, s.tool_schema) : built1;
         const toolName = tool.schema.function.name;
@@ -194,6 +194,24 @@ function makeRegistry(
   return registry;
 }
 
+/** Buckets of `enable_global_rate_limit` tools, shared by every registry of the process. */
+const globalLimiters = new Map<string, RateLimiter>();
+
+/** The spec's bucket: its own, or the process-wide one of the same tool and rate. */
+function rateLimiterFor(kind: string, tools: readonly Tool[], limits: ToolLimits): RateLimiter | null {
+  if (!limits.rateLimit) return null;
+  if (!limits.globalRateLimit) return new RateLimiter(limits.rateLimit);
+  // The same tool: its kind and the names it offers (two http tools at different URLs have different names).
+  const names = tools.map((t) => t.schema.function.name).sort();
+  const key = JSON.stringify([kind, names, limits.rateLimit]);
+  let limiter = globalLimiters.get(key);
+  if (!limiter) {
+    limiter = new RateLimiter(limits.rateLimit);
+    globalLimiters.set(key, limiter);
+  }
+  return limiter;
+}
+
 function withSchema(tool: Tool, schema: ToolSchema): Tool {
   return { schema, execute: (a, c) => tool.execute(a, c), close: tool.close?.bind(tool) };
 }
@@ -211,7 +229,14 @@ function unavailableRowTool(schema: ToolSchema): Entry {
       },
     },
     validate: (a) => (a && typeof a === 'object' ? (a as Record<string, unknown>) : {}),
-    limits: { timeoutMs: 1000, numWorkers: 1, rateLimit: null, maxRetries: 0, retryBaseMs: 0 },
+    limits: {
+      timeoutMs: 1000,
+      numWorkers: 1,
+      rateLimit: null,
+      globalRateLimit: false,
+      maxRetries: 0,
+      retryBaseMs: 0,
+    },
     semaphore: new Semaphore(1),
     limiter: null,
   };

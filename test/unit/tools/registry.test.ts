@@ -221,6 +221,40 @@ describe('ToolRegistry.call', () => {
     await reg.close();
   });
 
+  it('enable_global_rate_limit shares one bucket between registries; without it each has its own', async () => {
+    // rate_limit 2/s, burst 2, timeout 0.2 s: a third call within the second would wait 500 ms for a token,
+    // past its deadline, so it fails as rate_limited instead of waiting.
+    const limited = (global: boolean) =>
+      buildToolRegistry({
+        tools: [
+          echoTool(
+            { rate_limit: 2, timeout: 0.2, enable_global_rate_limit: global, num_workers: 4 },
+            '/limited',
+          ),
+        ],
+      });
+    const call = { name: 'echo', arguments: { text: 'x' } };
+    const types = (rs: { error: { type: string } | null }[]) => rs.map((r) => r.error?.type ?? 'ok');
+
+    const [a, b] = [await limited(true), await limited(true)];
+    expect(types(await a.callMany([call, call]))).toEqual(['ok', 'ok']); // the shared burst of 2
+    expect(types(await b.callMany([call]))).toEqual(['rate_limited']); // b draws from a's empty bucket
+
+    const [c, d] = [await limited(false), await limited(false)];
+    expect(types(await c.callMany([call, call]))).toEqual(['ok', 'ok']);
+    expect(types(await d.callMany([call, call]))).toEqual(['ok', 'ok']); // d has a full bucket of its own
+    expect(types(await d.callMany([call]))).toEqual(['rate_limited']);
+    await Promise.all([a, b, c, d].map((r) => r.close()));
+  });
+
+  it('refuses enable_global_rate_limit without a rate_limit to share', async () => {
+    await expect(
+      buildToolRegistry({ tools: [echoTool({ enable_global_rate_limit: true })] }),
+    ).rejects.toThrow(
+      /tool http: bad config: enable_global_rate_limit shares the rate_limit bucket, but no rate_limit/,
+    );
+  });
+
   it('truncates outputs to max_tool_response_length on the configured side', async () => {
     const reg = await buildToolRegistry(
       { tools: [{ kind: 'search', config: { topk: 3 } }] },
