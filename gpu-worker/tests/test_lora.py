@@ -1,8 +1,13 @@
 """LoRA through peft: only adapters train, the reference is the base without adapters, rollouts get
 merged weights, and checkpoints restore the adapters; full fine-tuning steps through the same path."""
 
+import json
+
 import pytest
 import torch
+import transformers
+from peft import PeftModel
+from safetensors.torch import load_file
 
 from toolrl_learner.config import LearnerConfig
 from toolrl_learner.model.tiny import TinySpec, build_tiny
@@ -104,8 +109,34 @@ def test_lora_checkpoint_round_trip_on_cpu(tiny_dir, tmp_path):
         for p in tmp_path.rglob("*")
         if p.is_file()
     }
-    assert {"adapter/adapter_config.json", "trainable.safetensors", "optimizer.pt", "COMPLETE.json"} <= files
+    assert {
+        "adapter/adapter_config.json",
+        "adapter/adapter_model.safetensors",
+        "trainable.safetensors",
+        "optimizer.pt",
+        "COMPLETE.json",
+    } <= files
     assert "model/model.safetensors" not in files  # the base is the model folder; only adapters are saved
+    # trainable.safetensors holds what peft's folder does not: the value head
+    head = load_file(str(tmp_path / "runs/r/checkpoints/step-1/trainable.safetensors"))
+    assert sorted(head) == ["value_head.bias", "value_head.weight"]
+
+    # A standard peft folder: transformers' model of the base folder + PeftModel computes the trained policy
+    adapter = tmp_path / "runs/r/checkpoints/step-1/adapter"
+    assert json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"] == str(
+        tiny_dir
+    )
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(tiny_dir), dtype=torch.float32)
+    peft_model = PeftModel.from_pretrained(hf, str(adapter)).eval()
+    batch = LearnerBatch.from_groups(_groups(), 0)
+    ids = batch.token_ids[0]
+    with torch.no_grad():
+        hf_logp = peft_model(input_ids=ids[None]).logits[0].log_softmax(-1)
+        ours = policy.rollout_model().forward_batch(ids[None])[0].log_softmax(-1)  # merged, our decoder
+    torch.testing.assert_close(hf_logp, ours, rtol=0, atol=1e-5)
+    with torch.no_grad(), peft_model.disable_adapter():
+        base_logp = peft_model(input_ids=ids[None]).logits[0].log_softmax(-1)
+    assert (hf_logp - base_logp).abs().max() > 1e-4  # the adapter is not a no-op after a step
 
     fresh = Policy(cfg, tiny_dir, torch.device("cpu"))
     state, optimizer = load_latest_checkpoint(store, "r", fresh, tmp_path)

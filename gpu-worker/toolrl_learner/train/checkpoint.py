@@ -1,5 +1,5 @@
-"""Checkpoints: `checkpoints/step-<S>/` with Hugging Face format weights (the full model, or the peft
-adapter and value head), optimizer state and RNG state, and `COMPLETE.json`.
+"""Checkpoints: `checkpoints/step-<S>/` with Hugging Face format weights (the full model in `model/`, or
+peft's adapter folder in `adapter/`), the value head, optimizer state and RNG state, and `COMPLETE.json`.
 
 `COMPLETE.json` is the commit record: written last, in one atomic put, it lists every file with its
 sha256 and carries the trainer state (step, policy version, consumed and dropped group ids, data
@@ -88,14 +88,26 @@ def _write_files(out: Path, policy: Policy, trainer_state: dict[str, Any] | None
     if policy.peft is None:
         save_pretrained(policy.base, out / "model", dtype=torch.float32, tokenizer_from=policy.model_dir)
     else:
-        (out / "adapter").mkdir(exist_ok=True)
-        policy.peft.peft_config["default"].save_pretrained(str(out / "adapter"))
-    trainable = policy.trainable_state()
+        _save_adapter(policy, out / "adapter")
+    trainable = policy.trainable_state(adapter=False)  # the value head, if any
     if trainable:
         save_file(trainable, str(out / "trainable.safetensors"), metadata={"format": "pt"})
     if trainer_state is not None:
         torch.save(trainer_state, out / "optimizer.pt")
     torch.save(_rng_state(), out / "rng.pt")
+
+
+def _save_adapter(policy: Policy, out: Path) -> None:
+    """A standard peft adapter folder (adapter_config.json + adapter_model.safetensors, fp32), so
+    `PeftModel.from_pretrained(base, <checkpoint>/adapter)` (or AutoPeftModelForCausalLM) opens it."""
+    policy.peft.save_pretrained(str(out))
+    config_path = out / "adapter_config.json"
+    config = json.loads(config_path.read_text())
+    # Our decoder is not a transformers model, so peft records neither; set what the Hub's loaders need.
+    hub_id = not policy.cfg.model_path.startswith("tiny") and not Path(policy.cfg.model_path).exists()
+    config["base_model_name_or_path"] = policy.cfg.model_path if hub_id else str(policy.model_dir)
+    config["task_type"] = "CAUSAL_LM"
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def _put_marker(store: BlobStore, prefix: str, files: dict[str, Any], state: TrainerState) -> None:
@@ -194,6 +206,22 @@ def _fetch(store: BlobStore, prefix: str, marker: dict[str, Any], workdir: Path)
     return folder
 
 
+def _load_trainable(policy: Policy, folder: Path) -> None:
+    """The adapter (peft's folder) and the value head (trainable.safetensors, which also held the adapter
+    in checkpoints written before the adapter folder had weights)."""
+    from safetensors.torch import load_file
+
+    device = str(policy.device)
+    state = {}
+    adapter = folder / "adapter" / "adapter_model.safetensors"
+    if adapter.is_file():
+        state.update({f"adapter.{k}": v for k, v in load_file(str(adapter), device=device).items()})
+    if (folder / "trainable.safetensors").is_file():
+        state.update(load_file(str(folder / "trainable.safetensors"), device=device))
+    if state:
+        policy.load_trainable_state(state)
+
+
 def load_latest_checkpoint(
     store: BlobStore, run_id: str, policy: Policy, workdir: Path
 ) -> tuple[TrainerState, dict[str, Any] | None] | None:
@@ -208,12 +236,7 @@ def load_latest_checkpoint(
         try:
             if (folder / "model").is_dir():
                 policy.load_base_weights(folder / "model")
-            if (folder / "trainable.safetensors").is_file():
-                from safetensors.torch import load_file
-
-                policy.load_trainable_state(
-                    load_file(str(folder / "trainable.safetensors"), device=str(policy.device))
-                )
+            _load_trainable(policy, folder)
             optimizer = (
                 torch.load(folder / "optimizer.pt", map_location=policy.device, weights_only=False)
                 if (folder / "optimizer.pt").is_file()

@@ -144,9 +144,10 @@ class Policy:
             out += [(f"value_head.{n}", p) for n, p in self.value_head.named_parameters()]
         return out
 
-    def trainable_state(self) -> dict[str, Tensor]:
-        """The weights a checkpoint must hold to restore training exactly (fp32)."""
-        if self.peft is not None:
+    def trainable_state(self, adapter: bool = True) -> dict[str, Tensor]:
+        """The weights a checkpoint must hold to restore training exactly (fp32); adapter=False leaves out
+        the LoRA adapter (saved on its own in peft's format)."""
+        if self.peft is not None and adapter:
             from peft import get_peft_model_state_dict
 
             state = {f"adapter.{k}": v for k, v in get_peft_model_state_dict(self.peft).items()}
