@@ -2,8 +2,11 @@
 // rollout queue so at most `batch_prompts x (1 + max_staleness)` train groups are in flight, walking the
 // curriculum stages and epochs; schedules validation groups every `eval_every` versions and for the final
 // one (one greedy sample per prompt, as verl validates with do_sample off); and marks the run complete when
-// the learner is done.
+// the learner is done. Each train group takes its curriculum stage's resolved config (group size, sampling seed,
+// in-flight cap, prompt template); validation groups take the run's.
 import { z } from 'zod';
+import type { PromptTemplate } from '../data/prompts/templates.ts';
+import type { RunConfig } from '../schemas/config/run.ts';
 import type { DatasetRow } from '../schemas/dataset-row.ts';
 import { type LearnerState, LearnerStateSchema } from '../schemas/learner-stdio.ts';
 import type { GroupRef } from '../schemas/messages/group-ref.ts';
@@ -17,8 +20,9 @@ import { readJson, updateJson } from './blob-json.ts';
 import { type StageContext, sendTo } from './context.ts';
 import { maybeCompleteRun, wantedEvalVersions } from './eval.ts';
 import { groupAt, groupSeed, planStages } from './plan.ts';
-import type { RunResources } from './run-resources.ts';
-import { readRunStatus } from './run-status.ts';
+import { applyRunTemplate, PromptTypeError, runPromptTemplate } from './prompt-type.ts';
+import { type RunResources, stageConfig } from './run-resources.ts';
+import { readRunStatus, transitionRun } from './run-status.ts';
 
 /**
  * `runs/<runId>/feeder/state.json`: how far the walk has been issued, and which versions got validation groups.
@@ -66,33 +70,52 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
   const plan = planStages(config, (k) => rowCounts.get(k) ?? 0);
   const planned = run.totals.groupsPlanned ?? 0;
   const consumed = (learner?.groupsConsumed ?? 0) + (learner?.groupsDropped ?? 0);
-  const cap = config.trainer.batch_prompts * (1 + config.trainer.max_staleness);
+  const stages = new StageConfigs(config);
+  const prompts = new PromptTemplates(ctx.resources, runId);
 
   for (let attempt = 0; attempt < 10; attempt++) {
     const current = await readJson(ctx.blobs, keys.feederState(runId), FeederStateSchema);
     const st = current?.value ?? { schemaVersion: 1 as const, issued: 0, evalVersions: [], updatedAt: '' };
     const inFlight = st.issued - consumed;
+    // The cap of the stage the next group belongs to: a stage with a larger batch_prompts needs more in flight.
+    const nextStage = groupAt(plan, st.issued, { seed: config.trainer.seed })?.stage.name ?? null;
+    const { trainer } = stages.get(nextStage);
+    const cap = trainer.batch_prompts * (1 + trainer.max_staleness);
     const n = learner?.done ? 0 : Math.max(0, Math.min(cap - inFlight, planned - st.issued));
     const newEval = wantedEvalVersions(run, latest.version, learner, st.evalVersions);
     if (n === 0 && newEval.length === 0) break;
 
     const messages: RolloutStart[] = [];
-    for (let p = st.issued; p < st.issued + n; p++) {
-      const slot = groupAt(plan, p, { seed: config.trainer.seed, shuffle: config.data.shuffle });
-      if (!slot) break;
-      const row = await rowAt(ctx.resources, slot.stage.trainKeys, slot.row);
-      messages.push(
-        startMessage(run, latest.version, row, {
-          groupId: slot.groupId,
-          promptId: slot.promptId,
-          epoch: slot.epoch,
-          stage: slot.stage.name,
-          split: 'train',
-          policyVersion: null,
-        }),
-      );
+    try {
+      for (let p = st.issued; p < st.issued + n; p++) {
+        const slot = groupAt(plan, p, { seed: config.trainer.seed });
+        if (!slot) break;
+        const at = await rowAt(ctx.resources, slot.stage.trainKeys, slot.row);
+        const template = await prompts.get(slot.stage.promptType);
+        const row = template ? applyRunTemplate(at.row, template, at.where) : at.row;
+        messages.push(
+          startMessage(run, stages.get(slot.stage.name), latest.version, row, {
+            groupId: slot.groupId,
+            promptId: slot.promptId,
+            epoch: slot.epoch,
+            stage: slot.stage.name,
+            split: 'train',
+            policyVersion: null,
+          }),
+        );
+      }
+      const valTemplate = await prompts.get(config.data.prompt_type);
+      for (const v of newEval) messages.push(...(await evalMessages(ctx.resources, run, v, valTemplate)));
+    } catch (err) {
+      if (!(err instanceof PromptTypeError)) throw err;
+      // Every later pass would fail the same way: end the run with the reason rather than stall it.
+      const after = await transitionRun(ctx.blobs, runId, 'failed', ctx.now(), () => ({
+        reason: err.message,
+      }));
+      ctx.log.error('run failed: its prompt template cannot be applied', { runId, reason: err.message });
+      if (after?.status === 'failed') return;
+      throw err;
     }
-    for (const v of newEval) messages.push(...(await evalMessages(ctx.resources, run, v)));
     // Send before recording: a crash in between re-sends the same groups, which the stages deduplicate.
     await sendTo(ctx, 'rollout', runId, messages);
     const next: FeederState = {
@@ -119,27 +142,58 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
   if (learner?.done) await maybeCompleteRun(ctx, runId, learner);
 }
 
+/** The resolved config of each curriculum stage (null: the run's), built once per pass. */
+class StageConfigs {
+  private readonly byName = new Map<string | null, RunConfig>();
+  constructor(private readonly config: RunConfig) {}
+  get(stage: string | null): RunConfig {
+    const hit = this.byName.get(stage);
+    if (hit) return hit;
+    const resolved = stageConfig(this.config, stage);
+    this.byName.set(stage, resolved);
+    return resolved;
+  }
+}
+
+/** The run's prompt templates by `prompt_type`, loaded once per pass against the run's base folder. */
+class PromptTemplates {
+  private readonly byType = new Map<string, PromptTemplate>();
+  constructor(
+    private readonly resources: RunResources,
+    private readonly runId: string,
+  ) {}
+  async get(promptType: string | undefined): Promise<PromptTemplate | undefined> {
+    if (promptType === undefined) return undefined;
+    const hit = this.byType.get(promptType);
+    if (hit) return hit;
+    const template = runPromptTemplate(promptType, await this.resources.baseDir(this.runId));
+    this.byType.set(promptType, template);
+    return template;
+  }
+}
+
 async function rowAt(
   resources: RunResources,
   keysOfStage: readonly string[],
   index: number,
-): Promise<DatasetRow> {
+): Promise<{ row: DatasetRow; where: string }> {
   let i = index;
   for (const k of keysOfStage) {
     const rows = await resources.rows(k);
-    if (i < rows.length) return rows[i]!;
+    if (i < rows.length) return { row: rows[i]!, where: `row ${i} of ${k}` };
     i -= rows.length;
   }
   throw new Error(`row ${index} is past the end of ${keysOfStage.join(', ')}`);
 }
 
+/** `config` is the group's own: its curriculum stage's resolved config for a train group, the run's for validation. */
 function startMessage(
   run: RunStatus,
+  config: RunConfig,
   version: number,
   row: DatasetRow,
   ids: Pick<GroupRef, 'groupId' | 'promptId' | 'epoch' | 'stage' | 'split' | 'policyVersion'>,
 ): RolloutStart {
-  const config = run.config!;
   return {
     schemaVersion: 1,
     kind: 'start',
@@ -160,21 +214,28 @@ async function evalMessages(
   resources: RunResources,
   run: RunStatus,
   version: number,
+  template: PromptTemplate | undefined,
 ): Promise<RolloutStart[]> {
   const out: RolloutStart[] = [];
   let index = 0;
   for (const k of run.input.val) {
-    for (const row of await resources.rows(k)) {
+    for (const [i, row] of (await resources.rows(k)).entries()) {
       const promptId = `val-p${index}`;
       out.push(
-        startMessage(run, version, row, {
-          groupId: `val-v${version}-p${index}`,
-          promptId,
-          epoch: 0,
-          stage: null,
-          split: 'val',
-          policyVersion: version,
-        }),
+        startMessage(
+          run,
+          run.config!,
+          version,
+          template ? applyRunTemplate(row, template, `row ${i} of ${k}`) : row,
+          {
+            groupId: `val-v${version}-p${index}`,
+            promptId,
+            epoch: 0,
+            stage: null,
+            split: 'val',
+            policyVersion: version,
+          },
+        ),
       );
       index++;
     }

@@ -12,6 +12,10 @@ export interface PlanStage {
   readonly trainKeys: readonly string[];
   readonly epochs: number;
   readonly rows: number;
+  /** The stage's `data.shuffle`, else the run's. */
+  readonly shuffle: boolean;
+  /** The stage's `data.prompt_type`, else the run's (see prompts.ts). */
+  readonly promptType: string | undefined;
 }
 
 export interface GroupSlot {
@@ -28,25 +32,28 @@ const asList = (v: string | string[] | undefined): string[] =>
 
 /** The stages of a resolved config with their row counts (`rows(key)` counts one dataset). */
 export function planStages(config: RunConfig, rows: (key: string) => number): PlanStage[] {
+  const run = { shuffle: config.data.shuffle, promptType: config.data.prompt_type };
   const stages = config.stages?.length
     ? config.stages.map((s, index) => ({
         index,
         name: s.name,
         trainKeys: asList(s.data.train),
         epochs: s.epochs,
+        shuffle: s.data.shuffle ?? run.shuffle,
+        promptType: s.data.prompt_type ?? run.promptType,
       }))
-    : [{ index: 0, name: null, trainKeys: asList(config.data.train), epochs: config.trainer.epochs }];
+    : [{ index: 0, name: null, trainKeys: asList(config.data.train), epochs: config.trainer.epochs, ...run }];
   return stages.map((s) => ({ ...s, rows: s.trainKeys.reduce((n, k) => n + rows(k), 0) }));
 }
 
 export const groupsPlanned = (stages: readonly PlanStage[]): number =>
   stages.reduce((n, s) => n + s.rows * s.epochs, 0);
 
-/** The group at `position` of the walk, or undefined past its end. */
+/** The group at `position` of the walk, or undefined past its end; each stage shuffled as its `shuffle` says. */
 export function groupAt(
   stages: readonly PlanStage[],
   position: number,
-  opts: { seed: number; shuffle: boolean },
+  opts: { seed: number },
 ): GroupSlot | undefined {
   let p = position;
   for (const stage of stages) {
@@ -54,7 +61,7 @@ export function groupAt(
     if (p < size) {
       const epoch = Math.floor(p / stage.rows);
       const i = p % stage.rows;
-      const row = opts.shuffle ? permutation(opts.seed, stage.index, epoch, stage.rows)[i]! : i;
+      const row = stage.shuffle ? permutation(opts.seed, stage.index, epoch, stage.rows)[i]! : i;
       const scope = stage.name === null ? '' : `s${stage.index}-`;
       return { stage, epoch, row, promptId: `${scope}p${row}`, groupId: `${scope}e${epoch}-p${row}` };
     }

@@ -3,6 +3,7 @@
 import { basename } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { looksLikePath } from '../data/prompts/templates.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
 import { keys } from '../topology.ts';
 
@@ -51,9 +52,19 @@ export function referencedFiles(config: RunConfig): {
     ...(config.trainer.sft ? [config.trainer.sft.data] : []),
     ...(config.tools.config_file ? [config.tools.config_file] : []),
     ...config.reward.modules,
+    ...promptTemplateFiles(config),
   ];
   return { train, val, other };
 }
+
+/** `data.prompt_type` values (run and stages) that name a template file rather than a built-in. */
+const promptTemplateFiles = (config: RunConfig): string[] => [
+  ...new Set(
+    [config.data.prompt_type, ...(config.stages ?? []).map((s) => s.data.prompt_type)].filter(
+      (p): p is string => p !== undefined && looksLikePath(p),
+    ),
+  ),
+];
 
 /** The name a referenced file gets under `runs/<runId>/input/`; two files may not share one. */
 export function inputName(path: string): string {

@@ -66,7 +66,9 @@ export function listPromptTemplates(): { template: PromptTemplate; path: string 
     }));
 }
 
-const looksLikePath = (s: string): boolean => /\.ya?ml$/.test(s) || s.includes('/') || s.includes('\\');
+/** A `prompt_type` that names a file (ends in .yaml/.yml or has a path separator) rather than a built-in. */
+export const looksLikePath = (s: string): boolean =>
+  /\.ya?ml$/.test(s) || s.includes('/') || s.includes('\\');
 
 /**
  * Loads a template by built-in name or alias (`retool`, `qwen_retool`), or from a YAML file path

@@ -8,14 +8,38 @@ import { RolloutConfigSchema } from './rollout.ts';
 import { ToolsConfigSchema } from './tools.ts';
 import { TrainerConfigSchema } from './trainer.ts';
 
+const PER_RUN_PROMPT_LIMIT =
+  'the prompt limit is one per run (datasets are checked against it when the run starts): set data.max_prompt_length at the top level';
+
+/**
+ * A stage's data: its train files, and the top-level `data` settings it may change (unset ones are the top
+ * level's). Validation files listed here join the run's validation set, which is evaluated as one.
+ */
+export const StageDataConfigSchema = z
+  .object({
+    train: DataConfigSchema.shape.train,
+    val: DataConfigSchema.shape.val,
+    prompt_type: DataConfigSchema.shape.prompt_type,
+    shuffle: z.boolean().optional(),
+    max_prompt_length: z.never({ error: PER_RUN_PROMPT_LIMIT }).optional(),
+  })
+  .strict();
+
 /** A curriculum stage (EnvTuning's format -> base -> full): its data, epochs and overrides. */
 export const StageConfigSchema = z
   .object({
     name: z.string().min(1),
-    data: DataConfigSchema.partial().extend({ train: DataConfigSchema.shape.train }),
+    data: StageDataConfigSchema,
     epochs: z.number().int().positive().default(1),
-    /** Deep-merged over the run config for this stage (rollout, reward, algorithm, trainer keys). */
-    overrides: z.record(z.string(), z.unknown()).default({}),
+    /** Deep-merged over the run config for this stage (rollout, reward, algorithm, trainer keys; not data). */
+    overrides: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .refine((o) => !('data' in o), {
+        path: ['data'],
+        message:
+          "a stage's data settings go in its own `data:` block (train, val, prompt_type, shuffle), not in overrides",
+      }),
   })
   .strict();
 export type StageConfig = z.infer<typeof StageConfigSchema>;

@@ -1,6 +1,8 @@
 // The feeder's flow control: at most batch_prompts x (1 + max_staleness) train groups in flight, the walk
 // continued from its stored position, validation groups every eval_every versions and for the final one,
-// and the run completed once the learner is done and its final version is evaluated.
+// and the run completed once the learner is done and its final version is evaluated; a curriculum stage's own
+// group size, seed and cap; and data.prompt_type applied to the rows (run and stage templates, idempotent on
+// rows already written with it, and a failed run when it cannot be applied).
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +13,7 @@ import { encodeDataset } from '#shared/data/dataset';
 import { putJson, readJson } from '#shared/pipeline/blob-json';
 import { feedRun } from '#shared/pipeline/feeder';
 import { silentLog } from '#shared/pipeline/log';
+import { groupSeed } from '#shared/pipeline/plan';
 import { resolveRunConfig } from '#shared/pipeline/run-config';
 import { RunResources } from '#shared/pipeline/run-resources';
 import { RunConfigSchema } from '#shared/schemas/config/run';
@@ -18,15 +21,23 @@ import { RolloutStartSchema } from '#shared/schemas/messages/rollout-request';
 import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
 
-const rows = (n: number, tag: string) =>
+const rows = (n: number, tag: string, extra: Record<string, unknown> = {}) =>
   Array.from({ length: n }, (_, i) => ({
     data_source: 'calc',
     prompt: [{ role: 'user' as const, content: `${tag} ${i}` }],
     reward_model: { style: 'rule', ground_truth: String(i) },
-    extra_info: { index: i },
+    extra_info: { index: i, ...extra },
   }));
 
-async function setup() {
+interface Setup {
+  /** Merged over the base config below (top-level keys replace). */
+  config?: Record<string, unknown>;
+  files?: Record<string, Uint8Array | string>;
+  trainKeys?: string[];
+  groupsPlanned?: number;
+}
+
+async function setup(o: Setup = {}) {
   const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-feed-')));
   const rollout = new EmbeddedQueue({ name: 'rollout', visibilityTimeoutSec: 30 });
   const ctx = {
@@ -42,11 +53,16 @@ async function setup() {
       data: { train: 'train.parquet', val: 'val.parquet', shuffle: false },
       rollout: { n: 4 },
       trainer: { batch_prompts: 2, max_staleness: 1, eval_every: 2 },
+      ...o.config,
     }),
     'r',
   );
-  await blobs.put('runs/r/input/train.parquet', encodeDataset(rows(10, 'train')));
-  await blobs.put('runs/r/input/val.parquet', encodeDataset(rows(3, 'val')));
+  const files = {
+    'train.parquet': encodeDataset(rows(10, 'train')),
+    'val.parquet': encodeDataset(rows(3, 'val')),
+    ...o.files,
+  };
+  for (const [name, data] of Object.entries(files)) await blobs.put(`runs/r/input/${name}`, data);
   const run: RunStatus = {
     schemaVersion: 1,
     runId: 'r',
@@ -57,10 +73,10 @@ async function setup() {
     config,
     input: {
       config: keys.config('r'),
-      train: ['runs/r/input/train.parquet'],
+      train: (o.trainKeys ?? ['train.parquet']).map((k) => `runs/r/input/${k}`),
       val: ['runs/r/input/val.parquet'],
     },
-    totals: { groupsPlanned: 10, trainPrompts: 10, valPrompts: 3, epochs: 1 },
+    totals: { groupsPlanned: o.groupsPlanned ?? 10, trainPrompts: 10, valPrompts: 3, epochs: 1 },
     learner: { submittedAt: null, jobId: null },
     completedAt: null,
   };
@@ -92,7 +108,8 @@ async function setup() {
       }
     }
   };
-  return { ctx, latest, learner, drain, blobs };
+  const status = async () => (await readJson(blobs, keys.runJson('r'), RunStatusSchema))?.value;
+  return { ctx, latest, learner, drain, blobs, status };
 }
 
 describe('feeder', () => {
@@ -155,5 +172,131 @@ describe('feeder', () => {
     const run = (await readJson(blobs, keys.runJson('r'), RunStatusSchema))?.value;
     expect(run?.status).toBe('completed');
     expect(run?.completedAt).not.toBeNull();
+  });
+});
+
+describe('feeder: curriculum stages', () => {
+  const stages = [
+    {
+      name: 'format',
+      data: { train: 'format.parquet' },
+      overrides: { rollout: { n: 2, seed: 7 }, trainer: { batch_prompts: 3 } },
+    },
+    { name: 'full', data: { train: 'train.parquet' } },
+  ];
+  const curriculum = () =>
+    setup({
+      config: { stages, trainer: { batch_prompts: 2, max_staleness: 1, eval_every: 0 } },
+      files: { 'format.parquet': encodeDataset(rows(6, 'format')) },
+      trainKeys: ['format.parquet', 'train.parquet'],
+      groupsPlanned: 16,
+    });
+
+  it("a stage's rollout.n and rollout.seed set its groups' size and seed; the next stage has the run's", async () => {
+    const { ctx, latest, learner, drain } = await curriculum();
+    await latest(0);
+    await feedRun(ctx, 'r');
+    const format = await drain();
+    expect(format.map((m) => [m.group.groupId, m.group.stage, m.group.groupSize])).toEqual([
+      ['s0-e0-p0', 'format', 2],
+      ['s0-e0-p1', 'format', 2],
+      ['s0-e0-p2', 'format', 2],
+      ['s0-e0-p3', 'format', 2],
+      ['s0-e0-p4', 'format', 2],
+      ['s0-e0-p5', 'format', 2],
+    ]);
+    // The format stage's batch_prompts 3 sets the cap: 3 x (1 + 1) = 6 in flight, where the run's 2 gives 4.
+    expect(format[0]!.seed).toBe(groupSeed(7, 's0-e0-p0'));
+
+    await learner(6, 0, 1); // the format stage consumed: the full stage's cap is the run's 2 x (1 + 1) = 4
+    await latest(1);
+    await feedRun(ctx, 'r');
+    const full = await drain();
+    expect(full.map((m) => [m.group.groupId, m.group.stage, m.group.groupSize])).toEqual([
+      ['s1-e0-p0', 'full', 4],
+      ['s1-e0-p1', 'full', 4],
+      ['s1-e0-p2', 'full', 4],
+      ['s1-e0-p3', 'full', 4],
+    ]);
+    expect(full[0]!.seed).toBe(groupSeed(0, 's1-e0-p0'));
+  });
+});
+
+describe('feeder: data.prompt_type', () => {
+  const MINE = 'name: mine\nsystem: "Use {{tool_names}}."\nuser: "Q: {{question}}"\n';
+
+  it("wraps train rows with the stage's template and validation rows with the run's, once", async () => {
+    const { ctx, latest, drain } = await setup({
+      config: {
+        data: { train: 'train.parquet', val: 'val.parquet', shuffle: false, prompt_type: 'toolcall' },
+        // A path relative to the config; on a remote store the inputs are flat, found by the file's name.
+        stages: [{ name: 'only', data: { train: 'train.parquet', prompt_type: 'prompts/mine.yaml' } }],
+        trainer: { batch_prompts: 1, max_staleness: 0, eval_every: 1 },
+      },
+      files: {
+        'mine.yaml': MINE,
+        // val row 0 was converted with --prompt-type toolcall already; rows 1-2 were not
+        'val.parquet': encodeDataset([
+          ...rows(1, 'done', { prompt_type: 'toolcall' }).map((r) => ({
+            ...r,
+            prompt: [{ role: 'system' as const, content: 'converted' }, ...r.prompt],
+          })),
+          ...rows(3, 'val').slice(1),
+        ]),
+      },
+    });
+    await latest(0);
+    await feedRun(ctx, 'r');
+    const sent = await drain();
+    const [train, ...val] = sent;
+    expect(train!.group.groupId).toBe('s0-e0-p0');
+    expect(train!.row).toMatchObject({
+      prompt: [
+        { role: 'system', content: 'Use .' }, // the row brings no tools
+        { role: 'user', content: 'Q: train 0' },
+      ],
+      extra_info: { index: 0, prompt_type: 'mine' },
+    });
+    expect(val.map((m) => m.row.extra_info)).toEqual([
+      { index: 0, prompt_type: 'toolcall' },
+      { index: 1, prompt_type: 'toolcall' },
+      { index: 2, prompt_type: 'toolcall' },
+    ]);
+    // Already written with toolcall: left exactly as stored (not wrapped twice).
+    expect((val[0]!.row as { prompt: unknown }).prompt).toEqual([
+      { role: 'system', content: 'converted' },
+      { role: 'user', content: 'done 0' },
+    ]);
+    const wrapped = (val[1]!.row as { prompt: { role: string; content: string }[] }).prompt;
+    expect(wrapped.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(wrapped[0]!.content).toMatch(/^You are a helpful assistant with access to tools/);
+    expect(wrapped[1]!.content).toBe('val 1');
+  });
+
+  it('fails the run, naming the row, when a row was written with another template; nothing is sent', async () => {
+    const { ctx, latest, drain, status } = await setup({
+      config: { data: { train: 'train.parquet', shuffle: false, prompt_type: 'toolcall' } },
+      files: { 'train.parquet': encodeDataset(rows(4, 'train', { prompt_type: 'retool' })) },
+    });
+    await latest(0);
+    await feedRun(ctx, 'r');
+    expect(await drain()).toEqual([]);
+    const run = await status();
+    expect(run?.status).toBe('failed');
+    expect(run?.reason).toMatch(
+      /^row 0 of runs\/r\/input\/train\.parquet was written with prompt_type retool \(extra_info\.prompt_type\) and data\.prompt_type asks for toolcall; a row takes one template/,
+    );
+  });
+
+  it('fails the run with a clear reason when the template cannot be loaded', async () => {
+    const { ctx, latest, drain, status } = await setup({
+      config: { data: { train: 'train.parquet', shuffle: false, prompt_type: 'nope.yaml' } },
+    });
+    await latest(0);
+    await feedRun(ctx, 'r');
+    expect(await drain()).toEqual([]);
+    expect((await status())?.reason).toMatch(
+      /^data\.prompt_type nope\.yaml: prompt template file .*nope\.yaml does not exist/,
+    );
   });
 });

@@ -51,6 +51,42 @@ describe('run config', () => {
     expect(r.tools.config_file).toBe('tools.yaml');
   });
 
+  it('lists prompt template files (run and stages) with the inputs to upload; built-in names are not files', () => {
+    const c = parseRunConfig(
+      `model: {path: tiny}
+data: {train: a.parquet, prompt_type: prompts/mine.yaml}
+stages:
+  - {name: format, data: {train: f.parquet, prompt_type: toolcall}}
+  - {name: full, data: {train: a.parquet, prompt_type: prompts/mine.yaml}}
+  - {name: last, data: {train: a.parquet, prompt_type: ./other.yml}}`,
+      'run.yaml',
+    );
+    expect(referencedFiles(c).other).toEqual(['prompts/mine.yaml', './other.yml']);
+  });
+
+  it('rejects stage data settings nothing would read, naming where they go', () => {
+    const stage = (s: string) => `model: {path: tiny}\ndata: {train: a.parquet}\nstages: [${s}]`;
+    expect(() =>
+      parseRunConfig(stage('{name: s, data: {train: b.parquet, max_prompt_length: 4096}}'), 'run.yaml'),
+    ).toThrow(
+      /the prompt limit is one per run \(datasets are checked against it when the run starts\): set data\.max_prompt_length at the top level\n {2}→ at stages\[0\]\.data\.max_prompt_length/,
+    );
+    expect(() =>
+      parseRunConfig(
+        stage('{name: s, data: {train: b.parquet}, overrides: {data: {shuffle: false}}}'),
+        'run.yaml',
+      ),
+    ).toThrow(
+      /a stage's data settings go in its own `data:` block .* not in overrides\n {2}→ at stages\[0\]\.overrides\.data/,
+    );
+    expect(() =>
+      parseRunConfig(stage('{name: s, data: {train: b.parquet, shufle: false}}'), 'run.yaml'),
+    ).toThrow(/shufle/);
+    // Unset stage settings stay unset (the run's apply), rather than defaults that would hide the run's.
+    const c = parseRunConfig(stage('{name: s, data: {train: b.parquet}}'), 'run.yaml');
+    expect(c.stages?.[0]?.data).toEqual({ train: 'b.parquet' });
+  });
+
   it('refuses two referenced files that would share an input name', () => {
     const c = parseRunConfig('model: {path: tiny}\ndata: {train: [x/a.parquet, y/a.parquet]}', 'run.yaml');
     expect(() => checkInputNames(c)).toThrow(
