@@ -1,25 +1,43 @@
 // `npx tsx bench/rollout/index.ts`: the rollout engine at Qwen2.5-0.5B's dimensions (random weights, fp32 and
 // int4 bundles) against transformers.js `generate()` on the same bundle and against the memory-bandwidth bound
-// (weight bytes one decode step reads over a copy bandwidth measured in this run). Prints a table and rewrites
-// the "Rollout engine" section of BENCHMARKS.md.
+// (weight bytes one decode step reads over a copy bandwidth measured in each round).
+//
+// Method: per bundle and batch size, both engines load in their own process and warm up once on the measured
+// shape; then `--rounds` rounds each measure the copy bandwidth and run the engine and transformers.js back to
+// back, the order alternating between rounds, so a load swing on a shared machine hits both sides of a ratio
+// instead of one. Every figure is reported as the median and range over the rounds. Prints the tables and
+// rewrites their block in the "Rollout engine" section of BENCHMARKS.md (the section's prose is kept).
+//
+// Quick sanity run (a few minutes): --dtypes int4 --new-tokens 32 --rounds 3 --no-write
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
+import { readBundle } from '#shared/policy/bundle';
 import { LEARNER_PYTHON, REPO_ROOT, tinyBundle } from '../../test/helpers/policy-fixture.ts';
 import { copyBandwidth } from './bandwidth.ts';
-import { type Measurement, type Row, renderSection } from './report.ts';
+import { Child } from './child.ts';
+import { type Round, type Row, renderTables, replaceTables } from './report.ts';
 
-const run = promisify(execFile);
+const USAGE =
+  'usage: npx tsx bench/rollout/index.ts [--dtypes fp32,int4] [--n 8] [--prompt-tokens 128] [--new-tokens 256]\n' +
+  '         [--rounds 3] [--warmup-tokens 16] [--threads <cores>] [--sampler onnx|js]\n' +
+  '         [--preset qwen2.5-0.5b|qwen2.5-1.5b|tiny] [--bundles DIR[,DIR]] [--skip-reference] [--no-write]\n' +
+  '  --bundles: measure these bundle folders (their manifest names the dtype) instead of building --dtypes\n';
+
 const { values } = parseArgs({
   options: {
     dtypes: { type: 'string', default: 'fp32,int4' },
     n: { type: 'string', default: '8' },
     'prompt-tokens': { type: 'string', default: '128' },
     'new-tokens': { type: 'string', default: '256' },
-    threads: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '3' },
+    'warmup-tokens': { type: 'string', default: '16' },
+    threads: { type: 'string', default: String(availableParallelism()) },
+    sampler: { type: 'string', default: 'onnx' },
     preset: { type: 'string', default: 'qwen2.5-0.5b' },
+    bundles: { type: 'string' },
     'skip-reference': { type: 'boolean', default: false },
     write: { type: 'boolean', default: true },
     help: { type: 'boolean', default: false },
@@ -27,36 +45,46 @@ const { values } = parseArgs({
   allowNegative: true,
 });
 if (values.help) {
-  process.stdout.write(
-    'usage: npx tsx bench/rollout/index.ts [--dtypes fp32,int4] [--n 8] [--prompt-tokens 128] [--new-tokens 256]\n' +
-      '         [--threads 2] [--preset qwen2.5-0.5b|qwen2.5-1.5b|tiny] [--skip-reference] [--no-write]\n',
-  );
+  process.stdout.write(USAGE);
   process.exit(0);
 }
-const G = Number(values.n);
-const shape = ['--prompt-tokens', values['prompt-tokens'], '--new-tokens', values['new-tokens']];
-const threads = Number(values.threads);
-const log = (msg: string) => process.stderr.write(`[bench/rollout] ${msg}\n`);
-
-async function child(script: string, bundle: string, n: number): Promise<Measurement> {
-  const { stdout } = await run(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(REPO_ROOT, 'bench', 'rollout', script),
-      '--bundle',
-      bundle,
-      '--n',
-      String(n),
-      ...shape,
-      '--threads',
-      String(threads),
-    ],
-    { cwd: REPO_ROOT, maxBuffer: 16 << 20 },
-  );
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Measurement;
+function positive(name: string): number {
+  const raw = values[name as 'n'];
+  const v = Number(raw);
+  if (!(Number.isInteger(v) && v >= 1)) {
+    process.stderr.write(`--${name} must be an integer >= 1, got ${raw}\n${USAGE}`);
+    process.exit(2);
+  }
+  return v;
 }
+const G = positive('n');
+const rounds = positive('rounds');
+const threads = positive('threads');
+const warmupTokens = positive('warmup-tokens');
+positive('prompt-tokens');
+positive('new-tokens');
+if (!['onnx', 'js'].includes(values.sampler!)) {
+  process.stderr.write(`--sampler must be onnx or js, got ${values.sampler}\n${USAGE}`);
+  process.exit(2);
+}
+const childArgs = (bundle: string, n: number) => [
+  '--bundle',
+  bundle,
+  '--n',
+  String(n),
+  '--prompt-tokens',
+  values['prompt-tokens']!,
+  '--new-tokens',
+  values['new-tokens']!,
+  '--threads',
+  String(threads),
+  '--warmup-tokens',
+  String(warmupTokens),
+  '--sampler',
+  values.sampler!,
+];
+const log = (msg: string) => process.stderr.write(`[bench/rollout] ${msg}\n`);
+const run = promisify(execFile);
 
 async function weightBytes(bundle: string): Promise<number> {
   const { stdout } = await run(LEARNER_PYTHON, [
@@ -66,44 +94,81 @@ async function weightBytes(bundle: string): Promise<number> {
   return (JSON.parse(stdout) as { weightBytes: number }).weightBytes;
 }
 
+/** The bundles to measure: given folders, or the preset's bundle per dtype (built on first use). */
+async function bundles(): Promise<{ dtype: string; dir: string }[]> {
+  if (values.bundles) {
+    return Promise.all(
+      values.bundles.split(',').map(async (dir) => {
+        const { manifest } = await readBundle(dir);
+        return { dtype: manifest.quantization === 'none' ? 'fp32' : manifest.quantization, dir };
+      }),
+    );
+  }
+  const out: { dtype: string; dir: string }[] = [];
+  for (const dtype of values.dtypes!.split(',')) {
+    if (!['fp32', 'int8', 'int4'].includes(dtype)) throw new Error(`--dtypes: unknown ${dtype}`);
+    log(`${dtype}: building/reusing the ${values.preset} bundle (first run: a few minutes)`);
+    const preset = values.preset === 'tiny' ? {} : { preset: values.preset as 'qwen2.5-0.5b' };
+    const quantization = dtype === 'fp32' ? 'none' : (dtype as 'int4' | 'int8');
+    out.push({ dtype, dir: (await tinyBundle({ ...preset, quantization })).bundleDir });
+  }
+  return out;
+}
+
+const script = (name: string) => join(REPO_ROOT, 'bench', 'rollout', name);
 const rows: Row[] = [];
-const startLoad = loadavg()[0]!;
-for (const dtype of values.dtypes!.split(',')) {
-  const quantization = dtype === 'fp32' ? 'none' : (dtype as 'int4' | 'int8');
-  log(`${dtype}: building/reusing the ${values.preset} bundle (first run: a few minutes)`);
-  const preset = values.preset === 'tiny' ? {} : { preset: values.preset as 'qwen2.5-0.5b' };
-  const { bundleDir } = await tinyBundle({ ...preset, quantization });
-  const bytes = await weightBytes(bundleDir);
-  const bw = Math.max(await copyBandwidth(bytes, 1), await copyBandwidth(bytes, threads));
-  log(
-    `${dtype}: ${(bytes / 1e6).toFixed(0)} MB read per decode step; copy bandwidth ${(bw / 1e9).toFixed(2)} GB/s`,
-  );
-  for (const n of [G, 1]) {
-    log(`${dtype}: engine, G=${n}`);
-    const ours = await child('run-engine.ts', bundleDir, n);
-    let ref: Measurement | undefined;
-    if (!values['skip-reference']) {
-      log(`${dtype}: transformers.js, G=${n}`);
-      ref = await child('run-transformers-js.ts', bundleDir, n);
+for (const { dtype, dir } of await bundles()) {
+  const { manifest: m } = await readBundle(dir);
+  const bytes = await weightBytes(dir);
+  log(`${dtype}: ${(bytes / 1e6).toFixed(0)} MB of weights read per decode step (${dir})`);
+  for (const n of G === 1 ? [1] : [G, 1]) {
+    log(`${dtype}, G=${n}: loading and warming up both engines`);
+    const ours = await Child.start(script('run-engine.ts'), childArgs(dir, n), REPO_ROOT);
+    const ref = values['skip-reference']
+      ? undefined
+      : await Child.start(script('run-transformers-js.ts'), childArgs(dir, n), REPO_ROOT);
+    const done: Round[] = [];
+    try {
+      for (let r = 0; r < rounds; r++) {
+        const bandwidth = Math.max(await copyBandwidth(bytes, 1, 3), await copyBandwidth(bytes, threads, 3));
+        // Alternate who goes first, so a drift in load over a round does not always favour the same side.
+        const engineFirst = r % 2 === 0;
+        const a = engineFirst || !ref ? await ours.run() : await ref.run();
+        const b = ref ? (engineFirst ? await ref.run() : await ours.run()) : undefined;
+        const round: Round =
+          engineFirst || !ref ? { bandwidth, ours: a, ref: b } : { bandwidth, ours: b!, ref: a };
+        done.push(round);
+        log(
+          `${dtype}, G=${n}, round ${r + 1}/${rounds}: copy ${(bandwidth / 1e9).toFixed(2)} GB/s; engine ` +
+            `${round.ours.totalMs.toFixed(0)} ms (load ${round.ours.loadAvg.toFixed(1)})` +
+            (round.ref
+              ? `; transformers.js ${round.ref.totalMs.toFixed(0)} ms (load ${round.ref.loadAvg.toFixed(1)})`
+              : ''),
+        );
+      }
+    } finally {
+      await ours.stop();
+      await ref?.stop();
     }
-    rows.push({ dtype, G: n, weightBytes: bytes, bandwidth: bw, ours, ref });
+    const cacheBytesPerToken = 2 * m.numLayers * m.numKeyValueHeads * m.headDim * 4;
+    rows.push({ dtype, G: n, weightBytes: bytes, cacheBytesPerToken, rounds: done });
   }
 }
 
-const machine = `${cpus()[0]?.model ?? 'CPU'}, ${cpus().length} cores, load average ${startLoad.toFixed(1)} at start`;
-const command = `npx tsx bench/rollout/index.ts${process.argv.slice(2).length ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
-const section = renderSection(rows, { machine, command, threads, preset: values.preset! });
-process.stdout.write(`\n${section}\n`);
+const args = process.argv.slice(2);
+const tables = renderTables(rows, {
+  command: `npx tsx bench/rollout/index.ts${args.length ? ` ${args.join(' ')}` : ''}`,
+  machine: `${cpus()[0]?.model ?? 'CPU'}, ${cpus().length} cores`,
+  threads,
+  model: values.bundles
+    ? `bundles ${values.bundles}`
+    : `${values.preset}'s dimensions, random weights (\`toolrl_learner tiny --preset\`, then \`export\`)`,
+  warmupTokens,
+});
+process.stdout.write(`\n${tables}\n`);
 if (values.write) {
   const path = join(REPO_ROOT, 'BENCHMARKS.md');
   const text = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n';
-  const start = text.indexOf('\n## Rollout engine\n');
-  let next: string;
-  if (start < 0) next = `${text.trimEnd()}\n\n${section}`;
-  else {
-    const end = text.indexOf('\n## ', start + 1);
-    next = `${text.slice(0, start + 1)}${section}${end < 0 ? '' : `\n${text.slice(end + 1)}`}`;
-  }
-  writeFileSync(path, next.endsWith('\n') ? next : `${next}\n`);
-  log(`wrote the "Rollout engine" section of ${path}`);
+  writeFileSync(path, replaceTables(text, tables));
+  log(`wrote the tables of the "Rollout engine" section of ${path}`);
 }

@@ -1,20 +1,17 @@
-// The table bench/rollout prints and writes into BENCHMARKS.md ("Rollout engine").
+// The tables bench/rollout prints and writes into BENCHMARKS.md ("Rollout engine", between the markers below):
+// every figure is the median over the rounds with the range (min-max) in brackets; ratios are taken per round
+// (engine and transformers.js of the same round, the bound from that round's copy bandwidth), then summarised.
+import type { Measurement } from './child.ts';
 
-/** One child run's timings (engine or transformers.js). */
-export interface Measurement {
-  engine: string;
-  G: number;
-  P: number;
-  N: number;
-  loadMs: number;
-  totalMs: number;
-  prefillTokens: number;
-  prefillMs: number;
-  decodeSteps: number;
-  decodeTokens: number;
-  decodeMs: number;
-  /** Engine only: time in the sampler (all draws). */
-  sampleMs?: number;
+export const BEGIN = '<!-- bench/rollout: generated, begin -->';
+export const END = '<!-- bench/rollout: generated, end -->';
+
+/** One round: a copy-bandwidth measurement, then the engine and the reference back to back (alternating order). */
+export interface Round {
+  /** Copy bandwidth, bytes moved (read + write) per second, measured at the start of the round. */
+  bandwidth: number;
+  ours: Measurement;
+  ref?: Measurement;
 }
 
 export interface Row {
@@ -22,63 +19,152 @@ export interface Row {
   G: number;
   /** Weight bytes one decode step reads. */
   weightBytes: number;
-  /** Copy bandwidth, bytes moved (read + write) per second. */
-  bandwidth: number;
-  ours: Measurement;
-  ref?: Measurement;
+  /** Bytes of KV cache per token per row (2 x layers x kv heads x head dim x 4). */
+  cacheBytesPerToken: number;
+  rounds: Round[];
 }
 
-const f = (x: number, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
-/** Prompt tokens served per second: G samples of a P-token prompt (the engine prefills them once). */
-const prefillRate = (m: Measurement) => (m.G * m.P) / (m.prefillMs / 1000);
-/** Generated tokens per second after the first: everything but the prefill. */
-const decodeRate = (m: Measurement) => m.decodeTokens / ((m.totalMs - m.prefillMs) / 1000);
-const endToEnd = (m: Measurement) => (m.G * m.N) / (m.totalMs / 1000);
-/** The fastest decode the memory allows: every step reads all weights once, for the whole batch. */
-const boundRate = (r: Row) => r.G / (r.weightBytes / r.bandwidth);
+export interface Context {
+  command: string;
+  machine: string;
+  threads: number;
+  /** What was measured, e.g. "qwen2.5-0.5b's dimensions, random weights". */
+  model: string;
+  warmupTokens: number;
+}
 
-export function renderSection(
-  rows: Row[],
-  ctx: { machine: string; command: string; threads: number; preset: string },
-): string {
-  const first = rows[0]?.ours;
+const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+export const median = (xs: number[]) => {
+  const s = sorted(xs);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const f = (x: number, digits: number) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
+/** "median (min-max)", or the one value of a single round. */
+export function cell(xs: number[], digits = 1, unit = ''): string {
+  if (xs.length === 0) return '-';
+  const s = sorted(xs);
+  const m = `${f(median(xs), digits)}${unit}`;
+  return s.length === 1 ? m : `${m} (${f(s[0]!, digits)}-${f(s.at(-1)!, digits)})`;
+}
+
+/** Prompt tokens served per second: G samples of a P-token prompt (the engine prefills them once). */
+export const prefillRate = (m: Measurement) => (m.G * m.P) / (m.prefillMs / 1000);
+/** Generated tokens per second after the first: everything but the prefill. */
+export const decodeRate = (m: Measurement) => m.decodeTokens / ((m.totalMs - m.prefillMs) / 1000);
+export const endToEnd = (m: Measurement) => (m.G * m.N) / (m.totalMs / 1000);
+/** The fastest decode the memory allows: every step reads all weights once, for the whole batch. */
+const boundRate = (r: Row, x: Round) => r.G / (r.weightBytes / x.bandwidth);
+
+function perRound(r: Row, pick: (x: Round) => number | undefined): number[] {
+  return r.rounds.map(pick).filter((v): v is number => v !== undefined);
+}
+
+export function renderTables(rows: Row[], ctx: Context): string {
+  const first = rows[0]?.rounds[0]?.ours;
+  const loads = rows.flatMap((r) =>
+    r.rounds.flatMap((x) => [x.ours.loadAvg, x.ref?.loadAvg ?? x.ours.loadAvg]),
+  );
+  const rounds = rows[0]?.rounds.length ?? 0;
   const lines = [
-    '## Rollout engine',
+    BEGIN,
+    `\`${ctx.command}\` — ${ctx.model}, ${first?.P ?? '?'}-token prompt, ` +
+      `${first?.N ?? '?'} new tokens per sample, ${ctx.threads} intra-op threads, ${rounds} rounds, ` +
+      `warm-up ${ctx.warmupTokens} tokens on the measured shape. ${ctx.machine}; 1-minute load average ` +
+      `${cell(loads, 1)} over the runs. Median (min-max) over the rounds.`,
     '',
-    `\`${ctx.command}\` — \`shared/policy\` (onnxruntime-node, ${ctx.threads} threads) at ${ctx.preset}'s dimensions`,
-    `with random weights (\`toolrl_learner tiny --preset\`, then \`export\` fp32 / int4), ${first?.P ?? 128}-token prompt,`,
-    `${first?.N ?? 256} new tokens per sample, temperature 1 over the full vocabulary, EOS ignored. References in the`,
-    'same run: transformers.js `generate()` on the same bundle (the G prompts as one batch: it has no shared',
-    'prefill), and the memory-bandwidth bound = weight bytes a decode step reads / copy bandwidth (bytes read +',
-    'written per second by the same threads, measured in the run). Each engine runs in its own process after a',
-    `warm-up. Machine: ${ctx.machine}.`,
-    '',
-    '| bundle | G | prefill: prompt tok/s (ms) | decode tok/s | end-to-end tok/s | transformers.js: prefill, decode, end-to-end tok/s | vs transformers.js (end-to-end, decode) | bandwidth bound tok/s | engine / bound |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| bundle | G | engine prefill tok/s | engine decode tok/s | engine end-to-end tok/s | transformers.js prefill tok/s | transformers.js decode tok/s | transformers.js end-to-end tok/s |',
+    '|---|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
-    const o = r.ours;
-    const ref = r.ref;
+    const ours = (g: (m: Measurement) => number, d: number) =>
+      cell(
+        perRound(r, (x) => g(x.ours)),
+        d,
+      );
+    const ref = (g: (m: Measurement) => number, d: number) =>
+      cell(
+        perRound(r, (x) => (x.ref ? g(x.ref) : undefined)),
+        d,
+      );
     lines.push(
-      `| ${r.dtype} | ${r.G} | ${f(prefillRate(o))} (${f(o.prefillMs, 0)}) | ${f(decodeRate(o), 2)} | ${f(endToEnd(o), 2)} | ` +
-        (ref ? `${f(prefillRate(ref))}, ${f(decodeRate(ref), 2)}, ${f(endToEnd(ref), 2)}` : '-') +
-        ' | ' +
-        (ref ? `${f(endToEnd(o) / endToEnd(ref), 2)}x, ${f(decodeRate(o) / decodeRate(ref), 2)}x` : '-') +
-        ` | ${f(boundRate(r), 2)} | ${f((100 * decodeRate(o)) / boundRate(r), 0)}% |`,
+      `| ${r.dtype} | ${r.G} | ${ours(prefillRate, 0)} | ${ours(decodeRate, 1)} | ${ours(endToEnd, 1)} | ` +
+        `${ref(prefillRate, 0)} | ${ref(decodeRate, 1)} | ${ref(endToEnd, 1)} |`,
     );
   }
-  lines.push('', 'Where a decode step goes (engine):', '');
   lines.push(
-    '| bundle | G | weights read / step | copy bandwidth | bound ms / step | onnxruntime ms / step | sampling ms / step |',
+    '',
+    '| bundle | G | vs transformers.js, end-to-end | vs transformers.js, decode | copy bandwidth GB/s | weights read / step | bound tok/s | engine decode / bound |',
+    '|---|---|---|---|---|---|---|---|',
   );
-  lines.push('|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    const o = r.ours;
-    const steps = o.decodeSteps || 1;
+    const vs = (g: (m: Measurement) => number) =>
+      cell(
+        perRound(r, (x) => (x.ref ? g(x.ours) / g(x.ref) : undefined)),
+        2,
+        'x',
+      );
     lines.push(
-      `| ${r.dtype} | ${r.G} | ${f(r.weightBytes / 1e6, 0)} MB | ${f(r.bandwidth / 1e9, 2)} GB/s | ` +
-        `${f((1000 * r.weightBytes) / r.bandwidth, 0)} | ${f(o.decodeMs / steps, 0)} | ${f((o.sampleMs ?? 0) / (steps + 1), 1)} |`,
+      `| ${r.dtype} | ${r.G} | ${vs(endToEnd)} | ${vs(decodeRate)} | ` +
+        `${cell(
+          perRound(r, (x) => x.bandwidth / 1e9),
+          2,
+        )} | ${f(r.weightBytes / 1e6, 0)} MB | ` +
+        `${cell(
+          perRound(r, (x) => boundRate(r, x)),
+          1,
+        )} | ` +
+        `${cell(
+          perRound(r, (x) => (100 * decodeRate(x.ours)) / boundRate(r, x)),
+          0,
+          '%',
+        )} |`,
     );
   }
+  lines.push(
+    '',
+    'One engine decode step (ms): onnxruntime = the forward pass as the engine sees it (`decodeMs`: the graph, its',
+    'K/V `Concat` and onnxruntime-node copying every output into new JS buffers); sampling = the sampling graph and',
+    "the draws; bound = weight bytes / copy bandwidth; cache copies = the two copies of the step's mean KV cache",
+    '(graph `Concat`, then onnxruntime-node) at that bandwidth, an estimate included in onnxruntime.',
+    '',
+    '| bundle | G | onnxruntime ms / step | sampling ms / step | bound ms / step | cache copies ms / step (est.) |',
+    '|---|---|---|---|---|---|',
+  );
+  for (const r of rows) {
+    const meanCache = (m: Measurement) => r.cacheBytesPerToken * m.G * (m.P + m.N / 2);
+    lines.push(
+      `| ${r.dtype} | ${r.G} | ${cell(
+        perRound(r, (x) => x.ours.decodeMs / x.ours.decodeSteps),
+        1,
+      )} | ` +
+        `${cell(
+          perRound(r, (x) => (x.ours.sampleMs ?? 0) / (x.ours.decodeSteps + 1)),
+          1,
+        )} | ` +
+        `${cell(
+          perRound(r, (x) => (1000 * r.weightBytes) / x.bandwidth),
+          1,
+        )} | ` +
+        `${cell(
+          perRound(r, (x) => (1000 * 2 * 2 * meanCache(x.ours)) / x.bandwidth),
+          1,
+        )} |`,
+    );
+  }
+  lines.push(END);
   return `${lines.join('\n')}\n`;
+}
+
+/** `text` with the generated block of the "Rollout engine" section replaced (the section's prose is kept). */
+export function replaceTables(text: string, tables: string): string {
+  const start = text.indexOf(BEGIN);
+  const end = text.indexOf(END);
+  if (start >= 0 && end > start)
+    return `${text.slice(0, start)}${tables.trimEnd()}${text.slice(end + END.length)}`;
+  const heading = text.indexOf('\n## Rollout engine\n');
+  if (heading < 0) return `${text.trimEnd()}\n\n## Rollout engine\n\n${tables}`;
+  const next = text.indexOf('\n## ', heading + 1);
+  const head = text.slice(0, heading + '\n## Rollout engine\n'.length);
+  return `${head}\n${tables}${next < 0 ? '' : text.slice(next)}`;
 }
