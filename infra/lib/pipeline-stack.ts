@@ -82,6 +82,7 @@ export class PipelineStack extends Stack {
       queues,
       oldestMessageAgeAlarmSec: s.oldestMessageAgeAlarmSec,
       alarmEmail: s.alarmEmail,
+      learnerJobQueue: this.learner.jobQueue,
     });
 
     new PipelineDashboard(this, 'Dashboard', {
@@ -93,6 +94,7 @@ export class PipelineStack extends Stack {
         logGroup: this.learner.logGroup,
       }),
       alarms: [...this.alarms.deadLetterAlarms, ...this.alarms.ageAlarms],
+      learnerFailures: this.alarms.learnerFailuresMetric,
     });
   }
 }

@@ -1,5 +1,6 @@
 // One CloudWatch dashboard per environment: queue depths and oldest-message ages, dead letters, each stage's
-// errors, throttles and durations, and the learner's reward, step time and policy version (from its logs).
+// errors, throttles and durations, the learner's reward, step time and policy version (from its logs) and its
+// failed jobs.
 
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -14,6 +15,8 @@ export interface PipelineDashboardProps {
   readonly functions: readonly ToolrlFunction[];
   readonly learner: LearnerMetrics;
   readonly alarms: readonly cloudwatch.IAlarm[];
+  /** Learner jobs that ended FAILED (PipelineAlarms' EventBridge rule). */
+  readonly learnerFailures: cloudwatch.IMetric;
 }
 
 const PERIOD = Duration.minutes(1);
@@ -93,9 +96,10 @@ export class PipelineDashboard extends Construct {
     );
     const l = props.learner;
     this.dashboard.addWidgets(
-      graph('Learner reward (mean over the step)', [l.rewardMean], 8),
-      graph('Learner step time (s)', [l.stepTime], 8),
-      graph('Policy version / groups consumed', [l.policyVersion, l.groups], 8),
+      graph('Learner reward (mean over the step)', [l.rewardMean], 6),
+      graph('Learner step time (s)', [l.stepTime], 6),
+      graph('Policy version / groups consumed', [l.policyVersion, l.groups], 6),
+      graph('Learner jobs failed', [props.learnerFailures], 6),
     );
   }
 }
