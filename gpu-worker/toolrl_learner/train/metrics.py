@@ -1,5 +1,8 @@
 """Step metrics: `metrics/metrics.jsonl` (one JSON object per step), TensorBoard event files, W&B when
-configured, and `metrics/reward_curve.png`, refreshed as training goes."""
+configured, and `metrics/reward_curve.png`, refreshed as training goes.
+
+On S3 the JSONL is uploaded every step, the plot and the event files every `plot_every_s` seconds and
+at close, so a killed learner (SIGKILL, no close) loses at most that much of its TensorBoard curves."""
 
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ class MetricsLogger:
         self.rows: list[dict[str, Any]] = self._load_rows(resume_step)
         self._write_jsonl()
         self.plot_every_s = plot_every_s
-        self._last_plot = 0.0
+        self._last_plot = -math.inf  # the first row refreshes at once
         self.tb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -54,12 +57,17 @@ class MetricsLogger:
         self.wandb = None
         if wandb_project:
             try:
-                import wandb
+                import wandb  # imported only here: runs without W&B never load it
             except ImportError as e:
                 raise RuntimeError(
-                    "logging.wandb is set but the wandb package is not installed (pip install wandb)"
+                    "logging.wandb is set but the wandb package is not installed in this Python "
+                    "(it is in gpu-worker/requirements.lock: `npm run setup`, or `pip install wandb`)"
                 ) from e
-            self.wandb = wandb.init(project=wandb_project, entity=wandb_entity, id=run_id, resume="allow")
+            # wandb's run files go to the learner's scratch folder, not the cwd (read-only in the image)
+            # nor the store; WANDB_API_KEY / WANDB_MODE come from the environment as usual.
+            self.wandb = wandb.init(
+                project=wandb_project, entity=wandb_entity, id=run_id, resume="allow", dir=str(workdir)
+            )
 
     def _load_rows(self, resume_step: int) -> list[dict[str, Any]]:
         """Rows of steps up to the resumed one (later ones are redone and would be duplicated)."""
@@ -89,11 +97,20 @@ class MetricsLogger:
                     self.tb.add_scalar(k, v, step)
             self.tb.flush()
         if self.wandb is not None:
-            self.wandb.log({k: v for k, v in row.items() if k != "step"}, step=step)
+            # commit: the row is the whole step (with only `step`, W&B holds it back until the next one)
+            self.wandb.log({k: v for k, v in row.items() if k != "step"}, step=step, commit=True)
         if time.monotonic() - self._last_plot >= self.plot_every_s:
             self.plot()
+            self._upload_tensorboard()
         if self.remote:
             self.store.put_file(self.prefix + JSONL, self.dir / JSONL)
+
+    def _upload_tensorboard(self) -> None:
+        """Copy the event files (flushed after every row) to the store; a folder store holds them already."""
+        if not self.remote or self.tb is None:
+            return
+        for f in sorted((self.dir / "tensorboard").glob("events.out.tfevents.*")):
+            self.store.put_file(self.prefix + "tensorboard/" + f.name, f)
 
     def plot(self) -> None:
         """Reward mean +- std and tool calls per trajectory against the step."""
@@ -138,9 +155,7 @@ class MetricsLogger:
         self.plot()
         if self.tb is not None:
             self.tb.close()
-            if self.remote:
-                for f in (self.dir / "tensorboard").glob("*"):
-                    self.store.put_file(self.prefix + "tensorboard/" + f.name, f)
+            self._upload_tensorboard()
         if self.wandb is not None:
             self.wandb.finish()
         if self.remote:
