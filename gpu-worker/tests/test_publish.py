@@ -1,0 +1,129 @@
+"""Publishing policy versions: LATEST moves only after a version is complete (an upload that fails
+halfway leaves it where it was, and the next attempt completes the version), and the session exports
+the full graph once, then weights only - also after a restart, from the graph of the version LATEST names."""
+
+import json
+
+import pytest
+import torch
+from remote_store import RemoteFolderStore, UploadFailed
+
+from toolrl_learner.contracts import validate
+from toolrl_learner.export import bundle
+from toolrl_learner.model.hf_io import load_pretrained
+from toolrl_learner.model.tiny import TinySpec, build_tiny
+from toolrl_learner.train.publish import Publisher
+from toolrl_learner.train.session import LearnerSession
+from toolrl_learner.train.synthetic import group, trajectory
+
+RUN = "r-pub"
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return build_tiny(
+        tmp_path_factory.mktemp("tiny"), TinySpec(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1)
+    )
+
+
+@pytest.fixture()
+def exports(monkeypatch):
+    """Which export each version went through (the real functions run; this only records the calls)."""
+    calls = []
+    full, weights = bundle.export_bundle, bundle.publish_weights
+
+    def export_bundle(model, out, version, *a, **kw):
+        calls.append(("graph", version))
+        return full(model, out, version, *a, **kw)
+
+    def publish_weights(model, out, version, graph_from):
+        calls.append(("weights", version))
+        return weights(model, out, version, graph_from=graph_from)
+
+    monkeypatch.setattr(bundle, "export_bundle", export_bundle)
+    monkeypatch.setattr(bundle, "publish_weights", publish_weights)
+    return calls
+
+
+def _latest(root) -> dict:
+    return json.loads((root / f"runs/{RUN}/policy/LATEST.json").read_text())
+
+
+def _fail_nth_upload_of(prefix: str, n: int):
+    seen = []
+
+    def fail(key: str) -> bool:
+        if key.startswith(prefix):
+            seen.append(key)
+        return len(seen) == n and key.startswith(prefix)
+
+    return fail
+
+
+def test_latest_stays_when_an_upload_fails_halfway_on_cpu(tiny_dir, tmp_path):
+    v1 = f"runs/{RUN}/policy/v1/"
+    store = RemoteFolderStore(tmp_path / "bucket", fail_put_file=_fail_nth_upload_of(v1, 3))
+    publisher = Publisher(store, RUN, tmp_path / "work", tiny_dir)
+    model = load_pretrained(tiny_dir)
+    v0 = publisher.publish(model, 0)
+    with torch.no_grad():
+        model.model.norm.weight.add_(0.5)  # the next policy: same layout, other weights
+    with pytest.raises(UploadFailed):
+        publisher.publish(model, 1)
+    # two of v1's files are up, the third failed: no manifest, and LATEST still names v0 by its hash
+    assert len([k for k in store.uploads if k.startswith(v1)]) == 2
+    assert not store.exists(v1 + "manifest.json")
+    assert _latest(tmp_path / "bucket") == v0 and v0["version"] == 0
+    # the next attempt (the failure was transient) completes v1, then moves LATEST
+    store.fail_put_file = None
+    p1 = publisher.publish(model, 1)
+    assert _latest(tmp_path / "bucket") == p1 and p1["version"] == 1
+    manifest = validate("bundle-manifest", json.loads(store.get_bytes(v1 + "manifest.json")))
+    assert set(manifest["files"]) == {k.removeprefix(v1) for k in store.list(v1)} - {"manifest.json"}
+
+
+def _config(tiny_dir) -> dict:
+    return {
+        "model": {"path": str(tiny_dir), "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "trainer": {"batch_prompts": 1, "save_every": 1, "micro_batch_tokens": 256, "max_staleness": 10},
+        "logging": {"tensorboard": False},
+    }
+
+
+def _g(i: int) -> dict:
+    trajs = [trajectory([5, 6], [[10 + i, 11 + k]], float(k % 2)) for k in range(4)]
+    return {"type": "group", "group": group(RUN, f"e0-p{i}", trajs)}
+
+
+def test_session_publishes_weights_only_after_v0_and_survives_a_failed_publish_on_cpu(
+    tiny_dir, tmp_path, exports
+):
+    root = tmp_path / "bucket"
+    v2 = f"runs/{RUN}/policy/v2/"
+    store = RemoteFolderStore(root, fail_put_file=_fail_nth_upload_of(v2, 2))
+    store.put_bytes(f"runs/{RUN}/run.json", json.dumps({"config": _config(tiny_dir)}).encode())
+    events = []
+    s = LearnerSession(store, RUN, emit=events.append, workdir=tmp_path / "work1", device="cpu")
+    s.start()
+    s.offer(_g(0))  # step 1 -> v1, checkpoint step-1
+    with pytest.raises(UploadFailed):
+        s.offer(_g(1))  # step 2 trains, its publish dies halfway: the learner crashes
+    assert [e["version"] for e in events if e["type"] == "published"] == [0, 1]
+    assert _latest(root)["version"] == 1 and not store.exists(v2 + "manifest.json")
+    assert exports == [("graph", 0), ("weights", 1), ("weights", 2)]
+
+    # a restart on another machine (empty workdir) resumes at step 1 / v1 and redoes step 2; the graph
+    # comes from v1's bundle in the store, so v2 is again weights only
+    store.fail_put_file = None
+    events = []
+    s = LearnerSession(store, RUN, emit=events.append, workdir=tmp_path / "work2", device="cpu")
+    assert s.start() == {"type": "ready", "policyVersion": 1, "resumedFromStep": 1}
+    s.offer(_g(1))
+    assert [e["version"] for e in events if e["type"] == "published"] == [2]
+    assert exports[3:] == [("weights", 2)]
+    latest = _latest(root)
+    assert latest["version"] == 2
+    m0, m2 = (json.loads(store.get_bytes(f"runs/{RUN}/policy/v{v}/manifest.json")) for v in (0, 2))
+    assert m2["files"]["model.onnx"] == m0["files"]["model.onnx"]  # the same graph, copied
+    assert m2["files"]["model.onnx.data"] != m0["files"]["model.onnx.data"]  # trained weights
