@@ -11,9 +11,11 @@ import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
 import type { DatasetRow } from '../schemas/dataset-row.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
+import type { TokenCounter } from '../tools/token-counter.ts';
 import { keys } from '../topology.ts';
 import { PermanentError } from './errors.ts';
 import { readRunStatus } from './run-status.ts';
+import { runTokenCounter } from './run-tokenizer.ts';
 
 /** The tool registry of shared/tools. */
 export type ToolsHandle = ToolRegistry;
@@ -24,8 +26,15 @@ export type RewardScorer = RewardFn;
 export interface RunResourcesOptions {
   /** Where remote inputs (tool configs, reward modules) are materialised; /tmp on Lambda. */
   readonly scratchDir: string;
-  /** Builds the tool registry of a config (defaults to shared/tools' buildToolRegistry). */
-  readonly buildTools?: (config: RunConfig, baseDir: string) => Promise<ToolsHandle>;
+  /**
+   * Builds the tool registry of a config (defaults to shared/tools' buildToolRegistry). `countTokens` counts with
+   * the run's tokenizer (undefined before the run has a policy): `max_tool_response_length` is then in tokens.
+   */
+  readonly buildTools?: (
+    config: RunConfig,
+    baseDir: string,
+    extras?: { countTokens?: TokenCounter },
+  ) => Promise<ToolsHandle>;
   /** Builds the reward of a config (defaults to shared/rewards' buildReward). */
   readonly buildReward?: (config: RunConfig, baseDir: string) => Promise<RewardScorer>;
 }
@@ -59,6 +68,7 @@ export class RunResources {
   private readonly baseDirs = new Map<string, Promise<string>>();
   private readonly tools = new Map<string, Promise<ToolsHandle>>();
   private readonly rewards = new Map<string, Promise<RewardScorer>>();
+  private readonly tokenCounters = new Map<string, Promise<TokenCounter | undefined>>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -116,8 +126,17 @@ export class RunResources {
     return memo(this.tools, `${runId}\u0000${stage}`, async () => {
       const config = await this.config(runId, stage);
       const base = await this.baseDir(runId);
-      return (this.opts.buildTools ?? defaultBuildTools)(config, base);
+      const countTokens = await this.tokenCounter(runId);
+      return (this.opts.buildTools ?? defaultBuildTools)(config, base, { countTokens });
     });
+  }
+
+  /**
+   * Counts tokens with the run's tokenizer (policy v0's files; only those are fetched from a remote store), loaded
+   * once per run per process; undefined while the run has no policy v0 (tool outputs are then cut in characters).
+   */
+  tokenCounter(runId: string): Promise<TokenCounter | undefined> {
+    return memo(this.tokenCounters, runId, () => runTokenCounter(this.blobs, runId, this.opts.scratchDir));
   }
 
   reward(runId: string, stage: string | null): Promise<RewardScorer> {
@@ -136,12 +155,20 @@ export class RunResources {
   }
 }
 
-async function defaultBuildTools(config: RunConfig, baseDir: string): Promise<ToolsHandle> {
+async function defaultBuildTools(
+  config: RunConfig,
+  baseDir: string,
+  extras: { countTokens?: TokenCounter } = {},
+): Promise<ToolsHandle> {
   const { buildToolRegistry } = await import('../tools/registry.ts');
   const mt = config.rollout.multi_turn;
   return buildToolRegistry(config.tools, {
     baseDir,
-    truncate: { maxLength: mt.max_tool_response_length, side: mt.tool_response_truncate_side },
+    truncate: {
+      maxLength: mt.max_tool_response_length,
+      side: mt.tool_response_truncate_side,
+      countTokens: extras.countTokens,
+    },
   });
 }
 

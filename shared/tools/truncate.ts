@@ -43,27 +43,40 @@ export function truncateToolOutput(
   return { text: head + marker(total - measure(head) - measure(tail)) + tail, truncated: true };
 }
 
-/** Longest prefix with measure <= budget (binary search: token counts grow with prefix length). */
+/** Longest prefix with measure <= budget. */
 function takeHead(text: string, budget: number, measure: (s: string) => number): string {
-  let lo = 0;
-  let hi = text.length;
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2);
-    if (measure(safeSlice(text, 0, mid)) <= budget) lo = mid;
-    else hi = mid - 1;
-  }
-  return safeSlice(text, 0, lo);
+  const n = largestFitting(text.length, budget, (k) => measure(safeSlice(text, 0, k)) <= budget);
+  return safeSlice(text, 0, n);
 }
 
+/** Longest suffix with measure <= budget. */
 function takeTail(text: string, budget: number, measure: (s: string) => number): string {
+  const n = largestFitting(text.length, budget, (k) => measure(safeSlice(text, text.length - k)) <= budget);
+  return safeSlice(text, text.length - n);
+}
+
+/**
+ * The largest n in [0, len] with fits(n), for a fits that holds up to some n and fails past it (token counts
+ * grow with the text). Gallops up from `start` (a budget of b tokens rarely spans more than a few times b
+ * characters), then bisects: the texts measured stay near the budget's size, however long the output (a tool
+ * may print a megabyte; bisecting over all of it would tokenise the whole output a dozen times).
+ */
+function largestFitting(len: number, start: number, fits: (n: number) => boolean): number {
   let lo = 0;
-  let hi = text.length;
+  let hi = len;
+  for (let probe = Math.max(1, start); probe < len; probe *= 2) {
+    if (!fits(probe)) {
+      hi = probe - 1;
+      break;
+    }
+    lo = probe;
+  }
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
-    if (measure(safeSlice(text, text.length - mid)) <= budget) lo = mid;
+    if (fits(mid)) lo = mid;
     else hi = mid - 1;
   }
-  return safeSlice(text, text.length - lo);
+  return lo;
 }
 
 /** Slices without splitting a surrogate pair (a lone half would be invalid UTF-16 in the prompt). */

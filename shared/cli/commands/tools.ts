@@ -4,10 +4,9 @@ import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 import { printJson, readStructuredFile } from '../io.ts';
 
-async function loadRegistry(
-  file: string | undefined,
-  truncate?: { maxLength: number; side: 'left' | 'right' | 'middle' },
-) {
+type Truncate = { maxLength: number; side: 'left' | 'right' | 'middle'; countTokens?: (s: string) => number };
+
+async function loadRegistry(file: string | undefined, truncate?: Truncate) {
   const { buildToolRegistry } = await import('../../tools/registry.ts');
   const { ToolConfigFileSchema } = await import('../../schemas/config/tools.ts');
   if (!file) return buildToolRegistry(undefined, { truncate });
@@ -50,22 +49,46 @@ export function register(program: Command): void {
     .argument('<name>', 'tool name')
     .option('--args <json>', 'arguments as a JSON object', '{}')
     .option('--tools <file>', 'tool config (YAML or JSON); default: the built-in set')
-    .option('--max-length <n>', 'truncate the output to n characters (max_tool_response_length)')
+    .option(
+      '--max-length <n>',
+      'truncate the output to n characters, or n tokens with --tokenizer (max_tool_response_length)',
+    )
     .option('--truncate-side <side>', 'left, right or middle (tool_response_truncate_side)', 'middle')
+    .option(
+      '--tokenizer <dir>',
+      'count --max-length in tokens of this tokenizer (a rollout bundle or model folder with tokenizer.json)',
+    )
     .option('--json', 'print {"ok", "output", "error", "truncated"}')
     .action(
       async (
         name: string,
-        opts: { args: string; tools?: string; maxLength?: string; truncateSide: string; json?: boolean },
+        opts: {
+          args: string;
+          tools?: string;
+          maxLength?: string;
+          truncateSide: string;
+          tokenizer?: string;
+          json?: boolean;
+        },
       ) => {
         if (!['left', 'right', 'middle'].includes(opts.truncateSide))
           throw new UsageError(`--truncate-side must be left, right or middle, not ${opts.truncateSide}`);
-        let truncate: { maxLength: number; side: 'left' | 'right' | 'middle' } | undefined;
+        let truncate: Truncate | undefined;
+        if (opts.tokenizer !== undefined && opts.maxLength === undefined)
+          throw new UsageError('--tokenizer counts --max-length in tokens: give --max-length too');
         if (opts.maxLength !== undefined) {
           const n = Number(opts.maxLength);
           if (!Number.isInteger(n) || n < 0)
             throw new UsageError(`--max-length must be a non-negative integer, not ${opts.maxLength}`);
           truncate = { maxLength: n, side: opts.truncateSide as 'left' | 'right' | 'middle' };
+          if (opts.tokenizer !== undefined) {
+            const { loadTokenCounter } = await import('../../tools/token-counter.ts');
+            try {
+              truncate.countTokens = await loadTokenCounter(opts.tokenizer);
+            } catch (err) {
+              throw new UsageError(`--tokenizer ${opts.tokenizer}: ${(err as Error).message}`);
+            }
+          }
         }
         const registry = await loadRegistry(opts.tools, truncate);
         try {

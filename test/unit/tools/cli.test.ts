@@ -4,8 +4,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ChatTokenizer } from '#shared/policy/tokenizer';
 import { ToolSchemaSchema } from '#shared/schemas/chat';
 import { ToolResultSchema } from '#shared/schemas/tool-result';
+import { tinyBundle } from '../../helpers/policy-fixture.ts';
 import { TOOLRL } from './cli-server.ts';
 
 const toolrl = (...args: string[]) => {
@@ -87,6 +89,31 @@ describe('toolrl tools', () => {
     expect(result.output.startsWith('[... ')).toBe(true);
   });
 
+  it('counts --max-length in tokens with --tokenizer', async () => {
+    const { bundleDir } = await tinyBundle();
+    const r = toolrl(
+      'tools',
+      'call',
+      'code_interpreter',
+      '--args',
+      JSON.stringify({ code: "print(' '.join(['the quick brown fox'] * 100))" }),
+      '--max-length',
+      '64',
+      '--truncate-side',
+      'right',
+      '--tokenizer',
+      bundleDir,
+      '--json',
+    );
+    expect(r.code).toBe(0);
+    const result = ToolResultSchema.parse(JSON.parse(r.stdout));
+    expect(result.truncated).toBe(true);
+    expect(result.output).toMatch(/^the quick brown fox .*\n\[\.\.\. \d+ tokens truncated \.\.\.\]$/s);
+    // Words are a token or two each in this tokenizer: 64 tokens hold more than 64 characters.
+    expect((await ChatTokenizer.load(bundleDir)).encode(result.output).length).toBeLessThanOrEqual(64);
+    expect(result.output.length).toBeGreaterThan(64);
+  });
+
   it('reads a tool config file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cli-tools-'));
     const file = join(dir, 'tools.yaml');
@@ -124,5 +151,9 @@ describe('toolrl tools', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/unknown tool kind "teleport"/);
     expect(toolrl('tools', 'call', 'calculator', '--max-length', 'x').code).toBe(2);
+    expect(toolrl('tools', 'call', 'calculator', '--tokenizer', dir).code).toBe(2); // no --max-length
+    const noTokenizer = toolrl('tools', 'call', 'calculator', '--max-length', '9', '--tokenizer', dir);
+    expect(noTokenizer.code).toBe(2);
+    expect(noTokenizer.stderr).toMatch(/has no tokenizer\.json/);
   });
 });
