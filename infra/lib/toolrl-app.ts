@@ -2,8 +2,10 @@
 // top of it, and cdk-nag's AwsSolutions checks run as a synth-time validation over both.
 
 import { type App, Tags, Validations } from 'aws-cdk-lib';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { stackName } from '#shared/aws/names';
+import { retainFrameworkFunctionLogs } from './framework-logs.ts';
 import { acknowledgeFrameworkResources } from './nag-acknowledgements.ts';
 import { PipelineStack, type PipelineStackProps } from './pipeline-stack.ts';
 import { parseEnvSettings } from './settings.ts';
@@ -46,6 +48,7 @@ export function addEnvironment(
   for (const stack of [storage, pipeline]) {
     Tags.of(stack).add('project', 'toolrl');
     Tags.of(stack).add('environment', envName);
+    retainFrameworkFunctionLogs(stack, settings.logRetentionDays as logs.RetentionDays);
   }
   acknowledgeFrameworkResources(pipeline);
   if (opts.nag ?? true) Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
