@@ -28,8 +28,11 @@ from .policy import Policy
 _SUMMED = {"pg_loss", "kl_loss", "entropy_loss", "vf_loss"}
 
 
-def _flat(rewards: Tensor) -> bool:
-    return rewards.numel() < 2 or bool(rewards.max() - rewards.min() <= 1e-9)
+def _flat(rewards: Tensor, group_relative: bool) -> bool:
+    """No signal in a group (as session.has_signal): equal rewards, or one sample with a group baseline."""
+    if rewards.numel() < 2:
+        return group_relative
+    return bool(rewards.max() - rewards.min() <= 1e-9)
 
 
 def compute_advantages(
@@ -186,7 +189,7 @@ class Trainer:
         elapsed = time.perf_counter() - t0
         total_tokens = sum(batch.lengths)
         metrics = {
-            **self._batch_metrics(batch),
+            **self._batch_metrics(batch, cfg.group_relative),
             **adv_metrics,
             **{k: float(v) for k, v in sums.items()},
             "lr": lr,
@@ -282,7 +285,7 @@ class Trainer:
         return {k: v.detach() for k, v in metrics.items()}
 
     @staticmethod
-    def _batch_metrics(batch: LearnerBatch) -> dict[str, float]:
+    def _batch_metrics(batch: LearnerBatch, group_relative: bool) -> dict[str, float]:
         r = batch.rewards
         resp = (batch.tok_offsets[1:] - batch.tok_offsets[:-1]).float()
         out = {
@@ -296,9 +299,12 @@ class Trainer:
             "sequence_length_mean": sum(batch.lengths) / batch.num_seqs,
             "staleness_mean": float(batch.staleness.mean()),
             "staleness_max": float(batch.staleness.max()),
-            # groups trained with no signal (one sample, or all rewards equal): only when filter_groups is off
+            # groups trained with no signal (all rewards equal, or one sample for a group-relative estimator):
+            # only when filter_groups is off
             "no_signal_groups": float(
-                sum(1 for g in range(len(batch.group_ids)) if _flat(r[batch.group_index == g]))
+                sum(
+                    1 for g in range(len(batch.group_ids)) if _flat(r[batch.group_index == g], group_relative)
+                )
             ),
         }
         for name, values in batch.reward_components.items():
