@@ -16,10 +16,10 @@
 // untrusted code on Lambda is better sent to SandboxFusion (`sandbox_fusion_url`).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { chownSync, mkdirSync, readFileSync } from 'node:fs';
-import { lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { lstat, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, normalize, relative, resolve, sep } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   type BwrapSearch,
@@ -31,6 +31,7 @@ import {
   type Isolation,
   SANDBOX_WORKDIR,
 } from './isolation.ts';
+import { chownTree, fetchFiles, insideDir } from './workdir.ts';
 
 const LAUNCHER = readFileSync(fileURLToPath(new URL('./launcher.py', import.meta.url)), 'utf8');
 
@@ -109,7 +110,6 @@ const SANDBOX_ENV = {
   MPLBACKEND: 'Agg',
 };
 
-const FETCH_FILE_MAX_BYTES = 1024 * 1024;
 /** Throwaway uids for runs: far above login and container sub-uid ranges. */
 const UID_BASE = 1_500_000_000;
 
@@ -374,54 +374,4 @@ async function killUid(uid: number): Promise<void> {
     }
     if (found === 0) return;
   }
-}
-
-/** Resolves a user-given relative path inside `dir`; anything escaping it is refused. */
-function insideDir(dir: string, name: string): string {
-  const target = resolve(dir, normalize(name));
-  const rel = relative(dir, target);
-  if (!name || rel.startsWith('..') || rel.startsWith(sep) || rel === '' || name.includes('\0'))
-    throw new Error(`file path "${name}" must stay inside the work dir`);
-  return target;
-}
-
-function chownTree(workdir: string, uid: number, files?: Record<string, string>): void {
-  chownSync(workdir, uid, uid);
-  chownSync(join(workdir, 'main.py'), uid, uid);
-  for (const name of Object.keys(files ?? {})) {
-    let p = insideDir(workdir, name);
-    while (p !== workdir) {
-      chownSync(p, uid, uid);
-      p = dirname(p);
-    }
-  }
-}
-
-async function fetchFiles(workdir: string, names: string[]): Promise<Record<string, string>> {
-  const files: Record<string, string> = {};
-  for (const name of names) {
-    let target: string;
-    try {
-      target = insideDir(workdir, name);
-    } catch {
-      continue;
-    }
-    // lstat, not stat: a symlink the program planted (to /etc/shadow, say) is never followed.
-    const st = await lstat(target).catch(() => null);
-    if (!st?.isFile() || st.size > FETCH_FILE_MAX_BYTES) continue;
-    const parents = relative(workdir, dirname(target));
-    if (parents && (await hasLinkOnPath(workdir, parents))) continue;
-    files[name] = (await readFile(target)).toString('base64');
-  }
-  return files;
-}
-
-async function hasLinkOnPath(base: string, rel: string): Promise<boolean> {
-  let p = base;
-  for (const part of rel.split(sep)) {
-    p = join(p, part);
-    const st = await lstat(p).catch(() => null);
-    if (!st || st.isSymbolicLink()) return true;
-  }
-  return false;
 }
