@@ -26,6 +26,8 @@ export interface ConvertOptions {
   promptType?: string;
   /** BFCL possible-answer file. */
   answers?: string;
+  /** BFCL: interpreter with bfcl-eval for entries without function docs (default: `toolrl bfcl setup`'s). */
+  bfclPython?: string;
 }
 
 export interface ConvertSummary {
@@ -58,6 +60,7 @@ export function convertDataset(opts: ConvertOptions): ConvertSummary {
     input: opts.input,
     dataSource: opts.dataSource,
     answers: opts.answers,
+    bfclPython: opts.bfclPython,
   });
   const kept = opts.maxSamples !== undefined ? converted.slice(0, opts.maxSamples) : converted;
   if (kept.length === 0) throw new InputError(`${opts.input}: no rows to write`);

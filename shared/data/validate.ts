@@ -1,5 +1,6 @@
 // `validateDataset`: every problem of a dataset file with its row number, without stopping at the first.
 // The run-starter calls it on an uploaded dataset and fails the run with these messages.
+import { heldOutTools } from '#shared/episode/user-turns';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import { DatasetError, type DatasetProblem, openDataset, parseRow } from './dataset.ts';
 import { iterateParquetRows, type ParquetSource } from './parquet.ts';
@@ -54,6 +55,7 @@ export async function validateDataset(
         message: `extra_info.index ${row.extra_info.index} repeats row ${first}'s; each row needs its own id`,
       });
     } else firstRowOfIndex.set(row.extra_info.index, rowNumber);
+    problems.push(...bfclProblems(row, rowNumber));
     if (checkLength) {
       const n = await options.countTokens!(row);
       maxTokens = Math.max(maxTokens ?? 0, n);
@@ -73,4 +75,26 @@ export async function validateDataset(
     prompt_length_checked: checkLength,
     ...(maxTokens !== undefined ? { max_prompt_tokens: maxTokens } : {}),
   };
+}
+
+/**
+ * A BFCL row (BFCL's `involved_classes` in extra_info) trains only with its functions as tool schemas: without
+ * them the model sees no functions, and held-out ones given by name (a raw entry) break the episode at their turn.
+ */
+function bfclProblems(row: DatasetRow, rowNumber: number): DatasetProblem[] {
+  if (row.extra_info.involved_classes === undefined) return [];
+  const fix =
+    'convert BFCL entries with `npx toolrl bfcl dataset`, or `dataset convert --from bfcl` once `npx toolrl bfcl setup` has run';
+  const out: DatasetProblem[] = [];
+  if (!row.extra_info.tools?.length)
+    out.push({
+      row: rowNumber,
+      message: `a BFCL row without tool schemas (extra_info.tools): the model would see none of its classes' functions; ${fix}`,
+    });
+  try {
+    heldOutTools(row.extra_info);
+  } catch (err) {
+    out.push({ row: rowNumber, message: (err as Error).message });
+  }
+  return out;
 }

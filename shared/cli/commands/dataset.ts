@@ -114,6 +114,10 @@ export function register(program: Command): void {
       'apply a prompt template (toolcall, retool, search, or a .yaml path)',
     )
     .option('--answers <file>', 'BFCL possible-answer file (default: possible_answer/<input name>)')
+    .option(
+      '--bfcl-python <path>',
+      "BFCL: Python with bfcl-eval, which adds the classes' function docs to raw entries (default: TOOLRL_BFCL_PYTHON, else the `toolrl bfcl setup` environment)",
+    )
     .option('--json', 'print the summary as JSON')
     .action(async (input: string, opts: Record<string, string | number | boolean | undefined>) => {
       const trainRatio = Number(opts.trainRatio);
@@ -136,6 +140,7 @@ export function register(program: Command): void {
           dataSource: opts.dataSource as string | undefined,
           promptType: opts.promptType as string | undefined,
           answers: opts.answers as string | undefined,
+          bfclPython: opts.bfclPython as string | undefined,
         });
       } catch (err) {
         if (err instanceof InputError) {

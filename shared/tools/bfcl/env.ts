@@ -65,6 +65,18 @@ async function basePython(): Promise<string> {
   throw new Error('the BFCL environment needs Python >= 3.10 (set TOOLRL_PYTHON to one)');
 }
 
+/**
+ * The interpreter to use without installing anything: an explicit one (or `TOOLRL_BFCL_PYTHON`) that exists, or
+ * the environment `ensureBfclEnv` made, if it is current; null when `toolrl bfcl setup` has not been run.
+ */
+export function readyBfclPython(explicit?: string, envDir = DEFAULT_BFCL_ENV_DIR): string | null {
+  const given = explicit ?? process.env.TOOLRL_BFCL_PYTHON;
+  // A bare command name is looked up on PATH when run; a path must exist.
+  if (given) return !given.includes('/') || existsSync(given) ? given : null;
+  const python = join(envDir, 'bin', 'python');
+  return existsSync(python) && readStamp(envDir) === lockHash() ? python : null;
+}
+
 /** Creates (or refreshes, when the lock changed) the environment; a no-op when it is current. */
 export async function ensureBfclEnv(opts: EnsureOptions = {}): Promise<EnvInfo> {
   const explicit = opts.python ?? process.env.TOOLRL_BFCL_PYTHON;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BfclEnv, BfclEnvError } from '#shared/tools/bfcl/client';
 import { bfclEntryOf } from '#shared/tools/bfcl/entry';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
+import { DEFAULT_BFCL_ENV_DIR, ensureBfclEnv, readyBfclPython } from '#shared/tools/bfcl/env';
 import type { BfclEntry } from '#shared/tools/bfcl/protocol';
 import { fixtureRow } from './helpers.ts';
 
@@ -140,5 +140,24 @@ describe('the environment process', () => {
     await again.close();
     expect((await again.hello()).classes).toHaveLength(8);
     await again.close();
+  });
+});
+
+describe('readyBfclPython (what `dataset convert --from bfcl` uses, installing nothing)', () => {
+  it('an explicit interpreter if it exists, else the environment `toolrl bfcl setup` made if current, else null', () => {
+    const saved = process.env.TOOLRL_BFCL_PYTHON;
+    delete process.env.TOOLRL_BFCL_PYTHON;
+    try {
+      const empty = mkdtempSync(join(tmpdir(), 'bfcl-env-none-'));
+      expect(readyBfclPython(undefined, empty)).toBeNull(); // never set up
+      expect(readyBfclPython(join(empty, 'bin', 'python'))).toBeNull(); // a path that is not there
+      expect(readyBfclPython('python3')).toBe('python3'); // a command, found on PATH when run
+      // beforeAll made the default environment, stamped with the current lock (unless an interpreter was given)
+      if (saved === undefined)
+        expect(readyBfclPython(undefined)).toBe(join(DEFAULT_BFCL_ENV_DIR, 'bin', 'python'));
+      rmSync(empty, { recursive: true, force: true });
+    } finally {
+      if (saved !== undefined) process.env.TOOLRL_BFCL_PYTHON = saved;
+    }
   });
 });

@@ -43,6 +43,44 @@ describe('validateDataset', () => {
     ]);
   });
 
+  it('flags BFCL rows without tool schemas, and held-out functions given by name', async () => {
+    const bfcl = (index: number, extra: Record<string, unknown>) => ({
+      data_source: 'bfcl_multi_turn_miss_func',
+      prompt: [{ role: 'user' as const, content: 'Find the test files.' }],
+      reward_model: { style: 'rule', ground_truth: [[], ["find(path='.',name='test')"]] },
+      extra_info: {
+        index,
+        id: `multi_turn_miss_func_${index}`,
+        initial_config: {},
+        involved_classes: ['GorillaFileSystem'],
+        question: [[{ role: 'user', content: 'Find the test files.' }], []],
+        ...extra,
+      },
+    });
+    const find = { name: 'find', description: 'Find files.', parameters: { type: 'dict', properties: {} } };
+    const ls = { type: 'function' as const, function: { name: 'ls', description: 'List.', parameters: {} } };
+    const r = await validateDataset(
+      encodeDataset([
+        bfcl(0, { tools: [ls], missed_function: { '1': [find] } }), // as `toolrl bfcl dataset` writes it
+        bfcl(1, { missed_function: { '1': [find] } }), // no tools
+        bfcl(2, { tools: [ls], missed_function: { '1': ['find'] } }), // a raw entry's held-out names
+      ]),
+    );
+    expect(r.problems).toEqual([
+      {
+        row: 1,
+        message:
+          "a BFCL row without tool schemas (extra_info.tools): the model would see none of its classes' functions; convert BFCL entries with `npx toolrl bfcl dataset`, or `dataset convert --from bfcl` once `npx toolrl bfcl setup` has run",
+      },
+      {
+        row: 2,
+        message: expect.stringMatching(
+          /^extra_info\.missed_function\.1\[0\] is not a function doc \("find"\)/,
+        ),
+      },
+    ]);
+  });
+
   it('checks prompt lengths in tokens with the chat template and the row tools', async () => {
     const countTokens = await loadTokenCounter(QWEN3_TOKENIZER);
     const short = {

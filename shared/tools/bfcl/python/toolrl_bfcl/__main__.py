@@ -1,5 +1,6 @@
-"""`python -m toolrl_bfcl serve [--cache-states N]` (the environment process) and
-`python -m toolrl_bfcl export --out DIR [--categories ...] [--ids ...] [--limit N]` (BFCL entries for conversion)."""
+"""`python -m toolrl_bfcl serve [--cache-states N]` (the environment process),
+`python -m toolrl_bfcl export --out DIR [--categories ...] [--ids ...] [--limit N]` (BFCL entries for conversion) and
+`python -m toolrl_bfcl prepare` (raw entries on stdin, one JSON object a line, prepared as BFCL's loader does on stdout)."""
 
 import argparse
 import json
@@ -29,11 +30,28 @@ def main(argv: list[str]) -> int:
     export.add_argument(
         "--limit", type=int, default=None, help="first N entries of each category"
     )
+    sub.add_parser(
+        "prepare",
+        help="raw entries (JSON lines on stdin) with their classes' function docs, as BFCL's loader prepares them",
+    )
     args = parser.parse_args(argv)
     if args.command == "serve":
         from .server import serve as run
 
         return run(args.cache_states)
+    if args.command == "prepare":
+        from .prepare import prepare
+
+        entries = [json.loads(line) for line in sys.stdin if line.strip()]
+        try:
+            prepared = prepare(entries)
+        except ValueError as err:
+            print(f"toolrl_bfcl prepare: {err}", file=sys.stderr)
+            return 2
+        sys.stdout.writelines(
+            json.dumps(e, ensure_ascii=False) + "\n" for e in prepared
+        )
+        return 0
     from .export import export as run_export
 
     ids = {i.strip() for i in args.ids.split(",") if i.strip()} or None
