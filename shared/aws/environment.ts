@@ -18,6 +18,44 @@ export class EnvironmentNotFoundError extends Error {
   override name = 'EnvironmentNotFoundError';
 }
 
+/** The AWS SDK found no region or no usable credentials: what to set, for a message without the SDK's stack. */
+export class AwsSetupError extends Error {
+  override name = 'AwsSetupError';
+}
+
+/** Names of the errors AWS answers to credentials it does not accept (expired, wrong, or of a deleted key). */
+const REJECTED_CREDENTIALS = new Set([
+  'ExpiredToken',
+  'ExpiredTokenException',
+  'InvalidClientTokenId',
+  'UnrecognizedClientException',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+]);
+
+/**
+ * An AwsSetupError explaining `err` when it is the SDK's missing-region or missing/rejected-credentials error;
+ * undefined for anything else (which is then a real failure, reported with its stack).
+ */
+export function awsSetupError(err: unknown): AwsSetupError | undefined {
+  if (!(err instanceof Error)) return undefined;
+  if (/^Region is missing/.test(err.message))
+    return new AwsSetupError(
+      'no AWS region: set AWS_REGION (e.g. export AWS_REGION=us-east-1) or a region in your AWS profile ' +
+        '(aws configure)',
+    );
+  if (err.name === 'CredentialsProviderError')
+    return new AwsSetupError(
+      `no AWS credentials (${err.message}): sign in (aws sso login, or aws configure), or set AWS_PROFILE, ` +
+        'or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (any value works with AWS_ENDPOINT_URL for LocalStack)',
+    );
+  if (REJECTED_CREDENTIALS.has(err.name))
+    return new AwsSetupError(
+      `AWS rejected the credentials (${err.name}: ${err.message}): renew them and retry`,
+    );
+  return undefined;
+}
+
 /** Endpoint and region from the environment; without AWS_REGION the SDK reads the profile's region. */
 export function clientOptions(env: NodeJS.ProcessEnv = process.env): AwsClientOptions {
   return awsClientOptionsFromEnv(env);

@@ -1,7 +1,7 @@
 // A worker that runs the five stages against an environment's real SQS queues and S3 bucket (LocalStack), the
 // way Lambda's SQS event source mappings would: the Lambda entries of functions/<stage>/index.ts, polled by the
 // local runtime, with the learner started as a local process where AWS would submit a Batch job.
-//   node --import tsx shared/aws/local-worker.ts --env NAME [--learner-arg=--device --learner-arg=cpu ...]
+//   node --import tsx shared/aws/local-worker.ts --env NAME [--learner-arg=--device --learner-arg=cpu ...]  (--help)
 // It prints one JSON line per event on stdout (`{"worker": "ready"}`, invocations, learner starts and exits,
 // mixed with the handlers' own JSON logs) and stops cleanly on SIGTERM or SIGINT.
 import { dirname, join, resolve } from 'node:path';
@@ -17,7 +17,13 @@ import { EMBEDDED_SETTINGS, learnerPython } from '#shared/runtime/embedded';
 import type { SqsHandler } from '#shared/runtime/event-source-mapping';
 import { type FunctionSettings, LocalRuntime } from '#shared/runtime/local-runtime';
 import { FUNCTIONS, type FunctionName, QUEUES, type QueueName } from '#shared/topology';
-import { clientOptions, type EnvironmentResources, resolveEnvironment } from './environment.ts';
+import {
+  awsSetupError,
+  clientOptions,
+  EnvironmentNotFoundError,
+  type EnvironmentResources,
+  resolveEnvironment,
+} from './environment.ts';
 import { FUNCTION_ENV } from './function-env.ts';
 import { LocalLearnerJobs } from './local-learner-jobs.ts';
 
@@ -95,19 +101,56 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
   };
 }
 
+const USAGE = `usage: node --import tsx shared/aws/local-worker.ts --env NAME [--state-dir DIR] [--learner-arg=ARG ...]
+
+Runs the five stages against environment NAME's queues and bucket on LocalStack (AWS_ENDPOINT_URL), the way
+Lambda's SQS event source mappings would, and starts each run's learner as a local process. Create the
+environment first with \`bash scripts/localstack.sh bootstrap NAME\`. Stops cleanly on SIGTERM or SIGINT.
+
+options:
+  --env NAME           the environment (its queues are toolrl-NAME-*)
+  --state-dir DIR      learner scratch and logs (default .localstack/workers/NAME)
+  --learner-arg=ARG    an argument for every learner process; repeatable, e.g.
+                       --learner-arg=--device --learner-arg=cpu (the = form, as ARG may start with --)
+  -h, --help           show this help
+`;
+
+/** Bad flags or setup: printed without a stack, exit 2 (like the toolrl CLI's UsageError). */
+class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+function parseOptions(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      options: {
+        env: { type: 'string' },
+        'state-dir': { type: 'string' },
+        'learner-arg': { type: 'string', multiple: true },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (err) {
+    // node:util's parse errors (unknown option, missing value) carry a code ERR_PARSE_ARGS_*.
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_'))
+      throw new UsageError((err as Error).message);
+    throw err;
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      env: { type: 'string' },
-      'state-dir': { type: 'string' },
-      'learner-arg': { type: 'string', multiple: true },
-    },
-  });
-  if (!values.env)
-    throw new Error('usage: local-worker.ts --env NAME [--state-dir DIR] [--learner-arg ARG ...]');
+  const values = parseOptions(argv);
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (!values.env) throw new UsageError('--env NAME is required');
   const client = clientOptions();
-  if (!client.endpoint) throw new Error('the local worker runs against LocalStack: set AWS_ENDPOINT_URL');
+  if (!client.endpoint)
+    throw new UsageError(
+      'the local worker runs against LocalStack: set AWS_ENDPOINT_URL (e.g. http://127.0.0.1:4566)',
+    );
   const resources = await resolveEnvironment(values.env, client);
   const emit = (e: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(e)}\n`);
   const worker = await startLocalWorker({
@@ -132,6 +175,16 @@ async function main(argv: string[]): Promise<void> {
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main(process.argv.slice(2)).catch((err) => {
+    if (err instanceof UsageError) {
+      process.stderr.write(`local-worker: ${err.message}\n${USAGE.split('\n')[0]}\n(--help for more)\n`);
+      process.exit(2);
+    }
+    // A missing environment, region or credentials is the user's setup: its message says what to do.
+    const setup = err instanceof EnvironmentNotFoundError ? err : awsSetupError(err);
+    if (setup) {
+      process.stderr.write(`local-worker: ${setup.message}\n`);
+      process.exit(2);
+    }
     process.stderr.write(
       `local-worker: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
     );

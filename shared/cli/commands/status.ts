@@ -16,7 +16,7 @@ export function register(program: Command): void {
     .option('--watch [seconds]', 'refresh every SECONDS (default 10) until the run completes or fails')
     .action(async (runId: string, o: { env: string; json?: boolean; watch?: string | boolean }) => {
       const { assertEnvName } = await import('../../aws/names.ts');
-      const { clientOptions, resolveEnvironment, EnvironmentNotFoundError } = await import(
+      const { clientOptions, resolveEnvironment, EnvironmentNotFoundError, awsSetupError } = await import(
         '../../aws/environment.ts'
       );
       const { runReport, formatRunReport, RunNotFoundError } = await import('../../aws/run-report.ts');
@@ -45,7 +45,9 @@ export function register(program: Command): void {
         if (err instanceof RunNotFoundError || err instanceof EnvironmentNotFoundError)
           throw new UsageError(err.message);
         if (err instanceof Error && /environment name/.test(err.message)) throw new UsageError(err.message);
-        throw err;
+        // No region or credentials is the user's setup, not a bug: say what to set, without the SDK's stack.
+        const setup = awsSetupError(err);
+        throw setup ? new UsageError(setup.message) : err;
       }
     });
 }

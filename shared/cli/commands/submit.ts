@@ -23,7 +23,7 @@ export function register(program: Command): void {
       async (o: { env: string; config: string; dataset?: string[]; runId?: string; json?: boolean }) => {
         const { submitRun } = await import('../../aws/submit.ts');
         const { assertEnvName } = await import('../../aws/names.ts');
-        const { EnvironmentNotFoundError } = await import('../../aws/environment.ts');
+        const { EnvironmentNotFoundError, awsSetupError } = await import('../../aws/environment.ts');
         const { ConfigError } = await import('../../pipeline/run-config.ts');
         try {
           assertEnvName(o.env);
@@ -48,7 +48,9 @@ export function register(program: Command): void {
         } catch (err) {
           if (err instanceof ConfigError || err instanceof EnvironmentNotFoundError)
             throw new UsageError(err.message);
-          throw err;
+          // No region or credentials is the user's setup, not a bug: say what to set, without the SDK's stack.
+          const setup = awsSetupError(err);
+          throw setup ? new UsageError(setup.message) : err;
         }
       },
     );
