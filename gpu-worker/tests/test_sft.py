@@ -1,5 +1,6 @@
-"""SFT mode: demonstrations from JSONL or Parquet, loss on assistant tokens only, the loss falls, and as
-a warm start it runs once before v0 (a restart does not redo it)."""
+"""SFT mode: demonstrations from JSONL or Parquet, loss on assistant tokens only, the loss falls; as a
+warm start it runs once before v0, and a curriculum stage's own `trainer.sft` runs once before that
+stage's first batch (a restart redoes neither)."""
 
 import json
 
@@ -16,6 +17,7 @@ from toolrl_learner.storage import FolderBlobStore
 from toolrl_learner.train.policy import Policy
 from toolrl_learner.train.session import LearnerSession
 from toolrl_learner.train.sft import load_demonstrations, run_sft, tokenize_demonstration
+from toolrl_learner.train.synthetic import group, trajectory
 
 CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17*23"}}\n</tool_call>'
 DEMO = {
@@ -101,3 +103,52 @@ def test_sft_warm_start_runs_once_before_v0_on_cpu(tiny_dir, tmp_path):
     s2 = LearnerSession(store, "r", emit=events2.append, device="cpu")
     s2.start()
     assert events2 == [{"type": "ready", "policyVersion": 0, "resumedFromStep": 0}]
+
+
+def test_a_format_stage_runs_its_own_sft_once_before_its_first_batch_on_cpu(tiny_dir, tmp_path):
+    store = FolderBlobStore(tmp_path)
+    store.put_bytes("runs/r/input/format.jsonl", (json.dumps(DEMO) + "\n").encode())
+    sft = {"data": "runs/r/input/format.jsonl", "steps": 2, "batch_size": 1, "lr": 1e-2}
+    config = {
+        "model": {"path": str(tiny_dir), "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "trainer": {"batch_prompts": 1, "micro_batch_tokens": 256, "max_staleness": 10, "save_every": 100},
+        "stages": [
+            {"name": "format", "data": {"train": "f.parquet"}, "overrides": {"trainer": {"sft": sft}}},
+            {"name": "full", "data": {"train": "t.parquet"}},
+        ],
+        "logging": {"tensorboard": False},
+    }
+    store.put_bytes("runs/r/run.json", json.dumps({"config": config, "totals": {}}).encode())
+
+    def offer(session, i, stage):
+        trajs = [trajectory([5, 6], [[10 + i, 11 + k]], float(k % 2)) for k in range(2)]
+        session.offer({"type": "group", "group": group("r", f"e0-p{i}", trajs, stage=stage)})
+
+    events = []
+    s = LearnerSession(store, "r", emit=events.append, device="cpu")
+    s.start()
+    assert [e["type"] for e in events] == ["published", "ready"]  # no warm start: the run has no trainer.sft
+    del events[:]
+    offer(s, 0, "format")
+    # the stage's SFT first (2 steps), published as v1 and checkpointed at step 0 (the batch it precedes
+    # stays uncommitted), then the batch trains on v1 and v2 is published
+    assert [e["type"] for e in events] == ["sft", "sft", "published", "committed", "step", "published"]
+    assert events[3] == {"type": "committed", "step": 0, "groupIds": []}
+    assert events[4]["metrics"]["policy_version"] == 1 and events[4]["metrics"]["stage_index"] == 0.0
+    manifests = [json.loads(store.get_bytes(f"runs/r/policy/v{v}/manifest.json")) for v in (0, 1)]
+    assert manifests[1]["files"]["model.onnx.data"] != manifests[0]["files"]["model.onnx.data"]
+    marker = json.loads(store.get_bytes("runs/r/checkpoints/step-0/COMPLETE.json"))["trainerState"]
+    assert (marker["sft_done_stages"], marker["policy_version"], marker["sft_done"]) == (["format"], 1, False)
+    # once per stage: not for its next batches, nor for a stage without trainer.sft of its own
+    offer(s, 1, "format")
+    offer(s, 2, "full")
+    assert [e["type"] for e in events].count("sft") == 2 and s.state.step == 3
+
+    # a restart resumes from the step-0 checkpoint: the stage's SFT is not redone, its first batch is
+    events2 = []
+    s2 = LearnerSession(store, "r", emit=events2.append, device="cpu")
+    s2.start()
+    assert s2.state.sft_done_stages == ["format"]
+    offer(s2, 0, "format")
+    assert "sft" not in [e["type"] for e in events2] and s2.state.consumed_group_ids == ["e0-p0"]

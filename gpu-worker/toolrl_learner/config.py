@@ -61,7 +61,8 @@ class LearnerConfig:
         checkpoint every this many steps; complete checkpoints kept.
     seed (0): torch RNG seed.
     sft_data, sft_steps (100), sft_lr (1e-4), sft_batch_size (16): `trainer.sft`, an SFT warm start on
-        chat demonstrations (cross-entropy on assistant tokens) before the first policy is published.
+        chat demonstrations (cross-entropy on assistant tokens) before the first policy is published; set
+        in a curriculum stage's overrides, it runs (once) before that stage's first batch trains.
 
     `model:` keys
 
@@ -222,6 +223,16 @@ class LearnerConfig:
         for s in run_config.get("stages") or []:
             out[s["name"]] = LearnerConfig.from_run_config(run_config, stage=s["name"])
         return out
+
+    @staticmethod
+    def stages_with_own_sft(run_config: dict[str, Any]) -> set[str]:
+        """Curriculum stages whose overrides set `trainer.sft` (a stage that only inherits the run's
+        `trainer.sft` has nothing of its own to train)."""
+        return {
+            s["name"]
+            for s in run_config.get("stages") or []
+            if ((s.get("overrides") or {}).get("trainer") or {}).get("sft")
+        }
 
     def replace(self, **changes: Any) -> LearnerConfig:
         return dataclasses.replace(self, **changes)

@@ -45,7 +45,9 @@ class TrainerState:
     reward_mean: float | None = None
     # Lines of an offline JSONL already read (the offline driver's data position).
     data_position: int = 0
-    sft_done: bool = False
+    sft_done: bool = False  # the warm start (`trainer.sft`) before v0
+    # Curriculum stages whose own `trainer.sft` (a format stage's demonstrations) has been trained.
+    sft_done_stages: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

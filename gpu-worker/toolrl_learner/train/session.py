@@ -114,12 +114,15 @@ class LearnerSession:
         cfg = LearnerConfig.from_run_config(config)
         if self.max_steps_flag is not None:
             cfg = cfg.replace(max_steps=self.max_steps_flag)
-        stage_cfgs = {name: c.replace(max_steps=cfg.max_steps) for name, c in _stage_configs(config).items()}
+        self.stage_cfgs = {
+            n: c.replace(max_steps=cfg.max_steps) for n, c in cfg.stage_configs(config).items()
+        }
+        self.stage_sft = LearnerConfig.stages_with_own_sft(config)
         self.cfg = cfg
         torch.manual_seed(cfg.seed)
         model_dir = resolve_model_dir(cfg.model_path, self.workdir)
         self.policy = Policy(cfg, model_dir, self.device)
-        self.trainer = Trainer(cfg, self.policy, stage_cfgs)
+        self.trainer = Trainer(cfg, self.policy, self.stage_cfgs)
         self.trainer.total_steps = self._total_steps()
         self.publisher = Publisher(self.store, self.run_id, self.workdir, model_dir, cfg.rollout_quantization)
 
@@ -149,6 +152,7 @@ class LearnerSession:
         weights_changed = False
         if cfg.sft_data and not self.state.sft_done:
             self._run_sft(cfg)
+            self.state.sft_done = True
             weights_changed = True
         if latest is None:
             self._publish(self.state.policy_version)  # v0 of a fresh run
@@ -173,18 +177,12 @@ class LearnerSession:
             return math.ceil(self.groups_planned / self.cfg.batch_prompts)
         return None
 
-    def _run_sft(self, cfg: LearnerConfig) -> None:
-        from .sft import run_sft
+    def _run_sft(self, cfg: LearnerConfig, stage: str | None = None) -> None:
+        from .sft import local_sft_data, run_sft
 
-        path = Path(cfg.sft_data)
-        if not path.is_file():
-            local = self.store.local_path(cfg.sft_data)
-            if local is not None and Path(local).is_file():
-                path = Path(local)
-            else:
-                path = self.workdir / "sft" / Path(cfg.sft_data).name
-                self.store.get_file(cfg.sft_data, path)
-        log.info("SFT warm start: %d steps on %s", cfg.sft_steps, cfg.sft_data)
+        path = local_sft_data(self.store, cfg.sft_data, self.workdir)
+        what = f"stage {stage!r} SFT" if stage else "SFT warm start"
+        log.info("%s: %d steps on %s", what, cfg.sft_steps, cfg.sft_data)
 
         def on_step(m: dict[str, float]) -> None:
             log.info("sft %s", json.dumps(m))
@@ -193,7 +191,15 @@ class LearnerSession:
             )
 
         run_sft(self.policy, cfg, path, on_step=on_step)
-        self.state.sft_done = True
+
+    def _stage_sft(self, stage: str) -> None:
+        """A curriculum stage's own `trainer.sft` (a format stage), before the stage's first batch trains;
+        then published and checkpointed like the warm start, so a restart neither redoes nor loses it."""
+        self._run_sft(self.stage_cfgs[stage], stage)
+        self.state.sft_done_stages.append(stage)
+        self._publish(self.state.policy_version + 1)
+        self.last_checkpoint_step = -1  # new weights at the same step: write them, not only the marker
+        self._commit()
 
     # -- groups -----------------------------------------------------------------------------------------
 
@@ -276,6 +282,11 @@ class LearnerSession:
     # -- step, publish, commit --------------------------------------------------------------------------
 
     def step(self) -> None:
+        stage = (
+            self.buffer[0].get("stage") if self.buffer else None
+        )  # the batch's config (Trainer.config_for)
+        if stage in self.stage_sft and stage not in self.state.sft_done_stages:
+            self._stage_sft(stage)  # before the batch leaves the buffer: the checkpoint re-reads it on resume
         groups, self.buffer, self.batch_arrivals = self.buffer, [], 0
         if not groups:
             return
@@ -394,10 +405,3 @@ class LearnerSession:
             self._commit()
         self._write_state()
         self.metrics.close()
-
-
-def _stage_configs(run_config: dict[str, Any]) -> dict[str, LearnerConfig]:
-    return {
-        s["name"]: LearnerConfig.from_run_config(run_config, stage=s["name"])
-        for s in run_config.get("stages") or []
-    }

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ..config import LearnerConfig
+from ..storage import BlobStore
 from .batch import LearnerBatch
 from .optim import build_optimizer
 from .packing import pack_batch
@@ -108,6 +109,19 @@ def _as_group(step: int, sequences: list[tuple[list[int], list[int]]]) -> dict[s
         for ids, mask in sequences
     ]
     return {"groupId": f"sft-{step}", "trajectories": trajectories}
+
+
+def local_sft_data(store: BlobStore, key: str, workdir: Path) -> Path:
+    """`trainer.sft.data` as a local file: a path on this machine, the folder store's file, or a download."""
+    path = Path(key)
+    if path.is_file():
+        return path
+    local = store.local_path(key)
+    if local is not None and Path(local).is_file():
+        return Path(local)
+    path = Path(workdir) / "sft" / Path(key).name
+    store.get_file(key, path)
+    return path
 
 
 def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -> list[dict[str, float]]:
