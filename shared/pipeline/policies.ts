@@ -22,9 +22,19 @@ export interface PolicyLease {
   release(): void;
 }
 
+/** How current the newest version must be (unpinned acquires only). */
+export interface Freshness {
+  /** Read LATEST.json now rather than trust a recent read: a group's first turn, whose version the learner's
+   * staleness check judges the group by. */
+  readonly fresh?: boolean;
+  /** Re-read LATEST.json if the last read is older than this version: a trajectory's next turn is never
+   * sampled by an older policy than its last turn, even in another process whose last read is older. */
+  readonly atLeast?: number;
+}
+
 export interface PolicyProvider {
   /** The newest published version (pinned = null) or exactly `pinned`. Release the lease when done. */
-  acquire(runId: string, pinned: number | null): Promise<PolicyLease>;
+  acquire(runId: string, pinned: number | null, freshness?: Freshness): Promise<PolicyLease>;
   close(): Promise<void>;
 }
 
@@ -46,8 +56,8 @@ export interface BlobPolicyProviderOptions {
   readonly keepIdle?: number;
   /**
    * How long a read of LATEST.json answers later acquires (default 1000 ms). Every turn of every trajectory
-   * acquires the newest policy; re-reading the pointer each time was a request per turn, whereas a learner step
-   * takes seconds at the least, so a second's lag in picking up a new version costs nothing.
+   * acquires the newest policy; re-reading the pointer for each continuation was a request per turn, whereas a
+   * learner step takes seconds at the least. Group starts always read it (see Freshness).
    */
   readonly latestTtlMs?: number;
   readonly load?: (dir: string, opts: LoadPolicyOptions) => Promise<Policy>;
@@ -63,10 +73,11 @@ export class BlobPolicyProvider implements PolicyProvider {
     private readonly opts: BlobPolicyProviderOptions,
   ) {}
 
-  async acquire(runId: string, pinned: number | null): Promise<PolicyLease> {
+  async acquire(runId: string, pinned: number | null, freshness: Freshness = {}): Promise<PolicyLease> {
     let version = pinned;
     if (version === null) {
-      version = await this.latestVersion(runId);
+      version = await this.latestVersion(runId, freshness.fresh ?? false);
+      if (version < (freshness.atLeast ?? 0)) version = await this.latestVersion(runId, true);
       this.newest.set(runId, Math.max(version, this.newest.get(runId) ?? 0));
     }
     const id = `${runId}:${version}`;
@@ -99,11 +110,11 @@ export class BlobPolicyProvider implements PolicyProvider {
     };
   }
 
-  /** The run's newest version: LATEST.json, read at most once per `latestTtlMs` (concurrent callers share it). */
-  private latestVersion(runId: string): Promise<number> {
+  /** The run's newest version: LATEST.json, read at most once per `latestTtlMs` unless `fresh` (callers share a read). */
+  private latestVersion(runId: string, fresh: boolean): Promise<number> {
     const ttl = this.opts.latestTtlMs ?? 1000;
     const hit = this.latest.get(runId);
-    if (hit && performance.now() - hit.at < ttl) return hit.version;
+    if (!fresh && hit && performance.now() - hit.at < ttl) return hit.version;
     const version = readJson(this.blobs, keys.policyLatest(runId), PolicyPointerSchema).then((p) => {
       if (!p) throw new NoPolicyError(`run ${runId} has not published a policy yet`);
       return p.value.version;

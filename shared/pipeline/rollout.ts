@@ -83,7 +83,7 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
   }
   const registry = await ctx.resources.toolRegistry(g.runId, g.stage);
   const tools = registry.forRow(rowTools).schemas();
-  const lease = await ctx.policies.acquire(g.runId, g.policyVersion);
+  const lease = await ctx.policies.acquire(g.runId, g.policyVersion, { fresh: true });
   try {
     const promptText = lease.policy.tokenizer.render(row.prompt, tools, { addGenerationPrompt: true });
     const promptIds = lease.policy.tokenizer.encode(promptText);
@@ -159,7 +159,8 @@ async function continueTrajectory(
     return;
   }
   const config = await ctx.resources.config(t.group.runId, t.group.stage);
-  const lease = await ctx.policies.acquire(t.group.runId, t.group.policyVersion);
+  const lastVersion = t.episode.turns.at(-1)?.policyVersion ?? 0;
+  const lease = await ctx.policies.acquire(t.group.runId, t.group.policyVersion, { atLeast: lastVersion });
   try {
     let c: Awaited<ReturnType<typeof lease.policy.continueTrajectory>>;
     try {

@@ -1,0 +1,100 @@
+// The rollout stage's policy provider: which version an acquire gets, and how often it reads LATEST.json.
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
+import { BlobPolicyProvider } from '#shared/pipeline/policies';
+import type { Policy } from '#shared/policy/policy';
+import { keys } from '#shared/topology';
+
+const RUN = 'r-1';
+
+function setup(latestTtlMs?: number) {
+  const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-')));
+  let reads = 0;
+  const counting = new Proxy(blobs, {
+    get(obj, prop, receiver) {
+      const value = Reflect.get(obj, prop, receiver);
+      if (prop === 'read')
+        return (key: string) => {
+          if (key === keys.policyLatest(RUN)) reads++;
+          return obj.read(key);
+        };
+      return typeof value === 'function' ? value.bind(obj) : value;
+    },
+  });
+  const loaded: number[] = [];
+  const provider = new BlobPolicyProvider(counting, {
+    scratchDir: join(blobs.root, 'scratch'),
+    ...(latestTtlMs !== undefined ? { latestTtlMs } : {}),
+    // Stands in for onnxruntime: the provider's job is which bundle, not how it is run.
+    load: async (_dir, opts) => {
+      loaded.push(opts.version!);
+      return { dispose: async () => {} } as unknown as Policy;
+    },
+  });
+  const publish = async (v: number) => {
+    mkdirSync(blobs.localPath(keys.policyVersion(RUN, v)), { recursive: true });
+    await blobs.put(
+      keys.policyLatest(RUN),
+      JSON.stringify({ version: v, prefix: keys.policyVersion(RUN, v), sha256: '0'.repeat(64) }),
+    );
+  };
+  const version = async (f?: Parameters<BlobPolicyProvider['acquire']>[2]) => {
+    const lease = await provider.acquire(RUN, null, f);
+    lease.release();
+    return lease.version;
+  };
+  return { provider, publish, version, reads: () => reads, loaded };
+}
+
+describe('BlobPolicyProvider', () => {
+  it('reads LATEST.json once per TTL for continuations, and on every group start', async () => {
+    const p = setup(60_000);
+    await p.publish(0);
+    expect([await p.version(), await p.version(), await p.version()]).toEqual([0, 0, 0]);
+    expect(p.reads()).toBe(1);
+    await p.publish(1);
+    // A continuation within the TTL keeps the version it read; a group start reads the pointer.
+    expect(await p.version()).toBe(0);
+    expect(await p.version({ fresh: true })).toBe(1);
+    expect(p.reads()).toBe(2);
+    expect(await p.version()).toBe(1); // the fresh read also serves later continuations
+    expect(p.reads()).toBe(2);
+    await p.provider.close();
+  });
+
+  it('never gives a continuation an older version than its last turn, re-reading when its read is older', async () => {
+    const p = setup(60_000);
+    await p.publish(2);
+    expect(await p.version()).toBe(2);
+    await p.publish(3);
+    // Another process sampled the previous turn with v3; this one last read v2.
+    expect(await p.version({ atLeast: 3 })).toBe(3);
+    expect(p.reads()).toBe(2);
+    expect(await p.version({ atLeast: 3 })).toBe(3);
+    expect(p.reads()).toBe(2);
+    await p.provider.close();
+  });
+
+  it('with a zero TTL reads the pointer on every acquire, and loads each version once', async () => {
+    const p = setup(0);
+    await p.publish(0);
+    await p.version();
+    await p.publish(1);
+    expect(await p.version()).toBe(1);
+    expect(await p.version()).toBe(1);
+    expect(p.reads()).toBe(3);
+    expect(p.loaded).toEqual([0, 1]);
+    await p.provider.close();
+  });
+
+  it('a run with no LATEST.json yet is a NoPolicyError, and the next acquire tries again', async () => {
+    const p = setup(60_000);
+    await expect(p.version()).rejects.toThrow(/has not published a policy yet/);
+    await p.publish(0);
+    expect(await p.version()).toBe(0);
+    await p.provider.close();
+  });
+});
