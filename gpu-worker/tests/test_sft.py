@@ -152,3 +152,24 @@ def test_a_format_stage_runs_its_own_sft_once_before_its_first_batch_on_cpu(tiny
     assert s2.state.sft_done_stages == ["format"]
     offer(s2, 0, "format")
     assert "sft" not in [e["type"] for e in events2] and s2.state.consumed_group_ids == ["e0-p0"]
+
+
+def test_missing_stage_sft_data_is_named_on_cpu(tiny_dir, tmp_path):
+    store = FolderBlobStore(tmp_path)
+    sft = {"data": "runs/r/input/missing.jsonl", "steps": 1}
+    config = {
+        "model": {"path": str(tiny_dir), "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "trainer": {"batch_prompts": 1},
+        "stages": [
+            {"name": "format", "data": {"train": "f.parquet"}, "overrides": {"trainer": {"sft": sft}}}
+        ],
+        "logging": {"tensorboard": False},
+    }
+    s = LearnerSession(store, "r", emit=lambda _: None, device="cpu", run_config=config)
+    s.start()
+    trajs = [trajectory([5, 6], [[10, 11 + k]], float(k)) for k in range(2)]
+    with pytest.raises(
+        FileNotFoundError, match=r"stages\[format\]\.overrides\.trainer\.sft\.data 'runs/r/input/missing"
+    ):
+        s.offer({"type": "group", "group": group("r", "e0-p0", trajs, stage="format")})

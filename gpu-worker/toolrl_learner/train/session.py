@@ -180,7 +180,8 @@ class LearnerSession:
     def _run_sft(self, cfg: LearnerConfig, stage: str | None = None) -> None:
         from .sft import local_sft_data, run_sft
 
-        path = local_sft_data(self.store, cfg.sft_data, self.workdir)
+        where = f"stages[{stage}].overrides.trainer.sft.data" if stage else "trainer.sft.data"
+        path = local_sft_data(self.store, cfg.sft_data, self.workdir, where)
         what = f"stage {stage!r} SFT" if stage else "SFT warm start"
         log.info("%s: %d steps on %s", what, cfg.sft_steps, cfg.sft_data)
 

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ..config import LearnerConfig
-from ..storage import BlobStore
+from ..storage import BlobNotFound, BlobStore
 from .batch import LearnerBatch
 from .optim import build_optimizer
 from .packing import pack_batch
@@ -111,7 +111,7 @@ def _as_group(step: int, sequences: list[tuple[list[int], list[int]]]) -> dict[s
     return {"groupId": f"sft-{step}", "trajectories": trajectories}
 
 
-def local_sft_data(store: BlobStore, key: str, workdir: Path) -> Path:
+def local_sft_data(store: BlobStore, key: str, workdir: Path, where: str = "trainer.sft.data") -> Path:
     """`trainer.sft.data` as a local file: a path on this machine, the folder store's file, or a download."""
     path = Path(key)
     if path.is_file():
@@ -120,7 +120,12 @@ def local_sft_data(store: BlobStore, key: str, workdir: Path) -> Path:
     if local is not None and Path(local).is_file():
         return Path(local)
     path = Path(workdir) / "sft" / Path(key).name
-    store.get_file(key, path)
+    try:
+        store.get_file(key, path)
+    except BlobNotFound:
+        raise FileNotFoundError(
+            f"{where} {key!r}: neither a file on this machine nor an object in {store.describe}"
+        ) from None
     return path
 
 
