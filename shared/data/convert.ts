@@ -26,6 +26,8 @@ export interface ConvertOptions {
   promptType?: string;
   /** BFCL possible-answer file. */
   answers?: string;
+  /** ToolBench: category of rows whose data names none (ToolLLaMA conversations). */
+  category?: string;
   /** BFCL: interpreter with bfcl-eval for entries without function docs (default: `toolrl bfcl setup`'s). */
   bfclPython?: string;
 }
@@ -61,6 +63,7 @@ export function convertDataset(opts: ConvertOptions): ConvertSummary {
     dataSource: opts.dataSource,
     answers: opts.answers,
     bfclPython: opts.bfclPython,
+    category: opts.category,
   });
   const kept = opts.maxSamples !== undefined ? converted.slice(0, opts.maxSamples) : converted;
   if (kept.length === 0) throw new InputError(`${opts.input}: no rows to write`);

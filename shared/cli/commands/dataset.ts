@@ -115,6 +115,10 @@ export function register(program: Command): void {
     )
     .option('--answers <file>', 'BFCL possible-answer file (default: possible_answer/<input name>)')
     .option(
+      '--category <name>',
+      'ToolBench: category of rows whose data names none (ToolLLaMA conversations), so a StableToolBench server can route their calls',
+    )
+    .option(
       '--bfcl-python <path>',
       "BFCL: Python with bfcl-eval, which adds the classes' function docs to raw entries (default: TOOLRL_BFCL_PYTHON, else the `toolrl bfcl setup` environment)",
     )
@@ -141,6 +145,7 @@ export function register(program: Command): void {
           promptType: opts.promptType as string | undefined,
           answers: opts.answers as string | undefined,
           bfclPython: opts.bfclPython as string | undefined,
+          category: opts.category as string | undefined,
         });
       } catch (err) {
         if (err instanceof InputError) {

@@ -1,7 +1,9 @@
 // `toolbench`: ToolBench / StableToolBench data, as a JSON array (or JSON Lines) of either
 //  - ToolLLaMA conversations `{"id", "conversations": [{"from", "value"}]}`: the system prompt carries the
 //    API list as a Python literal after "Specifically, you have access to the following APIs:"; the
-//    prompt is the system text before it plus the first user message, the list becomes per-row tools;
+//    prompt is the system text before it plus the first user message, the list becomes per-row tools, and
+//    the routes come from the function names (`<api>_for_<tool>`, ToolBench's convention). ToolLLaMA data
+//    names no category: the entry's own `category` if it has one, else `--category`;
 //  - StableToolBench queries `{"query", "query_id", "api_list": [...], "relevant APIs": [[tool, api]]}`:
 //    tools are built from `api_list` as StableToolBench names them, plus `Finish`.
 // `extra_info` gets the tools, the category and the routes a StableToolBench server needs (`apis`).
@@ -9,7 +11,13 @@ import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 import { InputError, isObject, readRecords, recordObject } from '../records.ts';
 import { chatMessages } from './messages.ts';
 import { parsePythonLiteral } from './python-literal.ts';
-import { apiFunctionName, FINISH_TOOL, type RapidApi, rapidApiToTool } from './toolbench-apis.ts';
+import {
+  type ApiRoute,
+  apiFunctionName,
+  FINISH_TOOL,
+  type RapidApi,
+  rapidApiToTool,
+} from './toolbench-apis.ts';
 import type { ConvertContext, ConvertedRow, Converter, ConvertResult, RowDraft } from './types.ts';
 
 const API_LIST_MARKER = 'Specifically, you have access to the following APIs:';
@@ -53,7 +61,31 @@ function calledFunctions(messages: { from: string; value: string }[]): string[] 
   return [...names];
 }
 
-function fromConversation(obj: Record<string, unknown>, where: string): RowDraft {
+/**
+ * Routes of a ToolLLaMA row's APIs, from their names: `<api>_for_<tool>` split at the last `_for_` (the server
+ * finds `{category}/{tool}_for_{category}/{api}.json`). Finish and names without `_for_` have none.
+ */
+function routesFromNames(tools: ToolSchema[], category: string | undefined): Partial<ApiRoute>[] {
+  return tools.flatMap((t) => {
+    const name = t.function.name;
+    const cut = name.lastIndexOf('_for_');
+    if (name === FINISH_TOOL.function.name || cut <= 0) return [];
+    return [
+      {
+        name,
+        ...(category !== undefined ? { category_name: category } : {}),
+        tool_name: name.slice(cut + '_for_'.length),
+        api_name: name.slice(0, cut),
+      },
+    ];
+  });
+}
+
+function fromConversation(
+  obj: Record<string, unknown>,
+  where: string,
+  fallbackCategory: string | undefined,
+): RowDraft {
   const turns = obj.conversations;
   if (!Array.isArray(turns) || turns.length === 0)
     throw new InputError(`${where}: "conversations" must be a non-empty list`);
@@ -93,7 +125,10 @@ function fromConversation(obj: Record<string, unknown>, where: string): RowDraft
     where,
     'conversations',
   );
-  const extra: Record<string, unknown> = { tools };
+  const own = [obj.category, obj.category_name].find((c) => typeof c === 'string' && c.trim() !== '');
+  const category = (own as string | undefined) ?? fallbackCategory;
+  const extra: Record<string, unknown> = { tools, apis: routesFromNames(tools, category) };
+  if (category !== undefined) extra.category = category;
   if (obj.id !== undefined) extra.id = obj.id;
   return {
     data_source: 'toolbench',
@@ -157,7 +192,7 @@ export const toolbenchConverter: Converter = {
       const obj = recordObject(ctx.input, rec);
       const where = `${ctx.input} ${rec.at}`;
       let row: RowDraft;
-      if ('conversations' in obj) row = fromConversation(obj, where);
+      if ('conversations' in obj) row = fromConversation(obj, where, ctx.category);
       else if ('api_list' in obj || 'query' in obj) row = fromQuery(obj, where);
       else
         throw new InputError(
@@ -176,6 +211,11 @@ export const toolbenchConverter: Converter = {
     const notes = duplicates
       ? [`dropped ${duplicates} entries whose prompt repeats an earlier one (ToolLLaMA steps)`]
       : [];
+    const uncategorised = rows.filter((r) => r.row.extra_info.category === undefined).length;
+    if (uncategorised > 0)
+      notes.push(
+        `${uncategorised === 1 ? '1 row has' : `${uncategorised} rows have`} no category (ToolLLaMA data names none): a StableToolBench server needs one to find an API; pass --category, or set the toolbench tool's \`category\` in the run's tools`,
+      );
     return { rows, notes };
   },
 };

@@ -17,6 +17,8 @@ export interface ConvertContext {
   dataSource?: string;
   /** BFCL: the possible-answer file with the ground truth (default: `possible_answer/<name>` next to the input). */
   answers?: string;
+  /** ToolBench: the category of rows whose data names none (ToolLLaMA conversations). */
+  category?: string;
   /** BFCL: the interpreter with bfcl-eval that prepares entries without function docs (default: see bfclPython). */
   bfclPython?: string;
 }

@@ -134,6 +134,7 @@ describe('toolbench', () => {
     const summary = convertDataset({ from: 'toolbench', input: fx('toolllama.json'), out });
     expect(summary.notes).toEqual([
       'dropped 1 entries whose prompt repeats an earlier one (ToolLLaMA steps)',
+      expect.stringMatching(/^2 rows have no category \(ToolLLaMA data names none\)/),
     ]);
     const rows = await readDataset(out);
     expect(rows).toHaveLength(2);
