@@ -1,13 +1,16 @@
 // `toolrl dataset convert`: input in a known format -> checked DatasetRows -> (optional prompt template,
 // sample cap, seeded train/val split) -> Parquet. Everything is checked and encoded before anything is
-// written, and each file is written atomically, so bad input leaves no partial output.
+// written, and the output files are written as one (temp files, then renames), so bad input or a filesystem
+// error leaves no partial output.
+import { resolve } from 'node:path';
 import { type DatasetRow, DatasetRowSchema } from '#shared/schemas/dataset-row';
 import { CONVERTERS } from './converters/index.ts';
 import { DATASET_LAYOUT, formatIssues } from './dataset.ts';
-import { encodeParquet, writeFileAtomic } from './parquet.ts';
+import { encodeParquet } from './parquet.ts';
 import { applyTemplate, loadPromptTemplate } from './prompts/templates.ts';
 import { InputError } from './records.ts';
 import { splitTrainVal } from './split.ts';
+import { FileWriteError, writeFilesAtomic } from './write-files.ts';
 
 export interface ConvertOptions {
   from: string;
@@ -48,6 +51,16 @@ const countSources = (rows: readonly DatasetRow[]): Record<string, number> => {
   return out;
 };
 
+/** Writes the output files as one; a filesystem error is an InputError naming the file (nothing is written). */
+function write(files: { path: string; bytes: Uint8Array }[]): void {
+  try {
+    writeFilesAtomic(files);
+  } catch (err) {
+    if (err instanceof FileWriteError) throw new InputError(err.message);
+    throw err;
+  }
+}
+
 /** Converts and writes; throws InputError (naming the file and line/entry) before writing anything. */
 export function convertDataset(opts: ConvertOptions): ConvertSummary {
   const converter = CONVERTERS[opts.from];
@@ -56,6 +69,8 @@ export function convertDataset(opts: ConvertOptions): ConvertSummary {
   if (opts.split && !opts.valOut)
     throw new InputError('--split needs --val-out FILE for the validation rows');
   if (opts.valOut && !opts.split) throw new InputError('--val-out is only used with --split');
+  if (opts.valOut && resolve(opts.valOut) === resolve(opts.out))
+    throw new InputError(`--out and --val-out name the same file (${opts.out})`);
   const template = opts.promptType ? loadPromptTemplate(opts.promptType) : undefined;
 
   const { rows: converted, notes } = converter.convert({
@@ -78,8 +93,7 @@ export function convertDataset(opts: ConvertOptions): ConvertSummary {
   });
 
   if (!opts.split) {
-    const bytes = encodeParquet(rows, DATASET_LAYOUT);
-    writeFileAtomic(opts.out, bytes);
+    write([{ path: opts.out, bytes: encodeParquet(rows, DATASET_LAYOUT) }]);
     return { format: opts.from, rows: rows.length, out: opts.out, data_sources: countSources(rows), notes };
   }
   let parts: { train: DatasetRow[]; val: DatasetRow[] };
@@ -92,10 +106,11 @@ export function convertDataset(opts: ConvertOptions): ConvertSummary {
     rs.map((r) => ({ ...r, extra_info: { ...r.extra_info, split } }));
   const train = tag(parts.train, 'train');
   const val = tag(parts.val, 'val');
-  const trainBytes = encodeParquet(train, DATASET_LAYOUT);
-  const valBytes = encodeParquet(val, DATASET_LAYOUT);
-  writeFileAtomic(opts.out, trainBytes);
-  writeFileAtomic(opts.valOut!, valBytes);
+  // Both files or neither: a failure on the second leaves the first unwritten too.
+  write([
+    { path: opts.out, bytes: encodeParquet(train, DATASET_LAYOUT) },
+    { path: opts.valOut!, bytes: encodeParquet(val, DATASET_LAYOUT) },
+  ]);
   return {
     format: opts.from,
     rows: train.length,

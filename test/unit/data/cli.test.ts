@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -84,6 +84,31 @@ describe('toolrl dataset', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/line 2: conversation\[1\]\.role: unknown role "human"/);
     expect(r.stderr).toMatch(/nothing was written/);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('convert --split: a filesystem error is exit 1 with the file named, no stack trace, neither file written', () => {
+    const out = join(tmp, 'split-train.parquet');
+    const blocker = join(tmp, 'not-a-folder');
+    writeFileSync(blocker, '');
+    const r = toolrl(
+      'convert',
+      '--from',
+      'qa',
+      join(FIXTURES, 'nq.jsonl'),
+      '--split',
+      '--train-ratio',
+      '0.6',
+      '--out',
+      out,
+      '--val-out',
+      join(blocker, 'val.parquet'),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      /^toolrl: cannot write .*not-a-folder\/val\.parquet: \w+: .*\ntoolrl: nothing was written\n$/,
+    );
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
     expect(existsSync(out)).toBe(false);
   });
 

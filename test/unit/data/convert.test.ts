@@ -1,4 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -259,6 +267,38 @@ describe('split, sample cap and prompt templates', () => {
       failure('qa', fx('nq.jsonl'), { split: true, trainRatio: 0.99, valOut: join(tmp, 'v.parquet') }),
     ).toMatch(/leaves no validation rows/);
     expect(failure('qa', fx('nq.jsonl'), { split: true })).toMatch(/--split needs --val-out/);
+  });
+
+  it('--split writes both files or neither: a failure on the validation file leaves the train file as it was', () => {
+    const dir = mkdtempSync(join(tmp, 'pair-'));
+    const out = join(dir, 'train.parquet');
+    writeFileSync(out, 'the previous train file');
+    writeFileSync(join(dir, 'a-file'), '');
+    const split = { split: true, trainRatio: 0.6, valOut: join(dir, 'a-file', 'val.parquet') };
+    // The validation file's folder would be a regular file: fails as root too, unlike permissions.
+    let message = '';
+    try {
+      convertDataset({ from: 'qa', input: fx('nq.jsonl'), out, ...split });
+    } catch (err) {
+      expect(err).toBeInstanceOf(InputError);
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/^cannot write .*a-file\/val\.parquet: (ENOTDIR|EEXIST)/); // Node says either
+    expect(readFileSync(out, 'utf8')).toBe('the previous train file');
+    expect(readdirSync(dir).sort()).toEqual(['a-file', 'train.parquet']); // no temp file left
+    // A folder where a file should go, and the same file twice, are named before anything is written.
+    mkdirSync(join(dir, 'folder'));
+    expect(failure('qa', fx('nq.jsonl'), { ...split, valOut: join(dir, 'folder') })).toMatch(
+      /^cannot write .*folder: it is a directory$/,
+    );
+    expect(
+      failure('qa', fx('nq.jsonl'), {
+        ...split,
+        valOut: join(tmp, 'same.parquet'),
+        out: join(tmp, 'same.parquet'),
+      }),
+    ).toMatch(/^--out and --val-out name the same file/);
+    expect(readdirSync(dir).sort()).toEqual(['a-file', 'folder', 'train.parquet']);
   });
 
   it('--max-samples keeps the first N rows', async () => {
