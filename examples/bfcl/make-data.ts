@@ -1,6 +1,6 @@
 // Writes the shipped BFCL subset (deterministic: fixed entry ids of bfcl-eval 2026.3.23, prepared by BFCL's own
 // loader, converted by the `bfcl` converter, with the plain tool-calling system prompt). Run:
-//   npx tsx examples/bfcl/make-data.ts
+//   npx tsx examples/bfcl/make-data.ts [OUT_DIR]      (default: examples/bfcl/data)
 // For the seed's full data, write the files with `toolrl bfcl dataset` instead (see README.md).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +8,7 @@ import { closeSharedBfclEnvs } from '#shared/tools/bfcl/client';
 import { writeBfclDataset } from '#shared/tools/bfcl/dataset';
 
 const here = dirname(fileURLToPath(import.meta.url));
+const outDir = process.argv[2] ?? join(here, 'data');
 const ids = (category: string, ns: number[]) => ns.map((n) => `multi_turn_${category}_${n}`);
 
 /** Each stage's file holds trainer.batch_prompts (8) rows, so a learner step is an epoch of the stage. */
@@ -34,7 +35,7 @@ const FILES: Record<string, string[]> = {
 
 for (const [name, entryIds] of Object.entries(FILES)) {
   const summary = await writeBfclDataset({
-    out: join(here, 'data', `${name}.parquet`),
+    out: join(outDir, `${name}.parquet`),
     ids: entryIds,
     promptType: 'toolcall',
   });

@@ -245,6 +245,25 @@ describe('examples: shipped data', () => {
         ).toBe(true);
     },
   );
+
+  // BFCL's subset comes from bfcl-eval's own data through its loader (the BFCL environment, made on first use).
+  it('bfcl/make-data.ts regenerates it byte for byte', { timeout: 600_000 }, () => {
+    const out = mkdtempSync(join(tmpdir(), 'toolrl-make-data-bfcl-'));
+    scratch.push(out);
+    const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+    const made = spawnSync(tsx, [join(EXAMPLES, 'bfcl', 'make-data.ts'), out], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    });
+    expect(made.status, made.stderr).toBe(0);
+    for (const name of ['format', 'base', 'full', 'val'])
+      expect(
+        readFileSync(join(out, `${name}.parquet`)).equals(
+          readFileSync(join(EXAMPLES, 'bfcl', 'data', `${name}.parquet`)),
+        ),
+        name,
+      ).toBe(true);
+  });
 });
 
 describe('examples: data, tools and reward fit together', () => {
