@@ -4,12 +4,14 @@
 // `toolrl status` says so.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { GetObjectTaggingCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { s3Client } from '#shared/adapters/aws/clients';
 import { readJson } from '#shared/pipeline/blob-json';
 import { ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { keys, QUEUES, type QueueName } from '#shared/topology';
 import { Scenario } from './support/harness.ts';
-import { assertLocalStackUp } from './support/localstack.ts';
+import { assertLocalStackUp, localstack } from './support/localstack.ts';
 import { writeRun } from './support/run-fixture.ts';
 
 let s: Scenario;
@@ -25,7 +27,11 @@ describe('LocalStack end to end', () => {
   it('trains a submitted run to completion through S3, SQS, the five stages and the learner', async () => {
     // GIVEN a worker running the stages on a fresh environment, and a run of 8 prompts, 4 samples each,
     // 2 groups per learner step (so up to 4 steps, policy v1..v4), after 40 SFT steps on the quickstart's
-    // demonstrations (about a minute on 2 cores) so that the tiny model calls the calculator
+    // demonstrations (about a minute on 2 cores) so that the tiny model calls the calculator. The feeder keeps
+    // batch_prompts x (1 + max_staleness) = 4 groups in flight, so p0..p3 are sampled by v0, p4 and p5 are fed
+    // after step 1 and p6 and p7 after step 2 (v2 is published before the learner state that frees their
+    // slots). v2 is certain: after step 1, p4..p7 (sampled by v1 or later) cannot be stale before v3, so at
+    // least two more groups train; and p6 and p7 (sampled by v2, stale only at v4) always train.
     const worker = s.startWorker();
     await worker.waitFor((e) => e.worker === 'ready', 'the worker to start');
     const run = await writeRun(s.dir, {
@@ -80,6 +86,8 @@ describe('LocalStack end to end', () => {
     expect(drops.map((d) => d.reason)).toEqual(Array(dropped).fill('stale'));
     expect(step).toBe(Math.ceil(trained / 2));
     expect(version).toBe(step);
+    // the learner got past its second step: v2 was published (see GIVEN)
+    expect(step).toBeGreaterThanOrEqual(2);
     const json = JSON.parse((await s.toolrl(['status', runId, '--env', s.env, '--json'])).stdout);
     expect(json).toMatchObject({
       status: 'completed',
@@ -94,9 +102,10 @@ describe('LocalStack end to end', () => {
       Array.from({ length: 8 }, (_, i) => `e0-p${i}`),
     );
 
-    // Every policy version the learner published is in the bucket.
+    // Every policy version the learner published is in the bucket, v2 among them.
     for (let v = 0; v <= step; v++)
-      expect(await s.blobs.head(`${keys.policyVersion(runId, v)}manifest.json`)).toBeDefined();
+      expect(await s.blobs.head(`${keys.policyVersion(runId, v)}manifest.json`), `v${v}`).toBeDefined();
+    expect(await s.blobs.head(`runs/${runId}/policy/v2/manifest.json`)).toBeDefined();
 
     // Each group was scored once with all 4 samples; later groups were sampled by newer policies.
     const groups = (await s.blobs.list(`${keys.runPrefix(runId)}groups/`)).filter((b) =>
@@ -121,7 +130,14 @@ describe('LocalStack end to end', () => {
       }
     }
     expect(Math.min(...versions)).toBe(0);
-    expect(Math.max(...versions)).toBeGreaterThanOrEqual(1);
+    // p6 and p7 were fed after v2 was published (the rollout's LATEST is at most a second old), so they carry it
+    expect(Math.max(...versions)).toBeGreaterThanOrEqual(2);
+    // The stored trajectories carry the lifecycle tag the bucket expires them by.
+    const trajectory = keys.trajectory(runId, 'e0-p0', 0);
+    const tagging = await s3Client(localstack()).send(
+      new GetObjectTaggingCommand({ Bucket: s.resources.bucket, Key: trajectory }),
+    );
+    expect(tagging.TagSet).toEqual([{ Key: 'toolrl-lifecycle', Value: 'trajectory' }]);
     // The tool-call stage ran, and its results reached the trajectories (rollout continued after them).
     expect(toolCalls).toBeGreaterThan(0);
     expect(continuedAfterTools).toBeGreaterThan(0);
