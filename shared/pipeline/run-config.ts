@@ -50,11 +50,21 @@ export function referencedFiles(config: RunConfig): {
   const { train, val } = datasetPaths(config);
   const other = [
     ...(config.trainer.sft ? [config.trainer.sft.data] : []),
+    ...(config.stages ?? []).flatMap((st) => {
+      const data = stageSftData(st);
+      return data === undefined ? [] : [data];
+    }),
     ...(config.tools.config_file ? [config.tools.config_file] : []),
     ...config.reward.modules,
     ...promptTemplateFiles(config),
   ];
   return { train, val, other };
+}
+
+/** A stage's own SFT demonstrations (`overrides.trainer.sft.data`: a format stage's warm start), if any. */
+function stageSftData(stage: NonNullable<RunConfig['stages']>[number]): string | undefined {
+  const sft = (stage.overrides.trainer as { sft?: { data?: unknown } } | undefined)?.sft;
+  return typeof sft?.data === 'string' ? sft.data : undefined;
 }
 
 /** `data.prompt_type` values (run and stages) that name a template file rather than a built-in. */
@@ -86,7 +96,7 @@ export function checkInputNames(config: RunConfig): void {
 }
 
 /**
- * The config as stored in run.json: data paths (train, val, per stage, SFT data) become blob keys of the run's
+ * The config as stored in run.json: data paths (train, val, per stage, SFT data, a stage's own SFT data) become blob keys of the run's
  * input prefix. Tool configs and reward modules keep their paths (resolved against the run's base folder).
  */
 export function resolveRunConfig(config: RunConfig, runId: string): RunConfig {
@@ -102,10 +112,22 @@ export function resolveRunConfig(config: RunConfig, runId: string): RunConfig {
     },
     ...(config.stages
       ? {
-          stages: config.stages.map((s) => ({
-            ...s,
-            data: { ...s.data, train: mapPaths(s.data.train), val: mapPaths(s.data.val) },
-          })),
+          stages: config.stages.map((s) => {
+            const sft = stageSftData(s);
+            const trainer = s.overrides.trainer as { sft: Record<string, unknown> } | undefined;
+            return {
+              ...s,
+              data: { ...s.data, train: mapPaths(s.data.train), val: mapPaths(s.data.val) },
+              ...(sft !== undefined && trainer
+                ? {
+                    overrides: {
+                      ...s.overrides,
+                      trainer: { ...trainer, sft: { ...trainer.sft, data: key(sft) } },
+                    },
+                  }
+                : {}),
+            };
+          }),
         }
       : {}),
   };

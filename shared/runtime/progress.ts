@@ -60,10 +60,12 @@ export class TrainProgress {
       }
       case 'learner':
         if (e.line.type === 'sft')
-          this.phase = `SFT warm start ${e.line.step}/${e.line.steps}, loss ${fmt(e.line.loss)}`;
+          // A curriculum stage with its own demonstrations runs SFT mid-run, before its first step.
+          this.phase = `${this.step > 0 ? 'stage SFT' : 'SFT warm start'} ${e.line.step}/${e.line.steps}, loss ${fmt(e.line.loss)}`;
         if (e.line.type === 'ready') this.phase = `training from policy v${e.line.policyVersion}`;
         if (e.line.type === 'published') this.version = e.line.version;
         if (e.line.type === 'step') {
+          this.phase = 'training';
           this.step = e.line.step;
           this.reward = e.line.metrics.reward_mean ?? null;
           this.toolCalls = e.line.metrics.tool_calls_per_trajectory ?? null;

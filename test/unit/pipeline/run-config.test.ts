@@ -51,6 +51,25 @@ describe('run config', () => {
     expect(r.tools.config_file).toBe('tools.yaml');
   });
 
+  it("uploads a stage's own SFT demonstrations and resolves their path to an input key", () => {
+    const c = parseRunConfig(
+      `model: {path: tiny}
+data: {train: a.parquet}
+trainer: {sft: {data: warm.jsonl}}
+stages:
+  - {name: format, data: {train: f.parquet}, overrides: {trainer: {sft: {data: demos/format.jsonl, steps: 5}}}}
+  - {name: full, data: {train: a.parquet}}`,
+      'run.yaml',
+    );
+    expect(referencedFiles(c).other).toEqual(['warm.jsonl', 'demos/format.jsonl']);
+    const r = resolveRunConfig(c, 'r1');
+    expect(r.stages?.[0]?.overrides).toEqual({
+      trainer: { sft: { data: 'runs/r1/input/format.jsonl', steps: 5 } },
+    });
+    expect(r.stages?.[1]?.overrides).toEqual({});
+    expect(r.trainer.sft?.data).toBe('runs/r1/input/warm.jsonl');
+  });
+
   it('lists prompt template files (run and stages) with the inputs to upload; built-in names are not files', () => {
     const c = parseRunConfig(
       `model: {path: tiny}
