@@ -130,7 +130,7 @@ describe('LocalStack end to end', () => {
       }
     }
     expect(Math.min(...versions)).toBe(0);
-    // p6 and p7 were fed after v2 was published (the rollout's LATEST is at most a second old), so they carry it
+    // p6 and p7 were fed after v2 was published, and a group's first turn reads LATEST.json, so they carry it
     expect(Math.max(...versions)).toBeGreaterThanOrEqual(2);
     // The stored trajectories carry the lifecycle tag the bucket expires them by.
     const trajectory = keys.trajectory(runId, 'e0-p0', 0);
