@@ -233,7 +233,14 @@ export function toolCallValidity(trajs: readonly Scored[]): number | null {
   return attempted === 0 ? null : valid / attempted;
 }
 
-/** Completes the run once the learner is done and (with validation) its final version is evaluated. */
+/** The versions the feeder gave validation groups (its state file; feeder.ts owns the full schema). */
+const IssuedEvalsSchema = z.object({ evalVersions: z.array(z.number().int().nonnegative()) }).loose();
+
+/**
+ * Completes the run once the learner is done and (with validation) its final version and every version that got
+ * validation groups are evaluated: an earlier version's groups may still be in flight when the final one's
+ * summary lands (both issued in one feeder pass), and completing then would drop that summary.
+ */
 export async function maybeCompleteRun(
   ctx: StageContext,
   runId: string,
@@ -243,7 +250,12 @@ export async function maybeCompleteRun(
   if (!state?.done) return false;
   const run = await readRunStatus(ctx.blobs, runId);
   if (!run || run.status === 'completed' || run.status === 'failed') return false;
-  if (evalEnabled(run) && !(await ctx.blobs.head(keys.evalSummary(runId, state.policyVersion)))) return false;
+  if (evalEnabled(run)) {
+    const issued = (await readJson(ctx.blobs, keys.feederState(runId), IssuedEvalsSchema))?.value
+      .evalVersions;
+    for (const v of new Set([...(issued ?? []), state.policyVersion]))
+      if (!(await ctx.blobs.head(keys.evalSummary(runId, v)))) return false;
+  }
   const after = await transitionRun(ctx.blobs, runId, 'completed', ctx.now());
   if (after?.status === 'completed') ctx.log.info('run completed', { runId, step: state.step });
   return after?.status === 'completed';

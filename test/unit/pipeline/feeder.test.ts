@@ -175,6 +175,34 @@ describe('feeder', () => {
   });
 });
 
+describe('feeder: run completion', () => {
+  it('waits for every validated version, not only the final one, before completing the run', async () => {
+    const { ctx, latest, learner, drain, blobs, status } = await setup();
+    // v0 and v2 validated earlier; the learner then published v3..v5 and finished before the next pass.
+    await putJson(blobs, keys.feederState('r'), {
+      schemaVersion: 1,
+      issued: 10,
+      evalVersions: [0, 2],
+      updatedAt: 'before',
+    });
+    for (const v of [0, 2]) await putJson(blobs, keys.evalSummary('r', v), { done: true });
+    await latest(5);
+    await learner(10, 0, 5, true);
+    await feedRun(ctx, 'r');
+    // eval_every 2: v4 (missed between passes) and the final v5, in one pass
+    expect(new Set((await drain()).map((m) => m.group.groupId.slice(0, 6)))).toEqual(
+      new Set(['val-v4', 'val-v5']),
+    );
+
+    await putJson(blobs, keys.evalSummary('r', 5), { done: true }); // v5's groups scored first
+    await feedRun(ctx, 'r');
+    expect((await status())?.status).toBe('running'); // v4's are still in flight
+    await putJson(blobs, keys.evalSummary('r', 4), { done: true });
+    await feedRun(ctx, 'r');
+    expect((await status())?.status).toBe('completed');
+  });
+});
+
 describe('feeder: curriculum stages', () => {
   const stages = [
     {
