@@ -104,52 +104,39 @@ export function renderTables(rows: Row[], ctx: Context): string {
         2,
         'x',
       );
+    const bandwidth = cell(
+      perRound(r, (x) => x.bandwidth / 1e9),
+      2,
+    );
+    const bound = cell(perRound(r, (x) => boundRate(r, x)));
+    const share = cell(
+      perRound(r, (x) => (100 * decodeRate(x.ours)) / boundRate(r, x)),
+      0,
+      '%',
+    );
     lines.push(
-      `| ${r.dtype} | ${r.G} | ${vs(endToEnd)} | ${vs(decodeRate)} | ` +
-        `${cell(
-          perRound(r, (x) => x.bandwidth / 1e9),
-          2,
-        )} | ${f(r.weightBytes / 1e6, 0)} MB | ` +
-        `${cell(
-          perRound(r, (x) => boundRate(r, x)),
-          1,
-        )} | ` +
-        `${cell(
-          perRound(r, (x) => (100 * decodeRate(x.ours)) / boundRate(r, x)),
-          0,
-          '%',
-        )} |`,
+      `| ${r.dtype} | ${r.G} | ${vs(endToEnd)} | ${vs(decodeRate)} | ${bandwidth} | ` +
+        `${f(r.weightBytes / 1e6, 0)} MB | ${bound} | ${share} |`,
     );
   }
   lines.push(
     '',
-    'One engine decode step (ms): onnxruntime = the forward pass as the engine sees it (`decodeMs`: the graph, its',
-    'K/V `Concat` and onnxruntime-node copying every output into new JS buffers); sampling = the sampling graph and',
-    "the draws; bound = weight bytes / copy bandwidth; cache copies = the two copies of the step's mean KV cache",
-    '(graph `Concat`, then onnxruntime-node) at that bandwidth, an estimate included in onnxruntime.',
+    'One engine decode step: onnxruntime = the forward pass as the engine sees it (`decodeMs`: the graph, its K/V',
+    '`Concat`, and onnxruntime-node wrapping the inputs and copying every output into new JS buffers); sampling =',
+    'the sampling graph and the draws; bound = weight bytes / copy bandwidth; KV cache = the mean over the steps of',
+    'the cache a step feeds in, which the graph copies into `present` and onnxruntime-node copies again.',
     '',
-    '| bundle | G | onnxruntime ms / step | sampling ms / step | bound ms / step | cache copies ms / step (est.) |',
+    '| bundle | G | onnxruntime ms / step | sampling ms / step | bound ms / step | KV cache MB |',
     '|---|---|---|---|---|---|',
   );
   for (const r of rows) {
-    const meanCache = (m: Measurement) => r.cacheBytesPerToken * m.G * (m.P + m.N / 2);
+    const step = perRound(r, (x) => x.ours.decodeMs / x.ours.decodeSteps);
+    const sampling = perRound(r, (x) => (x.ours.sampleMs ?? 0) / (x.ours.decodeSteps + 1));
+    const bound = perRound(r, (x) => (1000 * r.weightBytes) / x.bandwidth);
+    const m = r.rounds[0]!.ours;
+    const meanCache = r.cacheBytesPerToken * m.G * (m.P + m.N / 2);
     lines.push(
-      `| ${r.dtype} | ${r.G} | ${cell(
-        perRound(r, (x) => x.ours.decodeMs / x.ours.decodeSteps),
-        1,
-      )} | ` +
-        `${cell(
-          perRound(r, (x) => (x.ours.sampleMs ?? 0) / (x.ours.decodeSteps + 1)),
-          1,
-        )} | ` +
-        `${cell(
-          perRound(r, (x) => (1000 * r.weightBytes) / x.bandwidth),
-          1,
-        )} | ` +
-        `${cell(
-          perRound(r, (x) => (1000 * 2 * 2 * meanCache(x.ours)) / x.bandwidth),
-          1,
-        )} |`,
+      `| ${r.dtype} | ${r.G} | ${cell(step)} | ${cell(sampling)} | ${cell(bound)} | ${f(meanCache / 1e6, 1)} |`,
     );
   }
   lines.push(END);
