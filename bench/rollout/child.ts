@@ -126,6 +126,7 @@ export class Child {
   }
 
   stop(): Promise<void> {
+    if (this.proc.exitCode !== null || !this.proc.connected) return Promise.resolve(); // already gone
     return new Promise((ok) => {
       this.proc.once('exit', () => ok());
       this.proc.send({ cmd: 'exit' });
