@@ -117,7 +117,11 @@ export class Child {
 
   run(): Promise<Measurement> {
     return new Promise((ok, fail) => {
+      const died = (code: number | null) =>
+        fail(new Error(`the measuring process exited with ${code} mid-run`));
+      this.proc.once('exit', died);
       this.proc.once('message', (m: Reply) => {
+        this.proc.off('exit', died);
         if ('result' in m) ok(m.result);
         else fail(new Error('error' in m ? m.error : 'unexpected reply'));
       });
