@@ -87,10 +87,15 @@ def test_filters_dedupe_and_commit_on_cpu(tiny_dir, tmp_path):
         {"type": "group", "group": _g(0)}
     )  # redelivered after its commit: a duplicate, settled at the next commit
     s.finish()
-    assert events[-2] == {"type": "committed", "step": 2, "groupIds": ["e0-p4", "e0-p0"]}
+    assert events[-3] == {"type": "committed", "step": 2, "groupIds": ["e0-p4", "e0-p0"]}
     assert events[-1] == {"type": "done"}
     state = json.loads(store.get_bytes(f"runs/{RUN}/learner/state.json"))
     validate("learner-state", state)
+    # Each write of state.json is announced with what it says (the embedded runtime's stand-in for its S3
+    # notification): after each step, and the final one before `done`.
+    assert events[-2] == {"type": "state", "state": state}
+    step_states = [e["state"] for e in events if e["type"] == "state" and not e["state"]["done"]]
+    assert [(x["step"], x["groupsConsumed"]) for x in step_states][-2:] == [(1, 1), (2, 3)]
     assert (state["step"], state["groupsConsumed"], state["groupsDropped"], state["done"]) == (2, 3, 2, True)
     rows = [json.loads(x) for x in (tmp_path / f"runs/{RUN}/metrics/metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2] and REQUIRED <= rows[0].keys()
@@ -126,13 +131,15 @@ def test_stops_when_planned_groups_are_seen_and_at_max_steps_on_cpu(tiny_dir, tm
         s.offer({"type": "group", "group": _g(i)})
     # 3 planned: a full batch of 2, then the last group trained as a partial batch
     assert s.done and [e["metrics"]["groups"] for e in events if e["type"] == "step"] == [2, 1]
-    assert events[-1] == {"type": "done"} and events[-2]["type"] == "committed"
+    kinds = [e["type"] for e in events if e["type"] != "state"]
+    assert kinds[-2:] == ["committed", "done"] and events[-2]["state"]["done"]  # the final state, then done
     store = _run(tmp_path / "b", tiny_dir)
     events = []
     s = _session(store, events, max_steps=1)
     s.offer({"type": "group", "group": _g(0)})
     s.offer({"type": "group", "group": _g(1)})
-    assert s.done and [e["type"] for e in events][-3:] == ["published", "committed", "done"]
+    kinds = [e["type"] for e in events if e["type"] != "state"]
+    assert s.done and kinds[-3:] == ["published", "committed", "done"] and events[-2]["type"] == "state"
 
 
 def test_group_refs_are_read_and_checked_on_cpu(tiny_dir, tmp_path):
@@ -229,7 +236,8 @@ def test_offline_driver_resumes_from_its_data_position_on_cpu(tiny_dir, tmp_path
         second = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     finally:
         sys.stdout = stdout
-    assert second[0]["type"] == "ready" and second[0]["resumedFromStep"] == 2
+    ready = [m for m in second if m["type"] != "state"][0]  # (a state write before `ready` is announced too)
+    assert ready["type"] == "ready" and ready["resumedFromStep"] == 2
     # lines 0-3 were settled at step 2: only line 4 is read again, no duplicates
     assert not [m for m in second if m["type"] == "dropped"]
     assert [m["metrics"]["groups"] for m in second if m["type"] == "step"] == [1]

@@ -156,6 +156,9 @@ export class LearnerBridge {
         break;
       case 'committed':
         await this.settle(line.groupIds);
+        break;
+      case 'state':
+        // learner/state.json was rewritten: the notification S3 sends for it on AWS.
         await this.opts.notify(keys.learnerState(runId));
         break;
       case 'dropped':

@@ -97,24 +97,6 @@ export const LearnerSftLineSchema = z.object({
   loss: z.number(),
 });
 
-/** The run is finished (planned groups consumed or max steps reached); the process exits 0. */
-export const LearnerDoneLineSchema = z.object({ type: z.literal('done') });
-
-/** A fatal error; the process exits non-zero after printing it. Bad input lines are `dropped`, not errors. */
-export const LearnerErrorLineSchema = z.object({ type: z.literal('error'), message: z.string() });
-
-export const LearnerOutputLineSchema = z.discriminatedUnion('type', [
-  LearnerReadyLineSchema,
-  LearnerPublishedLineSchema,
-  LearnerStepLineSchema,
-  LearnerCommittedLineSchema,
-  LearnerDroppedLineSchema,
-  LearnerDoneLineSchema,
-  LearnerErrorLineSchema,
-  LearnerSftLineSchema,
-]);
-export type LearnerOutputLine = z.infer<typeof LearnerOutputLineSchema>;
-
 /**
  * `runs/<runId>/learner/state.json`, rewritten after every step (read by `toolrl status`).
  * @example {"step": 12, "policyVersion": 12, "groupsConsumed": 96, "groupsDropped": 4, "rewardMean": 0.61,
@@ -133,3 +115,31 @@ export const LearnerStateSchema = z.object({
   updatedAt: z.string(),
 });
 export type LearnerState = z.infer<typeof LearnerStateSchema>;
+
+/**
+ * `runs/<runId>/learner/state.json` was just rewritten (after a step, a publish, a commit, at the end); `state` is
+ * what it now says. The embedded runtime turns it into the S3 notification the state file's write sends on AWS,
+ * so the feeder tops up only once the consumed counts are on record.
+ * @example {"type": "state", "state": {"step": 2, "policyVersion": 2, "groupsConsumed": 4, "groupsDropped": 0,
+ *   "rewardMean": 0.5, "done": false, "updatedAt": "2025-01-01T00:00:00.000Z"}}
+ */
+export const LearnerStateLineSchema = z.object({ type: z.literal('state'), state: LearnerStateSchema });
+
+/** The run is finished (planned groups consumed or max steps reached); the process exits 0. */
+export const LearnerDoneLineSchema = z.object({ type: z.literal('done') });
+
+/** A fatal error; the process exits non-zero after printing it. Bad input lines are `dropped`, not errors. */
+export const LearnerErrorLineSchema = z.object({ type: z.literal('error'), message: z.string() });
+
+export const LearnerOutputLineSchema = z.discriminatedUnion('type', [
+  LearnerReadyLineSchema,
+  LearnerPublishedLineSchema,
+  LearnerStepLineSchema,
+  LearnerCommittedLineSchema,
+  LearnerDroppedLineSchema,
+  LearnerDoneLineSchema,
+  LearnerErrorLineSchema,
+  LearnerSftLineSchema,
+  LearnerStateLineSchema,
+]);
+export type LearnerOutputLine = z.infer<typeof LearnerOutputLineSchema>;

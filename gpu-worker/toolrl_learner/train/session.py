@@ -364,6 +364,9 @@ class LearnerSession:
         }
         validate("learner-state", doc)
         self.store.put_bytes(keys.learner_state(self.run_id), (json.dumps(doc) + "\n").encode())
+        # What the state file's S3 notification is on AWS: the embedded runtime wakes the feeder on it, after the
+        # consumed counts are on record (a `published` line comes before them, and a top-up then would see none).
+        self.emit({"type": "state", "state": doc})
 
     def _should_stop(self) -> bool:
         if self.cfg.max_steps is not None and self.state.step >= self.cfg.max_steps:
