@@ -13,6 +13,11 @@ export const FUNCTION_ENV = {
   deadLetterQueueUrl: (q: QueueName) => `TOOLRL_DLQ_URL_${upper(q)}`,
   /** SecretId (ARN) of the Secrets Manager secret with the tools' API keys (read at cold start, never passed to the sandbox). */
   toolSecretsId: 'TOOLRL_TOOL_SECRETS_ID',
+  /**
+   * Name of the code-runner Lambda function (tool-call only): when set, the code_interpreter runs the model's
+   * programs there, not in the calling process (shared/tools/code/lambda-runner.ts).
+   */
+  codeRunnerFunction: 'TOOLRL_CODE_RUNNER_FUNCTION',
   /** The learner's AWS Batch job queue and job definition (run-starter submits one job per run). */
   learnerJobQueue: 'TOOLRL_LEARNER_JOB_QUEUE',
   learnerJobDefinition: 'TOOLRL_LEARNER_JOB_DEFINITION',

@@ -1,9 +1,12 @@
 // `code_interpreter`: runs the model's Python in the built-in sandbox, or in SandboxFusion when
-// `sandbox_fusion_url` is set (verl's SandboxFusionTool config keys are accepted).
+// `sandbox_fusion_url` is set (verl's SandboxFusionTool config keys are accepted). On AWS, where the tool-call
+// function names a code runner (TOOLRL_CODE_RUNNER_FUNCTION), the built-in sandbox runs there instead of here.
 import { z } from 'zod';
+import { FUNCTION_ENV } from '#shared/aws/function-env';
 import { defineToolKind } from '../kind.ts';
 import { ToolFailure } from '../types.ts';
 import { runCodeRemote } from './client.ts';
+import { defaultInvoke, runCodeOnLambda } from './lambda-runner.ts';
 import { LIMIT_MESSAGES, type RunCodeResponse, toRunCodeResponse } from './run-code-api.ts';
 import { DEFAULT_SANDBOX_LIMITS, PythonSandbox } from './sandbox.ts';
 
@@ -50,21 +53,21 @@ export const codeInterpreterKind = defineToolKind({
   aliases: ['SandboxFusionTool', 'sandbox_fusion', 'CodeInterpreterTool', 'python'],
   defaults: { timeoutS: 30, numWorkers: 4 },
   config: Config,
-  build: (options, { limits }) => {
-    const sandbox = options.sandbox_fusion_url
-      ? null
-      : new PythonSandbox({
-          isolation: options.isolation,
-          python: options.python,
-          limits: {
-            wallS: options.run_timeout,
-            cpuS: options.cpu_time,
-            memoryMb: options.memory_limit_mb,
-            maxProcesses: options.max_processes,
-            maxOutputBytes: options.max_output_bytes,
-            maxFileMb: options.max_file_mb,
-          },
-        });
+  build: (options, { env, limits }) => {
+    const sandboxLimits = {
+      wallS: options.run_timeout,
+      cpuS: options.cpu_time,
+      memoryMb: options.memory_limit_mb,
+      maxProcesses: options.max_processes,
+      maxOutputBytes: options.max_output_bytes,
+      maxFileMb: options.max_file_mb,
+    };
+    // The runner uses its image's python3 and its own isolation (`python` and `isolation` do not apply there).
+    const codeRunner = options.sandbox_fusion_url ? undefined : env.env[FUNCTION_ENV.codeRunnerFunction];
+    const sandbox =
+      options.sandbox_fusion_url || codeRunner
+        ? null
+        : new PythonSandbox({ isolation: options.isolation, python: options.python, limits: sandboxLimits });
     return {
       tools: [
         {
@@ -86,6 +89,15 @@ export const codeInterpreterKind = defineToolKind({
           },
           execute: async (args, ctx) => {
             const code = String(args.code);
+            if (codeRunner)
+              return interpretRun(
+                await runCodeOnLambda(
+                  await defaultInvoke(),
+                  codeRunner,
+                  { code, limits: sandboxLimits },
+                  ctx.signal,
+                ),
+              );
             if (!sandbox)
               return interpretRun(
                 await runCodeRemote(
