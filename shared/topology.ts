@@ -10,7 +10,10 @@ export interface FunctionSpec {
   /** Lambda timeout; the consumed queue's visibility timeout is at least 6x this (AWS guidance). */
   readonly timeoutSec: number;
   readonly memoryMb: number;
-  /** How it is packaged on AWS. */
+  /**
+   * How it is packaged on AWS: bundled by esbuild, or a container image (`container-tool-call`: the image with
+   * Python, the code sandbox and bfcl-eval, run with the function's own command).
+   */
   readonly packaging: 'esbuild' | 'container-rollout' | 'container-tool-call';
 }
 
@@ -41,7 +44,8 @@ export const FUNCTIONS: Readonly<Record<FunctionName, FunctionSpec>> = {
   feeder: { name: 'feeder', timeoutSec: 120, memoryMb: 512, packaging: 'esbuild' },
   rollout: { name: 'rollout', timeoutSec: 900, memoryMb: 6144, packaging: 'container-rollout' },
   'tool-call': { name: 'tool-call', timeoutSec: 300, memoryMb: 2048, packaging: 'container-tool-call' },
-  reward: { name: 'reward', timeoutSec: 120, memoryMb: 1024, packaging: 'esbuild' },
+  // The `bfcl` reward runs BFCL's checker in Python: the tool-call image has it.
+  reward: { name: 'reward', timeoutSec: 120, memoryMb: 1024, packaging: 'container-tool-call' },
 };
 
 const DAY = 86_400;

@@ -1,4 +1,4 @@
-// The stateless stack: queues, the five stage functions, the S3 notifications that drive them, the learner
+// The stateless stack: queues, the five stage functions and the code runner, the S3 notifications that drive them, the learner
 // on AWS Batch, alarms and the dashboard. It only composes constructs; destroying it loses no data.
 
 import { Aws, Stack, type StackProps } from 'aws-cdk-lib';
@@ -88,7 +88,7 @@ export class PipelineStack extends Stack {
     new PipelineDashboard(this, 'Dashboard', {
       envName: props.envName,
       queues,
-      functions: Object.values(this.functions.stages),
+      functions: [...Object.values(this.functions.stages), this.functions.codeRunner],
       learner: new LearnerMetrics(this, 'LearnerMetrics', {
         envName: props.envName,
         logGroup: this.learner.logGroup,

@@ -51,7 +51,7 @@ describe('stage functions', () => {
     }
   });
 
-  it('packages rollout and tool-call as x86_64 container images, rollout with 10 GB of /tmp', () => {
+  it('packages rollout, tool-call and reward as x86_64 container images, rollout with 10 GB of /tmp', () => {
     const { pipelineTemplate: t } = build();
     const rollout = stageFunction(t, 'rollout').props;
     expect(rollout).toMatchObject({
@@ -62,10 +62,17 @@ describe('stage functions', () => {
       Timeout: 900,
     });
     expect(rollout.Runtime).toBeUndefined();
-    expect(stageFunction(t, 'tool-call').props).toMatchObject({
-      PackageType: 'Image',
-      Architectures: ['x86_64'],
-    });
+    // tool-call and reward run the same image (Python, the sandbox, bfcl-eval), each by its own command
+    for (const stage of ['tool-call', 'reward'] as const)
+      expect(stageFunction(t, stage).props).toMatchObject({
+        PackageType: 'Image',
+        Architectures: ['x86_64'],
+        ImageConfig: { Command: [`${stage}.handler`] },
+      });
+    expect(stageFunction(t, 'tool-call').props.Code.ImageUri).toEqual(
+      stageFunction(t, 'reward').props.Code.ImageUri,
+    );
+    expect(rollout.ImageConfig).toEqual({ Command: ['rollout.handler'] });
     // prod gives rollout Lambda's maximum memory
     expect(stageFunction(build({ env: 'prod' }).pipelineTemplate, 'rollout', 'prod').props.MemorySize).toBe(
       10240,
@@ -74,7 +81,7 @@ describe('stage functions', () => {
 
   it('bundles the other stages with esbuild for Node 24 on arm64, with source maps on', () => {
     const { pipelineTemplate: t } = build();
-    for (const stage of ['run-starter', 'feeder', 'reward'] as const) {
+    for (const stage of ['run-starter', 'feeder'] as const) {
       expect(stageFunction(t, stage).props).toMatchObject({
         Runtime: 'nodejs24.x',
         Architectures: ['arm64'],

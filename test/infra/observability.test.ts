@@ -23,7 +23,7 @@ interface Widget {
 }
 
 describe('dashboard', () => {
-  it('graphs depth, age and dead letters of every queue, and every stage, with the alarms on top', () => {
+  it('graphs depth, age and dead letters of every queue, and every function, with the alarms on top', () => {
     const { pipelineTemplate: t } = build();
     const { name, body } = dashboardBody(t);
     expect(name).toBe('toolrl-dev');
@@ -43,7 +43,7 @@ describe('dashboard', () => {
       'Stage duration p50 (ms)',
       'Stage duration p99 (ms)',
     ])
-      expect(byTitle[title]?.metrics).toHaveLength(5);
+      expect(byTitle[title]?.metrics).toHaveLength(6); // the five stages and the code runner
     expect(byTitle.Alarms?.alarms).toHaveLength(2 * nQueues);
     expect(body.widgets[0]!.properties.title).toBe('Alarms');
   });

@@ -1,5 +1,7 @@
 // The five pipeline stages as Lambda functions, wired from the topology: each consumes its queue, may send
-// to the queues FUNCTION_SENDS lists, and reaches only the bucket keys STAGE_BUCKET_ACCESS lists.
+// to the queues FUNCTION_SENDS lists, and reaches only the bucket keys STAGE_BUCKET_ACCESS lists. Beside them, the
+// code runner: the function the tool-call stage invokes to run the model's code, permitted nothing but its logs.
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -8,6 +10,7 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { functionEnvSchema } from '#shared/adapters/aws/stage-context';
 import { FUNCTION_ENV } from '#shared/aws/function-env';
+import { BUILTIN_PROMPTS_DIR } from '#shared/data/prompts/templates';
 import {
   consumedQueue,
   FUNCTION_SENDS,
@@ -22,8 +25,9 @@ import { type BucketAccess, type FunctionCode, type QueuePair, ToolrlFunction } 
 
 /**
  * Key patterns each stage reads and writes (shared/topology.ts `keys` is the layout). Writes are scoped to what
- * the stage produces; reads of the pipeline's own run data are open to runs/*, except for tool-call, whose
- * process hosts the code sandbox: it reads only the run's config and inputs (tool configs) and its messages.
+ * the stage produces; reads of the pipeline's own run data are open to runs/*, except for tool-call, which runs
+ * tools on model-written arguments (its code runs in the code runner on AWS, but the narrower grant stays): it reads
+ * only the run's config and inputs (tool configs) and its messages.
  */
 export const STAGE_BUCKET_ACCESS: Readonly<Record<FunctionName, BucketAccess>> = {
   'run-starter': { read: ['runs/*'], write: ['runs/*/run.json'] },
@@ -44,6 +48,22 @@ export const STAGE_BUCKET_ACCESS: Readonly<Record<FunctionName, BucketAccess>> =
     ],
   },
 };
+
+/**
+ * The built-in prompt templates (`data.prompt_type: toolcall`), shipped next to every esbuild bundle's index.mjs:
+ * the loader looks for them in its own folder, which in a bundle is the bundle's (the feeder applies them; the
+ * other bundles get the few KB too, so a stage that starts using them cannot find them missing on AWS only).
+ */
+const BUILTIN_PROMPT_FILES = readdirSync(BUILTIN_PROMPTS_DIR)
+  .filter((f) => f.endsWith('.yaml'))
+  .map((f) => join(BUILTIN_PROMPTS_DIR, f));
+
+/**
+ * The code runner's size. Its timeout matches the tool-call stage's, the longest a call could wait on it; the
+ * handler ends the program's wall clock before it. Memory leaves room for the sandbox's default 1 GiB address
+ * space limit beside Node (and buys CPU: Lambda gives a full vCPU at 1769 MB).
+ */
+export const CODE_RUNNER_SETTINGS = { timeoutSec: 300, memoryMb: 2048, ephemeralStorageMb: 512 } as const;
 
 /** Dockerfiles of the container stages and what their build needs from the repository. */
 const IMAGES = {
@@ -68,6 +88,8 @@ export interface StageFunctionsProps {
 
 export class StageFunctions extends Construct {
   readonly stages: Readonly<Record<FunctionName, ToolrlFunction>>;
+  /** Runs the code_interpreter's programs for the tool-call stage; its role may only write its own logs. */
+  readonly codeRunner: ToolrlFunction;
 
   constructor(scope: Construct, id: string, props: StageFunctionsProps) {
     super(scope, id);
@@ -79,7 +101,7 @@ export class StageFunctions extends Construct {
       const sends = FUNCTION_SENDS[spec.name];
       const fn = new ToolrlFunction(this, spec.name, {
         stage: spec.name,
-        code: this.code(spec.packaging, join(functionsDir, spec.name, 'index.ts'), props),
+        code: this.code(spec.packaging, spec.name, functionsDir, props),
         settings,
         logRetention: props.logRetention,
         envName: props.envName,
@@ -96,20 +118,43 @@ export class StageFunctions extends Construct {
     stages['run-starter'].bindLearnerJob(props.learner.jobQueue, props.learner.jobDefinition);
     stages['tool-call'].bindSecret(props.toolApiKeys, FUNCTION_ENV.toolSecretsId);
     this.stages = stages;
+
+    // On Lambda the sandbox cannot take the program to another uid or namespace, so whatever process runs it can be
+    // read by it (/proc/<pid>/environ holds the role's credentials). Here that process is this function's own, whose
+    // role has nothing beyond its log group: no bind call, and none of the stages' resources in its environment.
+    this.codeRunner = new ToolrlFunction(this, 'code-runner', {
+      stage: 'code-runner',
+      description: `toolrl ${props.envName} code-runner: runs code_interpreter programs; its role may only write its logs`,
+      code: this.code('container-tool-call', 'code-runner', functionsDir, props),
+      settings: CODE_RUNNER_SETTINGS,
+      logRetention: props.logRetention,
+      envName: props.envName,
+    });
+    stages['tool-call'].bindCodeRunner(this.codeRunner.fn);
   }
 
+  /** Esbuild bundles `<functionsDir>/<name>/index.ts`; an image runs it by the command `<name>.handler`. */
   private code(
     packaging: (typeof FUNCTIONS)[FunctionName]['packaging'],
-    entry: string,
+    name: string,
+    functionsDir: string,
     props: StageFunctionsProps,
   ): FunctionCode {
-    if (packaging === 'esbuild') return { kind: 'esbuild', entry, projectRoot: REPO_ROOT };
+    if (packaging === 'esbuild')
+      return {
+        kind: 'esbuild',
+        entry: join(functionsDir, name, 'index.ts'),
+        projectRoot: REPO_ROOT,
+        files: BUILTIN_PROMPT_FILES,
+      };
+    // One image serves several functions: the command names the function's copy of the entry module
+    // (infra/docker/lambda-handler.mjs), and identical build contexts make one asset, built once.
     const code =
       props.imageCode?.[packaging] ??
-      lambda.DockerImageCode.fromImageAsset(
-        REPO_ROOT,
-        imageAssetOptions({ file: IMAGES[packaging], include: IMAGE_CONTEXT }),
-      );
+      lambda.DockerImageCode.fromImageAsset(REPO_ROOT, {
+        ...imageAssetOptions({ file: IMAGES[packaging], include: IMAGE_CONTEXT }),
+        cmd: [`${name}.handler`],
+      });
     return { kind: 'image', code, architecture: lambda.Architecture.X86_64 };
   }
 }

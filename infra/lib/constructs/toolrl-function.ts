@@ -20,20 +20,35 @@ import type { ResolvedFunctionSettings } from '../settings.ts';
 
 /** How the handler is packaged: bundled by esbuild on this machine, or a container image built at deploy. */
 export type FunctionCode =
-  | { readonly kind: 'esbuild'; readonly entry: string; readonly projectRoot: string }
+  | {
+      readonly kind: 'esbuild';
+      readonly entry: string;
+      readonly projectRoot: string;
+      /**
+       * Files copied next to the bundle's index.mjs: data the code reads from its own folder through
+       * import.meta.url (which, bundled, is the bundle's), e.g. the built-in prompt templates.
+       */
+      readonly files?: readonly string[];
+    }
   | {
       readonly kind: 'image';
       readonly code: lambda.DockerImageCode;
       readonly architecture: lambda.Architecture;
     };
 
+/** The pipeline's stages, and the code runner the tool-call stage invokes (it consumes no queue). */
+export type ToolrlFunctionName = FunctionName | 'code-runner';
+
 export interface ToolrlFunctionProps {
-  readonly stage: FunctionName;
+  readonly stage: ToolrlFunctionName;
   readonly code: FunctionCode;
-  readonly settings: ResolvedFunctionSettings;
+  /** Only what the function itself is sized by; a queue consumer's batch settings go to bindQueueConsumer. */
+  readonly settings: Pick<ResolvedFunctionSettings, 'memoryMb' | 'timeoutSec' | 'ephemeralStorageMb'>;
   readonly logRetention: logs.RetentionDays;
   /** The environment name, set as TOOLRL_ENV. */
   readonly envName: string;
+  /** Default: `toolrl <env> <stage> stage`. */
+  readonly description?: string;
   /**
    * Variables the handler's environment schema requires. Synth fails if a bind call left one unset, the
    * same check the handler makes at cold start, moved to before the deploy.
@@ -56,7 +71,7 @@ export interface QueuePair {
 
 export class ToolrlFunction extends Construct {
   readonly fn: lambda.Function;
-  readonly stage: FunctionName;
+  readonly stage: ToolrlFunctionName;
   readonly logGroup: logs.LogGroup;
   private readonly env = new Set<string>();
 
@@ -64,6 +79,7 @@ export class ToolrlFunction extends Construct {
     super(scope, id);
     this.stage = props.stage;
     const s = props.settings;
+    const description = props.description ?? `toolrl ${props.envName} ${props.stage} stage`;
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetention,
       removalPolicy: RemovalPolicy.DESTROY,
@@ -72,11 +88,11 @@ export class ToolrlFunction extends Construct {
     // which allows every log group in the account); the bind calls add the rest.
     const role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: `toolrl ${props.envName} ${props.stage} stage`,
+      description,
     });
     this.logGroup.grantWrite(role);
     const common = {
-      description: `toolrl ${props.envName} ${props.stage} stage`,
+      description,
       role,
       memorySize: s.memoryMb,
       timeout: Duration.seconds(s.timeoutSec),
@@ -89,6 +105,7 @@ export class ToolrlFunction extends Construct {
     } satisfies Partial<lambda.FunctionProps>;
 
     if (props.code.kind === 'esbuild') {
+      const files = props.code.files ?? [];
       this.fn = new nodejs.NodejsFunction(this, 'Function', {
         ...common,
         entry: props.code.entry,
@@ -109,6 +126,17 @@ export class ToolrlFunction extends Construct {
           forceDockerBundling: false,
           // The SDK version the tests ran against LocalStack, not whatever the runtime ships.
           bundleAwsSDK: true,
+          ...(files.length
+            ? {
+                commandHooks: {
+                  beforeBundling: () => [],
+                  beforeInstall: () => [],
+                  afterBundling: (_input: string, output: string) => [
+                    `cp ${files.map(shellQuote).join(' ')} ${shellQuote(output)}`,
+                  ],
+                },
+              }
+            : {}),
         },
         environment: { NODE_OPTIONS: '--enable-source-maps' },
       });
@@ -189,6 +217,17 @@ export class ToolrlFunction extends Construct {
     return this.setEnv(envVar, secret.secretArn);
   }
 
+  /**
+   * Lets the function invoke the code runner (that function only, unqualified: its $LATEST) and names it in
+   * TOOLRL_CODE_RUNNER_FUNCTION, which sends the code_interpreter's programs there instead of a local sandbox.
+   */
+  bindCodeRunner(runner: lambda.IFunction): this {
+    this.fn.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [runner.functionArn] }),
+    );
+    return this.setEnv(FUNCTION_ENV.codeRunnerFunction, runner.functionName);
+  }
+
   /** Lets the function submit the learner's Batch job, and tells it which queue and definition to use. */
   bindLearnerJob(jobQueue: batch.IJobQueue, jobDefinition: batch.IJobDefinition): this {
     this.fn.addToRolePolicy(
@@ -214,3 +253,6 @@ export class ToolrlFunction extends Construct {
     return this;
   }
 }
+
+/** A POSIX shell word for a path (the bundling hooks run in a shell). */
+const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
