@@ -1,7 +1,7 @@
 // Lambda entry of the code runner: runs one code_interpreter program in the built-in sandbox and answers
 // SandboxFusion's `/run_code` response, which the tool-call stage turns into the tool result (see
 // shared/tools/code/lambda-runner.ts). Its own execution environment and a role that may only write its logs make
-// what the program can read here (the environment and memory of this process, /proc, /tmp) worth nothing.
+// what the program can read here (this process's environment through /proc, the runner's /tmp) worth nothing.
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { CodeRunnerRequestSchema } from '#shared/tools/code/lambda-runner';

@@ -1,7 +1,7 @@
 // The code_interpreter's backend on AWS: the model's program runs in the code-runner Lambda function
 // (functions/code-runner), not in the tool-call process. On Lambda the built-in sandbox cannot move a program to
-// another uid, so it can read the memory and /proc/<pid>/environ of the process that started it, role credentials
-// included; the code runner's role grants nothing beyond its own logs. The request carries the tool's limits, the
+// another uid, so it can read /proc/<pid>/environ of the process that started it, role credentials included; the
+// code runner's role grants nothing beyond its own logs. The request carries the tool's limits, the
 // answer is SandboxFusion's `/run_code` response (the built-in sandbox's, mapped by toRunCodeResponse).
 import { z } from 'zod';
 import { ToolFailure } from '../types.ts';

@@ -12,8 +12,14 @@
 // holds there: the same rlimits (RLIMIT_NPROC then counts all of the function user's processes), the
 // fresh work dir, the scrubbed environment (the runtime's AWS credentials are never passed on), the
 // wall clock and output cap, and a supervising launcher that is a child subreaper and kills every
-// descendant, daemons included, before it reports. Network access and the shared /tmp remain, so
-// untrusted code on Lambda is better sent to SandboxFusion (`sandbox_fusion_url`).
+// descendant, daemons included, before it reports. What this cannot do there is keep the program from the
+// process that started it: same uid, so the program can read its /proc/<pid>/environ, the role's
+// credentials included (an audit showed it). So on AWS the tool-call function never runs a program itself: the code_interpreter invokes the
+// code-runner function (functions/code-runner, shared/tools/code/lambda-runner.ts), which runs this sandbox,
+// one program per invocation, in its own execution environment with a role that may only write its own logs
+// and no pipeline resource in its environment. Network access (egress), the runner's /tmp across
+// invocations of a warm environment, and those worthless credentials remain; SandboxFusion
+// (`sandbox_fusion_url`) is the choice where the programs need to be cut off from the network too.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
