@@ -92,10 +92,17 @@ def test_filters_dedupe_and_commit_on_cpu(tiny_dir, tmp_path):
     state = json.loads(store.get_bytes(f"runs/{RUN}/learner/state.json"))
     validate("learner-state", state)
     # Each write of state.json is announced with what it says (the embedded runtime's stand-in for its S3
-    # notification): after each step, and the final one before `done`.
+    # notification): after each drop and each step, and the final one before `done`.
     assert events[-2] == {"type": "state", "state": state}
     step_states = [e["state"] for e in events if e["type"] == "state" and not e["state"]["done"]]
-    assert [(x["step"], x["groupsConsumed"]) for x in step_states][-2:] == [(1, 1), (2, 3)]
+    # (step, consumed, dropped): at start, the no-signal drop, steps 1 and 2, the stale drop
+    assert [(x["step"], x["groupsConsumed"], x["groupsDropped"]) for x in step_states] == [
+        (0, 0, 0),
+        (0, 0, 1),
+        (1, 1, 1),
+        (2, 3, 1),
+        (2, 3, 2),
+    ]
     assert (state["step"], state["groupsConsumed"], state["groupsDropped"], state["done"]) == (2, 3, 2, True)
     rows = [json.loads(x) for x in (tmp_path / f"runs/{RUN}/metrics/metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2] and REQUIRED <= rows[0].keys()
@@ -107,6 +114,20 @@ def test_filters_dedupe_and_commit_on_cpu(tiny_dir, tmp_path):
         "prefix": f"runs/{RUN}/policy/v2/",
         "sha256": hashlib.sha256(manifest).hexdigest(),
     }
+
+
+def test_drops_are_on_record_without_a_step_on_cpu(tiny_dir, tmp_path):
+    # Every group in flight without signal: no step comes, yet state.json must count each drop, or the feeder
+    # (which tops up from those counts) never sends another group and the run stalls.
+    store = _run(tmp_path, tiny_dir)
+    events = []
+    s = _session(store, events)
+    for i in range(3):
+        s.offer({"type": "group", "group": _g(i, rewards=(-1.0, -1.0, -1.0, -1.0))})
+        state = json.loads(store.get_bytes(f"runs/{RUN}/learner/state.json"))
+        assert (state["step"], state["groupsConsumed"], state["groupsDropped"]) == (0, 0, i + 1)
+        assert events[-1] == {"type": "state", "state": state}
+    assert not [e for e in events if e["type"] == "step"]
 
 
 def test_refill_waits_for_groups_with_signal_on_cpu(tiny_dir, tmp_path):

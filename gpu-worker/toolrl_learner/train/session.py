@@ -244,6 +244,7 @@ class LearnerSession:
                 self.state.dropped_group_ids.append(group_id)
                 self.dropped_since_step += 1
                 self.in_flight.add(group_id)
+                self._write_state()  # the feeder counts it as settled: see _drop
             self.tick()
             return
         gid = group["groupId"]
@@ -279,6 +280,10 @@ class LearnerSession:
         self.in_flight.add(gid)
         self.pending_commit.append(gid)
         self.emit({"type": "dropped", "groupId": gid, "reason": reason, "message": message})
+        # The feeder keeps at most batch_prompts x (1 + max_staleness) groups in flight, counting consumed and
+        # dropped ones from state.json: a drop not on record there leaves its slot taken, and when every group in
+        # flight is dropped (no signal, stale) no step comes to write it, so nothing more is fed and the run stalls.
+        self._write_state()
 
     # -- step, publish, commit --------------------------------------------------------------------------
 
