@@ -197,12 +197,12 @@ function startMessage(
   return {
     schemaVersion: 1,
     kind: 'start',
-    // Validation is greedy (rollout.ts), so its G samples would all be the same: one per prompt.
+    // Validation samples rollout.val_kwargs.n per prompt (one by default: greedy decoding gives one answer).
     group: {
       runId: run.runId,
       ...ids,
       dataSource: row.data_source,
-      groupSize: ids.split === 'val' ? 1 : config.rollout.n,
+      groupSize: ids.split === 'val' ? config.rollout.val_kwargs.n : config.rollout.n,
     },
     row: row as unknown as Record<string, unknown>,
     seed: groupSeed(config.rollout.seed, ids.groupId),

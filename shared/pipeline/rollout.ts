@@ -48,13 +48,14 @@ export async function handleRolloutRequest(
   await sendTo(ctx, 'reward', runId, routed.rewards);
 }
 
-/** The run's sampling; validation groups decode greedily (temperature 0), as verl's val_kwargs default. */
+/** The run's sampling; validation groups sample as `rollout.val_kwargs` says (greedy by default, as verl's). */
 export function samplingParams(config: RunConfig, seed: number, split: Split = 'train'): SamplingParams {
   const r = config.rollout;
+  const s = split === 'val' ? r.val_kwargs : r;
   return {
-    temperature: split === 'val' ? 0 : r.temperature,
-    topP: r.top_p,
-    topK: r.top_k,
+    temperature: s.temperature,
+    topP: s.top_p,
+    topK: s.top_k,
     maxNewTokens: r.max_new_tokens,
     seed,
     stopOnToolCallEnd: true,

@@ -19,6 +19,26 @@ export const MultiTurnConfigSchema = z
   .strict();
 export type MultiTurnConfig = z.infer<typeof MultiTurnConfigSchema>;
 
+/**
+ * How validation rollouts sample (verl's `val_kwargs`): greedy, one per prompt, by default; with a temperature and
+ * n > 1, the validation metrics are means over n samples per prompt (mean@n, as DAPO and others report).
+ */
+export const ValKwargsSchema = z
+  .object({
+    /** 0: greedy decoding (verl's do_sample: false). */
+    temperature: z.number().nonnegative().default(0),
+    top_p: z.number().gt(0).max(1).default(1.0),
+    top_k: z.number().int().nonnegative().default(0),
+    /** Samples per validation prompt. */
+    n: z.number().int().positive().default(1),
+  })
+  .strict()
+  .refine((v) => v.temperature > 0 || v.n === 1, {
+    message: 'greedy validation (temperature 0) gives n identical samples: set a temperature or n: 1',
+    path: ['n'],
+  });
+export type ValKwargs = z.infer<typeof ValKwargsSchema>;
+
 export const RolloutConfigSchema = z
   .object({
     /** G: samples per prompt (TRL's num_generations). */
@@ -31,6 +51,7 @@ export const RolloutConfigSchema = z
     max_new_tokens: z.number().int().positive().default(256),
     seed: z.number().int().nonnegative().default(0),
     multi_turn: MultiTurnConfigSchema.default(MultiTurnConfigSchema.parse({})),
+    val_kwargs: ValKwargsSchema.default(ValKwargsSchema.parse({})),
   })
   .strict();
 export type RolloutConfig = z.infer<typeof RolloutConfigSchema>;

@@ -175,6 +175,35 @@ describe('feeder', () => {
   });
 });
 
+describe('feeder: validation sampling (rollout.val_kwargs)', () => {
+  it('greedy validation has one sample per prompt; sampled validation has val_kwargs.n', async () => {
+    const greedy = await setup();
+    await greedy.latest(0);
+    await feedRun(greedy.ctx, 'r');
+    const val = (await greedy.drain()).filter((m) => m.group.split === 'val');
+    expect(val.map((m) => m.group.groupSize)).toEqual([1, 1, 1]);
+
+    const sampled = await setup({
+      config: { rollout: { n: 4, val_kwargs: { temperature: 0.7, n: 3 } } },
+    });
+    await sampled.latest(0);
+    await feedRun(sampled.ctx, 'r');
+    const all = await sampled.drain();
+    expect(all.filter((m) => m.group.split === 'val').map((m) => m.group.groupSize)).toEqual([3, 3, 3]);
+    expect(all.filter((m) => m.group.split === 'train').map((m) => m.group.groupSize)).toEqual([4, 4, 4, 4]);
+  });
+
+  it('refuses greedy validation with n > 1 (n identical samples), naming the field', () => {
+    expect(() =>
+      RunConfigSchema.parse({
+        model: { path: 'tiny' },
+        data: { train: 'a.parquet' },
+        rollout: { val_kwargs: { n: 4 } },
+      }),
+    ).toThrow(/greedy validation \(temperature 0\) gives n identical samples/);
+  });
+});
+
 describe('feeder: run completion', () => {
   it('waits for every validated version, not only the final one, before completing the run', async () => {
     const { ctx, latest, learner, drain, blobs, status } = await setup();
