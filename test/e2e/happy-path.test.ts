@@ -26,7 +26,7 @@ afterAll(async () => {
 describe('LocalStack end to end', () => {
   it('trains a submitted run to completion through S3, SQS, the five stages and the learner', async () => {
     // GIVEN a worker running the stages on a fresh environment, and a run of 8 prompts, 4 samples each,
-    // 2 groups per learner step (so up to 4 steps, policy v1..v4), after 40 SFT steps on the quickstart's
+    // 2 groups per learner step (so up to 4 steps, policy v1..v4), after 60 SFT steps on the quickstart's
     // demonstrations (about a minute on 2 cores) so that the tiny model calls the calculator. The feeder keeps
     // batch_prompts x (1 + max_staleness) = 4 groups in flight, so p0..p3 are sampled by v0, p4 and p5 are fed
     // after step 1 and p6 and p7 after step 2 (v2 is published before the learner state that frees their
@@ -38,7 +38,7 @@ describe('LocalStack end to end', () => {
       prompts: 8,
       groupSize: 4,
       batchPrompts: 2,
-      sftSteps: 40,
+      sftSteps: 60,
       sftBatchSize: 4,
       maxNewTokens: 48,
     });

@@ -41,7 +41,7 @@ describe('toolrl train on the embedded default, end to end', () => {
         batch_prompts: 2,
         max_staleness: 0,
         publish_every: 1,
-        sft: { data: 'sft.jsonl', steps: 30, lr: 3.0e-3, batch_size: 8 },
+        sft: { data: 'sft.parquet', steps: 60, lr: 5.0e-3, batch_size: 16 },
       },
     });
     writeFileSync(configPath, toYaml(config));

@@ -47,7 +47,7 @@ describe('validation on the embedded default', () => {
     const result = await run.run(
       tinyConfig({
         data: { val: 'val.parquet' },
-        trainer: { eval_every: 1, sft: { data: 'sft.jsonl', steps: 30, lr: 3.0e-3, batch_size: 8 } },
+        trainer: { eval_every: 1, sft: { data: 'sft.parquet', steps: 30, lr: 3.0e-3, batch_size: 8 } },
       }),
     );
 

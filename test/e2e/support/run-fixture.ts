@@ -76,10 +76,10 @@ export async function writeRun(dir: string, o: RunOptions = {}): Promise<RunFile
       ...(o.sftSteps
         ? {
             sft: {
-              data: join(QUICKSTART, 'data/sft.jsonl'),
+              data: join(QUICKSTART, 'data/sft.parquet'),
               steps: o.sftSteps,
-              lr: 3.0e-3,
-              batch_size: o.sftBatchSize ?? 4,
+              lr: 5.0e-3,
+              batch_size: o.sftBatchSize ?? 16,
             },
           }
         : {}),

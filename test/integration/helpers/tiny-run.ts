@@ -75,7 +75,7 @@ export interface TinyRun {
   readonly dir: string;
   /** Writes a dataset next to the config (`name` as the config names it). */
   dataset(name: string, rows: readonly DatasetRow[]): void;
-  /** The quickstart's SFT demonstrations as `sft.jsonl`, for a warm start that makes the model call tools. */
+  /** The quickstart's SFT demonstrations as `sft.parquet`, for a warm start that makes the model call tools. */
   demonstrations(): void;
   run(config: Record<string, unknown>, maxSteps?: number): Promise<TrainResult>;
   close(): void;
@@ -86,7 +86,7 @@ export function tinyRun(tag: string): TinyRun {
   return {
     dir,
     dataset: (name, rows) => writeDataset(join(dir, name), rows),
-    demonstrations: () => copyFileSync(join(QUICKSTART, 'data', 'sft.jsonl'), join(dir, 'sft.jsonl')),
+    demonstrations: () => copyFileSync(join(QUICKSTART, 'data', 'sft.parquet'), join(dir, 'sft.parquet')),
     run: (config, maxSteps) => {
       const configPath = join(dir, 'run.yaml');
       writeFileSync(configPath, toYaml(config));

@@ -1,0 +1,73 @@
+// The README's first command at its short length, exactly as other checks run it:
+// `toolrl train examples/quickstart/run.yaml --max-steps 2 --workdir DIR` — the real CLI, the shipped config and
+// data, the SFT warm start, two GRPO steps, validation at the start and the end, and every output the README lists.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RunStatusSchema } from '#shared/schemas/run-status';
+import { REPO_ROOT } from '../helpers/policy-fixture.ts';
+
+const work = mkdtempSync(join(tmpdir(), 'toolrl-quickstart-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('examples/quickstart/run.yaml', () => {
+  it('--max-steps 2 trains, validates and writes every output the README lists', {
+    timeout: 1_200_000,
+  }, () => {
+    const run = spawnSync(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'bin', 'toolrl.mjs'),
+        'train',
+        'examples/quickstart/run.yaml',
+        '--max-steps',
+        '2',
+        '--workdir',
+        work,
+        '--json',
+      ],
+      { cwd: REPO_ROOT, encoding: 'utf8', timeout: 1_100_000, maxBuffer: 64 << 20 },
+    );
+    expect(run.status, run.stderr.slice(-3000)).toBe(0);
+    const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
+    expect(result).toMatchObject({ status: 'completed', learner: { step: 2, done: true } });
+    // Progress went to stderr: the warm start, then the start and end validation.
+    expect(run.stderr).toMatch(/SFT warm start \d+\/300/);
+    expect(run.stderr).toMatch(/start +v0: reward [-\d.]+ ± [\d.]+, accuracy [\d.]+%/);
+
+    const dir: string = result.runDir;
+    expect(RunStatusSchema.parse(JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8'))).status).toBe(
+      'completed',
+    );
+    const rows = readFileSync(join(dir, 'metrics', 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(rows.map((r) => r.step)).toEqual([1, 2]);
+    for (const r of rows)
+      for (const k of [
+        'policy_version',
+        'reward_mean',
+        'reward_std',
+        'tool_calls_per_trajectory',
+        'groups',
+        'dropped_groups',
+      ])
+        expect(r[k], k).toEqual(expect.any(Number));
+    // Validation at v0 and at the final version, sampled 4 per prompt (val_kwargs) over the 64 shipped prompts.
+    const evals = readdirSync(join(dir, 'metrics', 'eval')).sort();
+    expect(evals).toEqual(['v0.json', 'v2.json']);
+    const last = JSON.parse(readFileSync(join(dir, 'metrics', 'eval', 'v2.json'), 'utf8'));
+    expect(last).toMatchObject({ prompts: 64, trajectories: 256 });
+    expect(statSync(join(dir, 'metrics', 'reward_curve.png')).size).toBeGreaterThan(1000);
+    expect(
+      readdirSync(join(dir, 'metrics', 'tensorboard')).some((f) => f.startsWith('events.out.tfevents')),
+    ).toBe(true);
+    expect(readdirSync(join(dir, 'trajectories')).length).toBeGreaterThan(0);
+    for (const v of [0, 1, 2])
+      expect(existsSync(join(dir, 'policy', `v${v}`, 'manifest.json')), `v${v}`).toBe(true);
+    expect(readdirSync(join(dir, 'checkpoints')).length).toBeGreaterThan(0);
+  });
+});
