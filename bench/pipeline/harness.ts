@@ -77,12 +77,21 @@ export async function prepareRun(blobs: BlobStore, runId: string, w: Workload): 
   await putJson(blobs, keys.runJson(runId), run);
 }
 
-/** Starts the calculator's worker threads (one per concurrent call) outside the timed part. */
+/** The calculator's default num_workers: the most worker threads its pool grows to. */
+export const CALCULATOR_WORKERS = 8;
+
+/**
+ * Starts every calculator worker thread the run can use (its pool grows to one per concurrent call, up to
+ * num_workers) outside the timed part: a worker's start-up is about a second of CPU (mathjs), paid once per run in
+ * training, and with fewer warmed the timed part of each fresh pipeline measured those start-ups instead.
+ */
 export async function warmTools(resources: RunResources, runId: string): Promise<void> {
   const tools = await resources.toolRegistry(runId, null);
   await resources.reward(runId, null);
   await Promise.all(
-    Array.from({ length: 4 }, () => tools.call({ name: 'calculator', arguments: { expression: '1 + 1' } })),
+    Array.from({ length: CALCULATOR_WORKERS }, () =>
+      tools.call({ name: 'calculator', arguments: { expression: '1 + 1' } }),
+    ),
   );
 }
 

@@ -148,7 +148,9 @@ if (args.write) {
     '',
     `Process CPU per trajectory (all threads): bare ${f(result.cpuMsPerTrajectory.bare)} ms, embedded ${f(result.cpuMsPerTrajectory.embedded)} ms.`,
     '',
-    'Reproduce: `npx tsx bench/pipeline/index.ts --write` (medians of 5 repeats after a warm-up).',
+    'Reproduce: `npx tsx bench/pipeline/index.ts --write` (medians of 5 repeats after a warm-up; the calculator',
+    "pool is grown to its num_workers before timing, as a run's pool is after its first steps).",
+    '',
     '',
   ].join('\n');
   let md = '';

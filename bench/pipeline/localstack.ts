@@ -38,7 +38,7 @@ import {
   QUEUES,
   type QueueName,
 } from '#shared/topology';
-import { bareRun, prepareRun, scratch, type Workload, warmTools } from './harness.ts';
+import { bareRun, CALCULATOR_WORKERS, prepareRun, scratch, type Workload, warmTools } from './harness.ts';
 import { StubPolicyProvider } from './stub-policy.ts';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
@@ -61,7 +61,6 @@ const repeats = Number(args.repeats);
  * second of CPU each), and the figures would compare worker start-ups, not queues and blob stores.
  */
 let shared: Promise<ToolRegistry> | undefined;
-const CALCULATOR_WORKERS = 8;
 function sharedTools(config: RunConfig, baseDir: string): Promise<ToolRegistry> {
   shared ??= (async () => {
     const mt = config.rollout.multi_turn;
@@ -422,12 +421,16 @@ if (args.write) {
     `Requests per trajectory by command, embedded settings: ${byCommand('embedded-settings')}.`,
     ...(o.localstack > 30
       ? [
-          'Above the aim here: HeadObject is the largest share (the stages check a trajectory, its group manifest',
-          "or the reward's sent marker before acting, and `readJson` heads each object before getting it).",
+          'Above the aim here: see which commands dominate above; each request costs about the latency measured.',
         ]
       : []),
+    'Most requests are the queues: one receive, one delete and one send per stage a trajectory passes through',
+    '(rollout handles one record per invocation). The blob store does a put and a listing per trajectory (the reward',
+    "stage stores it, then looks whether its group is complete) and reads a trajectory back once, for the group's",
+    'manifest; the already-scored checks run only on redelivered messages.',
     '',
     'Reproduce: `npx tsx bench/pipeline/localstack.ts --write` (starts and stops LocalStack when it is not running).',
+    '',
     '',
   ].join('\n');
   let md = readFileSync(path, 'utf8');

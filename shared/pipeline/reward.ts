@@ -79,6 +79,14 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
   });
 }
 
+/**
+ * Manifests being built in this process, by store and key. The G reward records of a group often arrive in one
+ * batch and run at once; each that found the listing complete read all G trajectories to build the same manifest,
+ * of which one put wins. The others now wait for the one building and read what it wrote (other processes still
+ * race, and put-if-absent still decides).
+ */
+const building = new Map<string, Promise<unknown>>();
+
 /** Writes the manifest once all G trajectories are stored, and sends the group on exactly once. */
 export async function completeGroupIfReady(
   ctx: StageContext,
@@ -88,34 +96,25 @@ export async function completeGroupIfReady(
   const stored = await ctx.blobs.listKeys(keys.trajectoryPrefix(group.runId, group.groupId));
   if (stored.length < group.groupSize) return;
   const manifestKey = keys.group(group.runId, group.groupId);
+  const buildKey = `${ctx.blobs.describe}\u0000${manifestKey}`;
   let body = await ctx.blobs.get(manifestKey);
+  const other = body ? undefined : building.get(buildKey);
+  if (other) {
+    await other.catch(() => {}); // its failure is its record's to retry; this one builds below if need be
+    body = await ctx.blobs.get(manifestKey);
+  }
   if (!body) {
-    const trajectories: Trajectory[] = [];
-    for (let i = 0; i < group.groupSize; i++) {
-      const t = await getJson(
-        ctx.blobs,
-        keys.trajectory(group.runId, group.groupId, i),
-        TrajectoryWireSchema,
-      );
-      if (!t) return; // a stray key filled the listing; wait for the real sample
-      trajectories.push(t);
+    const attempt = writeManifest(ctx, group, manifestKey, sampleIndex);
+    building.set(buildKey, attempt);
+    let wrote: Awaited<typeof attempt>;
+    try {
+      wrote = await attempt;
+    } finally {
+      if (building.get(buildKey) === attempt) building.delete(buildKey);
     }
-    const manifest: ScoredGroup = {
-      schemaVersion: 1,
-      runId: group.runId,
-      groupId: group.groupId,
-      promptId: group.promptId,
-      epoch: group.epoch,
-      stage: group.stage,
-      split: group.split,
-      dataSource: group.dataSource,
-      trajectories,
-      completedBy: sampleIndex,
-    };
-    const text = toJson(manifest);
-    const put = await ctx.blobs.putIfAbsent(manifestKey, text, { contentType: 'application/json' });
-    if (put.written) {
-      await emitGroup(ctx, manifest, manifestKey, sha256Hex(text));
+    if (wrote === 'stray') return; // a stray key filled the listing; wait for the real sample
+    if (wrote) {
+      await emitGroup(ctx, wrote.manifest, manifestKey, sha256Hex(wrote.text));
       return;
     }
     body = await ctx.blobs.get(manifestKey);
@@ -129,6 +128,37 @@ export async function completeGroupIfReady(
   if (existing.completedBy !== sampleIndex) return;
   if (await ctx.blobs.head(sentMarkerKey(group.runId, group.groupId))) return;
   await emitGroup(ctx, existing, manifestKey, sha256Hex(body));
+}
+
+/** Reads the G stored trajectories and puts the manifest if absent: what it wrote, undefined if another
+ * handler's put came first, or 'stray' when a listed key is not one of the group's samples. */
+async function writeManifest(
+  ctx: StageContext,
+  group: GroupRef,
+  manifestKey: string,
+  sampleIndex: number,
+): Promise<{ manifest: ScoredGroup; text: string } | undefined | 'stray'> {
+  const trajectories: Trajectory[] = [];
+  for (let i = 0; i < group.groupSize; i++) {
+    const t = await getJson(ctx.blobs, keys.trajectory(group.runId, group.groupId, i), TrajectoryWireSchema);
+    if (!t) return 'stray';
+    trajectories.push(t);
+  }
+  const manifest: ScoredGroup = {
+    schemaVersion: 1,
+    runId: group.runId,
+    groupId: group.groupId,
+    promptId: group.promptId,
+    epoch: group.epoch,
+    stage: group.stage,
+    split: group.split,
+    dataSource: group.dataSource,
+    trajectories,
+    completedBy: sampleIndex,
+  };
+  const text = toJson(manifest);
+  const put = await ctx.blobs.putIfAbsent(manifestKey, text, { contentType: 'application/json' });
+  return put.written ? { manifest, text } : undefined;
 }
 
 /** Written after a group's message was sent: the writer's redelivery then knows it need not re-send. */
