@@ -204,6 +204,19 @@ def test_groups_without_signal_are_counted_when_trained_on_cpu(tiny_dir):
     assert m["no_signal_groups"] == 2.0
 
 
+def test_step_metrics_give_the_fraction_of_each_finish_reason_on_cpu(tiny_dir):
+    # 2 groups x 4 trajectories: 5 ended on eos, 2 on an error (e.g. a template that broke the token prefix),
+    # 1 cut by the response budget -> 5/8, 2/8, 1/8; reasons that did not occur are absent
+    groups = _groups(n=2, g=4)
+    reasons = ["eos", "eos", "error", "eos", "max_total_response_length", "eos", "error", "eos"]
+    for t, reason in zip([t for g in groups for t in g["trajectories"]], reasons, strict=True):
+        t["finishReason"] = reason
+    cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", filter_groups=False)
+    m = Trainer(cfg, Policy(cfg, tiny_dir, torch.device("cpu"))).step(groups, 0)
+    finish = {k: v for k, v in m.items() if k.startswith("finish/")}
+    assert finish == {"finish/eos": 5 / 8, "finish/error": 2 / 8, "finish/max_total_response_length": 1 / 8}
+
+
 def test_step_metrics_name_the_curriculum_stage_and_use_its_overrides_on_cpu(tiny_dir):
     # Two stages; the batch's (first) group says which one the step belongs to and whose lr it uses.
     run = {

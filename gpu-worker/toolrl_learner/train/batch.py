@@ -46,6 +46,7 @@ class LearnerBatch:
     seq_ids: Tensor  # [N] sequence of each loss token
     staleness: Tensor  # [G]
     tool_calls: Tensor  # [S]
+    finish_reasons: list[str] = field(default_factory=list)  # [S] why each episode ended (eos, error, ...)
     reward_components: dict[str, Tensor] = field(default_factory=dict)  # name -> [S] (NaN where absent)
 
     @property
@@ -63,6 +64,7 @@ class LearnerBatch:
     @classmethod
     def from_groups(cls, groups: list[dict[str, Any]], policy_version: int) -> LearnerBatch:
         token_ids, rewards, group_index, positions, targets, behavior, tcalls = [], [], [], [], [], [], []
+        finish: list[str] = []
         comps: dict[str, list[float]] = {}
         n_traj = sum(len(g["trajectories"]) for g in groups)
         s = 0
@@ -79,6 +81,7 @@ class LearnerBatch:
                 rewards.append(float(t["reward"]))
                 group_index.append(gi)
                 tcalls.append(tool_calls(t))
+                finish.append(str(t.get("finishReason") or "unknown"))
                 for name, value in (t.get("rewardComponents") or {}).items():
                     comps.setdefault(name, [float("nan")] * n_traj)[s] = float(value)
                 s += 1
@@ -98,5 +101,6 @@ class LearnerBatch:
             seq_ids=torch.repeat_interleave(torch.arange(len(positions)), counts),
             staleness=torch.tensor([group_staleness(g, policy_version) for g in groups], dtype=torch.float32),
             tool_calls=torch.tensor(tcalls, dtype=torch.float32),
+            finish_reasons=finish,
             reward_components={k: torch.tensor(v) for k, v in comps.items()},
         )

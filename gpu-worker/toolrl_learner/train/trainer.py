@@ -311,4 +311,9 @@ class Trainer:
             present = values[~values.isnan()]
             if present.numel():
                 out[f"reward/{name}"] = float(present.mean())
+        # Why episodes ended, as fractions of the step's trajectories: `finish/error` counts episodes the rollout
+        # ended on a failure (a chat template that broke the token prefix, a prompt over the limit), `finish/length`
+        # and `finish/max_total_response_length` responses cut by the budgets.
+        for reason in sorted(set(batch.finish_reasons)):
+            out[f"finish/{reason}"] = batch.finish_reasons.count(reason) / batch.num_seqs
         return out
