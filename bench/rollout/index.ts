@@ -24,6 +24,7 @@ const USAGE =
   'usage: npx tsx bench/rollout/index.ts [--dtypes fp32,int4] [--n 8] [--prompt-tokens 128] [--new-tokens 256]\n' +
   '         [--rounds 3] [--warmup-tokens 16] [--threads <cores>] [--sampler onnx|js]\n' +
   '         [--preset qwen2.5-0.5b|qwen2.5-1.5b|tiny] [--bundles DIR[,DIR]] [--skip-reference] [--no-write]\n' +
+  '  --dtypes: fp32, int8, int4; int8/N or int4/N quantises in blocks of N weights (default 32)\n' +
   '  --bundles: measure these bundle folders (their manifest names the dtype) instead of building --dtypes\n';
 
 const { values } = parseArgs({
@@ -94,23 +95,32 @@ async function weightBytes(bundle: string): Promise<number> {
   return (JSON.parse(stdout) as { weightBytes: number }).weightBytes;
 }
 
+/** A bundle's name in the tables: the quantisation, with its block size when not the export's default. */
+const label = (quantization: string, blockSize: number) =>
+  blockSize === 32 ? quantization : `${quantization} (block ${blockSize})`;
+
 /** The bundles to measure: given folders, or the preset's bundle per dtype (built on first use). */
 async function bundles(): Promise<{ dtype: string; dir: string }[]> {
   if (values.bundles) {
     return Promise.all(
       values.bundles.split(',').map(async (dir) => {
         const { manifest } = await readBundle(dir);
-        return { dtype: manifest.quantization === 'none' ? 'fp32' : manifest.quantization, dir };
+        if (manifest.quantization === 'none') return { dtype: 'fp32', dir };
+        return { dtype: label(manifest.quantization, manifest.export?.blockSize ?? 32), dir };
       }),
     );
   }
   const out: { dtype: string; dir: string }[] = [];
-  for (const dtype of values.dtypes!.split(',')) {
-    if (!['fp32', 'int8', 'int4'].includes(dtype)) throw new Error(`--dtypes: unknown ${dtype}`);
+  for (const spec of values.dtypes!.split(',')) {
+    const m = /^(fp32|int8|int4)(?:\/(\d+))?$/.exec(spec);
+    if (!m || (m[1] === 'fp32' && m[2]))
+      throw new Error(`--dtypes: unknown ${spec} (fp32, int8[/N], int4[/N])`);
+    const blockSize = Number(m[2] ?? 32);
+    const dtype = m[1] === 'fp32' ? 'fp32' : label(m[1]!, blockSize);
     log(`${dtype}: building/reusing the ${values.preset} bundle (first run: a few minutes)`);
     const preset = values.preset === 'tiny' ? {} : { preset: values.preset as 'qwen2.5-0.5b' };
-    const quantization = dtype === 'fp32' ? 'none' : (dtype as 'int4' | 'int8');
-    out.push({ dtype, dir: (await tinyBundle({ ...preset, quantization })).bundleDir });
+    const quantization = m[1] === 'fp32' ? 'none' : (m[1] as 'int4' | 'int8');
+    out.push({ dtype, dir: (await tinyBundle({ ...preset, quantization, blockSize })).bundleDir });
   }
   return out;
 }

@@ -127,3 +127,27 @@ def test_session_publishes_weights_only_after_v0_and_survives_a_failed_publish_o
     m0, m2 = (json.loads(store.get_bytes(f"runs/{RUN}/policy/v{v}/manifest.json")) for v in (0, 2))
     assert m2["files"]["model.onnx"] == m0["files"]["model.onnx"]  # the same graph, copied
     assert m2["files"]["model.onnx.data"] != m0["files"]["model.onnx.data"]  # trained weights
+
+
+def test_session_quantizes_the_bundle_with_the_configured_block_size_on_cpu(tiny_dir, tmp_path, exports):
+    # model.rollout_quantization_block_size reaches the export: the tiny model's projections read 32 inputs, so
+    # blocks of 16 give two scales per output row where the default 32 gives one; v1 (weights only) keeps them
+    root = tmp_path / "bucket"
+    config = _config(tiny_dir)
+    config["model"] |= {"rollout_quantization": "int4", "rollout_quantization_block_size": 16}
+    store = RemoteFolderStore(root)
+    store.put_bytes(f"runs/{RUN}/run.json", json.dumps({"config": config}).encode())
+    s = LearnerSession(store, RUN, emit=lambda e: None, workdir=tmp_path / "work", device="cpu")
+    s.start()
+    s.offer(_g(0))
+    assert exports == [("graph", 0), ("weights", 1)]
+    for v in (0, 1):
+        m = json.loads(store.get_bytes(f"runs/{RUN}/policy/v{v}/manifest.json"))
+        assert (m["quantization"], m["export"]["blockSize"]) == ("int4", 16)
+    import onnx
+
+    graph = onnx.load(root / f"runs/{RUN}/policy/v0/model.onnx", load_external_data=False).graph
+    blocks = {
+        a.i for n in graph.node if n.op_type == "MatMulNBits" for a in n.attribute if a.name == "block_size"
+    }
+    assert blocks == {16}

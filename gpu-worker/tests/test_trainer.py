@@ -47,7 +47,7 @@ def test_defaults_match_the_zod_schemas_on_cpu():
             if key in defaults and "default" in spec:
                 assert defaults[key] == spec["default"], f"{section}.{key}"
                 checked += 1
-    for key in ("dtype", "gradient_checkpointing", "rollout_quantization"):
+    for key in ("dtype", "gradient_checkpointing", "rollout_quantization", "rollout_quantization_block_size"):
         assert defaults[key] == props["model"]["properties"][key]["default"], f"model.{key}"
     sft = props["trainer"]["properties"]["sft"]["properties"]
     for key in ("steps", "lr", "batch_size"):

@@ -73,6 +73,7 @@ class LearnerConfig:
         (arXiv:2106.09685); None rank = full fine-tuning. With LoRA the reference policy is the base
         without adapters and published weights are merged.
     rollout_quantization ("none"): weight-only quantisation of the published bundle.
+    rollout_quantization_block_size (32): weights per quantisation block (int8/int4); larger decodes faster on CPU.
 
     From `rollout:` / `logging:`: temperature (1.0, the behaviour log-probs are of logits / T),
     max_total_response_length (1024), tensorboard (True), wandb_project / wandb_entity (None).
@@ -141,6 +142,7 @@ class LearnerConfig:
         "down_proj",
     )
     rollout_quantization: str = "none"
+    rollout_quantization_block_size: int = 32
     # rollout / logging
     temperature: float = 1.0
     max_total_response_length: int = 1024
@@ -199,7 +201,12 @@ class LearnerConfig:
                 **{f"sft_{k}": sft[k] for k in ("steps", "lr", "batch_size") if k in sft},
             )
         kw["model_path"] = model["path"]
-        for k in ("dtype", "gradient_checkpointing", "rollout_quantization"):
+        for k in (
+            "dtype",
+            "gradient_checkpointing",
+            "rollout_quantization",
+            "rollout_quantization_block_size",
+        ):
             if k in model:
                 kw[k] = model[k]
         lora = model.get("lora")

@@ -36,6 +36,8 @@ export interface TinyOptions {
   preset?: 'qwen2.5-0.5b' | 'qwen2.5-1.5b';
   /** The graph's operators (`export --variant`, GRAPH.md); the weights file is the same. Default standard. */
   variant?: 'standard' | 'contrib';
+  /** Weights per quantisation block (`export --block-size`) for int8/int4. Default 32, the export's. */
+  blockSize?: number;
 }
 
 const SOURCES = ['gpu-worker/toolrl_learner/model', 'gpu-worker/toolrl_learner/export'];
@@ -119,7 +121,8 @@ export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
   const q = opts.quantization ?? 'none';
   const preset = opts.preset;
   const variant = opts.variant ?? 'standard';
-  const key = `${preset ?? 'tiny'}/${q}/${variant}`;
+  const blockSize = opts.blockSize ?? 32;
+  const key = `${preset ?? 'tiny'}/${q}/${variant}/${blockSize}`;
   let p = built.get(key);
   if (!p) {
     p = (async () => {
@@ -129,11 +132,21 @@ export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
       const root = join(fixtures, hash);
       mkdirSync(root, { recursive: true });
       const modelDir = join(root, preset ? `model-${preset}` : 'model');
-      const suffix = variant === 'standard' ? '' : `-${variant}`;
+      const suffix = `${variant === 'standard' ? '' : `-${variant}`}${blockSize === 32 || q === 'none' ? '' : `-b${blockSize}`}`;
       const bundleDir = join(root, `${preset ? `bundle-${preset}-${q}` : `bundle-${q}`}${suffix}`);
       await once(modelDir, (tmp) => learner(['tiny', '--out', tmp, ...(preset ? ['--preset', preset] : [])]));
       await once(bundleDir, (tmp) =>
-        learner(['export', '--model', modelDir, '--out', tmp, '--quantization', q]),
+        learner([
+          'export',
+          '--model',
+          modelDir,
+          '--out',
+          tmp,
+          '--quantization',
+          q,
+          '--block-size',
+          String(blockSize),
+        ]),
       );
       return { modelDir, bundleDir };
     })();

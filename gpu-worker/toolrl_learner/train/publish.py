@@ -20,13 +20,20 @@ DATA_FILE = "model.onnx.data"
 
 class Publisher:
     def __init__(
-        self, store: BlobStore, run_id: str, workdir: Path, tokenizer_dir: Path, quantization: str = "none"
+        self,
+        store: BlobStore,
+        run_id: str,
+        workdir: Path,
+        tokenizer_dir: Path,
+        quantization: str = "none",
+        block_size: int = 32,
     ):
         self.store = store
         self.run_id = run_id
         self.workdir = Path(workdir)
         self.tokenizer_dir = Path(tokenizer_dir)
         self.quantization = quantization
+        self.block_size = block_size
         self._graph_dir: Path | None = None  # a local bundle whose graph the next version reuses
 
     def latest(self) -> dict[str, Any] | None:
@@ -71,7 +78,14 @@ class Publisher:
         out, remote = self._local_dir(version)
         graph_from = self._graph_source()
         if graph_from is None:
-            export_bundle(model, out, version, self.quantization, tokenizer_dir=self.tokenizer_dir)
+            export_bundle(
+                model,
+                out,
+                version,
+                self.quantization,
+                tokenizer_dir=self.tokenizer_dir,
+                block_size=self.block_size,
+            )
         else:
             publish_weights(model, out, version, graph_from=graph_from)
         manifest_bytes = (out / MANIFEST).read_bytes()

@@ -124,7 +124,14 @@ class LearnerSession:
         self.policy = Policy(cfg, model_dir, self.device)
         self.trainer = Trainer(cfg, self.policy, self.stage_cfgs)
         self.trainer.total_steps = self._total_steps()
-        self.publisher = Publisher(self.store, self.run_id, self.workdir, model_dir, cfg.rollout_quantization)
+        self.publisher = Publisher(
+            self.store,
+            self.run_id,
+            self.workdir,
+            model_dir,
+            cfg.rollout_quantization,
+            cfg.rollout_quantization_block_size,
+        )
 
         resumed = load_latest_checkpoint(self.store, self.run_id, self.policy, self.workdir)
         resumed_from = None

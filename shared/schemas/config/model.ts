@@ -22,6 +22,17 @@ export const ModelConfigSchema = z
     gradient_checkpointing: z.boolean().default(false),
     /** Weight-only quantisation of the rollout bundle for CPU rollouts. */
     rollout_quantization: z.enum(['none', 'int8', 'int4']).default('none'),
+    /**
+     * Weights per quantisation block (and scale) along a projection's input, for int8/int4: a power of two >= 16.
+     * Larger blocks decode faster on CPU (fewer scales to apply; int4 at Qwen2.5-0.5B's shape, batch 1: 128 takes
+     * ~0.7x the step time of 32, BENCHMARKS.md "Rollout engine") and follow the learner's policy less closely.
+     */
+    rollout_quantization_block_size: z
+      .number()
+      .int()
+      .min(16)
+      .refine((v) => (v & (v - 1)) === 0, 'must be a power of two >= 16 (16, 32, 64, 128, ...)')
+      .default(32),
   })
   .strict();
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;

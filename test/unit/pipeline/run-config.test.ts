@@ -33,6 +33,13 @@ describe('run config', () => {
     expect(() =>
       parseRunConfig('model: {path: tiny}\ndata: {train: a}\ntrainer: {batch_promts: 4}', 'x.yaml'),
     ).toThrow(/batch_promts/);
+    expect(() =>
+      parseRunConfig('model: {path: tiny, rollout_quantization_block_size: 48}\ndata: {train: a}', 'q.yaml'),
+    ).toThrow(/power of two[\s\S]*model\.rollout_quantization_block_size/);
+    expect(
+      parseRunConfig('model: {path: tiny, rollout_quantization_block_size: 128}\ndata: {train: a}', 'q.yaml')
+        .model.rollout_quantization_block_size,
+    ).toBe(128);
     expect(() => parseRunConfig('- a\n- b', 'list.yaml')).toThrow(ConfigError);
     expect(() => parseRunConfig('a: [', 'bad.yaml')).toThrow(/bad\.yaml is not valid YAML/);
   });
