@@ -95,9 +95,9 @@ async function weightBytes(bundle: string): Promise<number> {
   return (JSON.parse(stdout) as { weightBytes: number }).weightBytes;
 }
 
-/** A bundle's name in the tables: the quantisation, with its block size when not the export's default. */
+/** A bundle's name in the tables: fp32, or the quantisation with its block size when not the export's default. */
 const label = (quantization: string, blockSize: number) =>
-  blockSize === 32 ? quantization : `${quantization} (block ${blockSize})`;
+  quantization === 'none' ? 'fp32' : blockSize === 32 ? quantization : `${quantization} (block ${blockSize})`;
 
 /** The bundles to measure: given folders, or the preset's bundle per dtype (built on first use). */
 async function bundles(): Promise<{ dtype: string; dir: string }[]> {
@@ -105,7 +105,6 @@ async function bundles(): Promise<{ dtype: string; dir: string }[]> {
     return Promise.all(
       values.bundles.split(',').map(async (dir) => {
         const { manifest } = await readBundle(dir);
-        if (manifest.quantization === 'none') return { dtype: 'fp32', dir };
         return { dtype: label(manifest.quantization, manifest.export?.blockSize ?? 32), dir };
       }),
     );
@@ -116,10 +115,10 @@ async function bundles(): Promise<{ dtype: string; dir: string }[]> {
     if (!m || (m[1] === 'fp32' && m[2]))
       throw new Error(`--dtypes: unknown ${spec} (fp32, int8[/N], int4[/N])`);
     const blockSize = Number(m[2] ?? 32);
-    const dtype = m[1] === 'fp32' ? 'fp32' : label(m[1]!, blockSize);
+    const quantization = m[1] === 'fp32' ? 'none' : (m[1] as 'int4' | 'int8');
+    const dtype = label(quantization, blockSize);
     log(`${dtype}: building/reusing the ${values.preset} bundle (first run: a few minutes)`);
     const preset = values.preset === 'tiny' ? {} : { preset: values.preset as 'qwen2.5-0.5b' };
-    const quantization = m[1] === 'fp32' ? 'none' : (m[1] as 'int4' | 'int8');
     out.push({ dtype, dir: (await tinyBundle({ ...preset, quantization, blockSize })).bundleDir });
   }
   return out;

@@ -132,7 +132,9 @@ export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
       const root = join(fixtures, hash);
       mkdirSync(root, { recursive: true });
       const modelDir = join(root, preset ? `model-${preset}` : 'model');
-      const suffix = `${variant === 'standard' ? '' : `-${variant}`}${blockSize === 32 || q === 'none' ? '' : `-b${blockSize}`}`;
+      const variantSuffix = variant === 'standard' ? '' : `-${variant}`;
+      const blockSuffix = q === 'none' || blockSize === 32 ? '' : `-b${blockSize}`;
+      const suffix = variantSuffix + blockSuffix;
       const bundleDir = join(root, `${preset ? `bundle-${preset}-${q}` : `bundle-${q}`}${suffix}`);
       await once(modelDir, (tmp) => learner(['tiny', '--out', tmp, ...(preset ? ['--preset', preset] : [])]));
       await once(bundleDir, (tmp) =>

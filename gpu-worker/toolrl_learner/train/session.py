@@ -247,11 +247,7 @@ class LearnerSession:
             self.emit({"type": "dropped", "groupId": group_id, "reason": "invalid", "message": reason})
             if run_id == self.run_id and group_id != "?" and group_id not in self.settled | self.in_flight:
                 # One of this run's planned groups that can never be trained: counted, so the run can end.
-                self.state.groups_dropped += 1
-                self.state.dropped_group_ids.append(group_id)
-                self.dropped_since_step += 1
-                self.in_flight.add(group_id)
-                self._write_state()  # the feeder counts it as settled: see _drop
+                self._record_drop(group_id)
             self.tick()
             return
         gid = group["groupId"]
@@ -281,12 +277,15 @@ class LearnerSession:
             self.finish()
 
     def _drop(self, gid: str, reason: str, message: str) -> None:
+        self.pending_commit.append(gid)
+        self.emit({"type": "dropped", "groupId": gid, "reason": reason, "message": message})
+        self._record_drop(gid)
+
+    def _record_drop(self, gid: str) -> None:
         self.state.groups_dropped += 1
         self.state.dropped_group_ids.append(gid)
         self.dropped_since_step += 1
         self.in_flight.add(gid)
-        self.pending_commit.append(gid)
-        self.emit({"type": "dropped", "groupId": gid, "reason": reason, "message": message})
         # The feeder keeps at most batch_prompts x (1 + max_staleness) groups in flight, counting consumed and
         # dropped ones from state.json: a drop not on record there leaves its slot taken, and when every group in
         # flight is dropped (no signal, stale) no step comes to write it, so nothing more is fed and the run stalls.
