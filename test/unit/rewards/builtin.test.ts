@@ -5,6 +5,7 @@
 //                  turn 2: python(...) refused as unknown_tool; turn 3: "The answer is 391.0"; gt "391";
 //                  tools [calculator]. Calls C = 3, parse errors 1, attempts A = 4.
 import { describe, expect, it } from 'vitest';
+import { normaliseRewardInput } from '#shared/rewards/index';
 import { fixture, score } from './helpers.ts';
 
 describe('format', () => {
@@ -57,21 +58,23 @@ describe('toolcall', () => {
   });
 
   it('the messy episode', () => {
-    // correctness: the two calculator calls are allowed and ok, python is not allowed: 2 / A=4 = 0.5
-    // necessity:   2 distinct calls of C=3 (the calculator call is repeated) = 2/3
-    // result_use:  the answer "391.0" is not a substring of "391", but the number 391.0 = 391 is: 1
+    // The ground truth "391" is reached by the calculator's result, so those calls serve the task; the python call
+    // was refused (unknown_tool) and serves nothing.
+    // correctness: 2 serving calls / A=4 attempts (3 calls + 1 parse error) = 0.5
+    // necessity:   1 distinct serving call (the calculator call is repeated) / C=3 = 1/3
+    // result_use:  the answer "391.0" equals the number 391 in a serving call's output: 1
     // final_answer: "391.0" = "391" as rationals: 1
     // coherence:   eos yes, no empty turn yes, no parse error no: 2/3
-    // score = 0.3*0.5 + 0.2*2/3 + 0.2*1 + 0.2*1 + 0.1*2/3 = 0.15 + 0.2 (= 0.3*2/3) + 0.4 = 0.75
+    // score = 0.3*0.5 + 0.2/3 + 0.2*1 + 0.2*1 + 0.1*2/3 = 0.15 + 0.0666… + 0.4 + 0.0666… = 0.683333333 (1e-9)
     const r = score('toolcall', fixture('calc-messy.json'));
     expect(r.components).toEqual({
       correctness: 0.5,
-      necessity: 2 / 3,
+      necessity: 1 / 3,
       result_use: 1,
       final_answer: 1,
       coherence: 2 / 3,
     });
-    expect(r.score).toBe(0.75);
+    expect(r.score).toBe(0.683333333);
   });
 
   it('not calling a tool when none is needed', () => {
@@ -121,6 +124,98 @@ describe('toolcall', () => {
       score('toolcall', fixture('calc-correct.json', { ground_truth: null, finish_reason: 'max_turns' }))
         .components.final_answer,
     ).toBe(0);
+  });
+});
+
+describe('toolcall: a call earns credit only when it serves the task', () => {
+  // "What is 360 - 219?" (gold 141), the hollow call the quick start once learned: calculator("110 + 124").
+  const episode = (calls: { expression: string; output: string }[], answer: string, gt: unknown = '141') =>
+    normaliseRewardInput({
+      ground_truth: gt,
+      tools: ['calculator'],
+      turns: [
+        ...calls.map((c) => ({
+          text: `<tool_call>{"name": "calculator", "arguments": {"expression": "${c.expression}"}}</tool_call>`,
+          toolCalls: [
+            {
+              name: 'calculator',
+              arguments: { expression: c.expression },
+              result: { ok: true, output: c.output },
+            },
+          ],
+        })),
+        { text: `The answer is \\boxed{${answer}}.` },
+      ],
+    });
+
+  it('the right call scores 1; the well-formed call with the wrong operands scores like no call at all', () => {
+    const right = score('toolcall', episode([{ expression: '360 - 219', output: '141' }], '141'));
+    expect(right.score).toBe(1);
+    // hollow: 234 does not reach 141 and feeds nothing: correctness 0, necessity 0, result_use 0 (234 comes from
+    // a call that serves nothing), final_answer 0, coherence 1 -> 0.1
+    const hollow = score('toolcall', episode([{ expression: '110 + 124', output: '234' }], '234'));
+    expect(hollow.components).toEqual({
+      correctness: 0,
+      necessity: 0,
+      result_use: 0,
+      final_answer: 0,
+      coherence: 1,
+    });
+    expect(hollow.score).toBe(0.1);
+    // answering from memory (no call, wrong): correctness 0, necessity 0, result_use 0, final 0, coherence 1
+    const guess = score(
+      'toolcall',
+      normaliseRewardInput({ ground_truth: '141', turns: [{ text: '\\boxed{151}' }] }),
+    );
+    expect(guess.score).toBe(0.1);
+  });
+
+  it('a plain-number answer is not reached by a result that only contains its digits', () => {
+    // 1141 is not 141: correctness 0 (the call serves nothing), result_use 0, final_answer 0 -> coherence 0.1
+    expect(score('toolcall', episode([{ expression: '1000 + 141', output: '1141' }], '1141')).score).toBe(
+      0.1,
+    );
+  });
+
+  it('a first call whose result feeds the call that reaches the answer serves too (chained calls)', () => {
+    // 12 * 10 = 120 feeds 120 + 21 = 141: both serve: correctness 2/2, necessity 2/2, result_use 1 -> 1
+    const chain = episode(
+      [
+        { expression: '12 * 10', output: '120' },
+        { expression: '120 + 21', output: '141' },
+      ],
+      '141',
+    );
+    expect(score('toolcall', chain).score).toBe(1);
+    // A detour that feeds nothing: correctness 1/2 (0.15), necessity 1/2 (0.1), result_use 1 (0.2), final 1 (0.2),
+    // coherence 1 (0.1) -> 0.75
+    const detour = episode(
+      [
+        { expression: '7 * 7', output: '49' },
+        { expression: '360 - 219', output: '141' },
+      ],
+      '141',
+    );
+    expect(score('toolcall', detour).score).toBe(0.75);
+  });
+
+  it('expected calls in the ground truth are matched by name and arguments', () => {
+    // gt calls: calculator("360 - 219"); whitespace in strings is normalised, so "360  -  219" matches.
+    const gt = { answer: '141', calls: [{ name: 'calculator', arguments: { expression: '360 - 219' } }] };
+    expect(score('toolcall', episode([{ expression: '360  -  219', output: '141' }], '141', gt)).score).toBe(
+      1,
+    );
+    // "-219 + 360" reaches 141, but it is not the call the ground truth expects: correctness 0, necessity 0,
+    // result_use 0; final_answer 1 -> 0.2 + 0.1 = 0.3
+    expect(score('toolcall', episode([{ expression: '-219 + 360', output: '141' }], '141', gt)).score).toBe(
+      0.3,
+    );
+  });
+
+  it('check_calls: none pays any allowed, successful call (format only)', () => {
+    // correctness 1, necessity 1, result_use 1 (234 is in the call's output), final 0, coherence 1 -> 0.8
+    const hollow = episode([{ expression: '110 + 124', output: '234' }], '234');
+    expect(score('toolcall', hollow, { check_calls: 'none' }).score).toBe(0.8);
   });
 });
 
