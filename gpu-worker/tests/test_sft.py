@@ -16,7 +16,7 @@ from toolrl_learner.model.tiny import TinySpec, build_tiny
 from toolrl_learner.storage import FolderBlobStore
 from toolrl_learner.train.policy import Policy
 from toolrl_learner.train.session import LearnerSession
-from toolrl_learner.train.sft import load_demonstrations, run_sft, tokenize_demonstration
+from toolrl_learner.train.sft import cut_context, load_demonstrations, run_sft, tokenize_demonstration
 from toolrl_learner.train.synthetic import group, trajectory
 
 CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17*23"}}\n</tool_call>'
@@ -80,6 +80,39 @@ def test_sft_loss_falls_on_cpu(tiny_dir, tmp_path):
     losses = [h["sft_loss"] for h in history]
     assert losses[0] > 5.0  # ~ log(vocab) at random init
     assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_context_warmup_cuts_only_the_context_before_the_first_assistant_token():
+    # prompt 0-4, assistant 5-6, tool result 7, assistant 8: keep 2 context tokens -> from index 3 on
+    ids, mask = list(range(9)), [0, 0, 0, 0, 0, 1, 1, 0, 1]
+    assert cut_context(ids, mask, 2) == ([3, 4, 5, 6, 7, 8], [0, 0, 1, 1, 0, 1])
+    assert cut_context(ids, mask, 50) == (ids, mask)  # shorter than the budget: whole
+
+
+def test_sft_context_warmup_and_cosine_schedule_on_cpu(tiny_dir, tmp_path, monkeypatch):
+    (tmp_path / "d.jsonl").write_text(json.dumps(DEMO) + "\n")
+    cfg = LearnerConfig(
+        model_path=str(tiny_dir), dtype="fp32", sft_steps=4, sft_lr=1e-2, sft_batch_size=1,
+        sft_lr_scheduler="cosine", sft_context_warmup_steps=2, sft_context_warmup_tokens=3,
+    )  # fmt: skip
+    seen = []
+    import toolrl_learner.train.sft as sft_mod
+
+    real = sft_mod.LearnerBatch.from_groups
+    monkeypatch.setattr(
+        sft_mod.LearnerBatch,
+        "from_groups",
+        lambda groups, v: seen.append(groups[0]["trajectories"][0]["tokenIds"]) or real(groups, v),
+    )
+    history = run_sft(Policy(cfg, tiny_dir, torch.device("cpu")), cfg, tmp_path / "d.jsonl")
+    tok = AutoTokenizer.from_pretrained(str(tiny_dir))
+    full, mask = tokenize_demonstration(tok, DEMO)
+    first = mask.index(1)
+    # steps 1-2 see 3 context tokens + everything from the first assistant token; steps 3-4 the whole demonstration
+    assert [len(x) for x in seen] == [len(full) - first + 3] * 2 + [len(full)] * 2
+    assert seen[0] == full[first - 3 :] and seen[2] == full
+    # cosine over 4 steps from 1e-2 to 0: 1e-2 * (1 + cos(pi * k / 4)) / 2 for k = 0..3
+    assert [h["lr"] for h in history] == pytest.approx([1e-2, 8.535534e-3, 5e-3, 1.464466e-3], rel=1e-5)
 
 
 def test_sft_warm_start_runs_once_before_v0_on_cpu(tiny_dir, tmp_path):

@@ -60,9 +60,16 @@ class LearnerConfig:
     publish_every (1), save_every (10), keep_checkpoints (2): publish a policy version / write a
         checkpoint every this many steps; complete checkpoints kept.
     seed (0): torch RNG seed.
+    deterministic (False): train batch t = the groups at feeder positions [t b, (t+1) b), in that order, once all
+        have arrived, and record the version after each batch so the feeder pins batch t's rollouts to the
+        version after t - max_staleness batches (train/ordered.py): the same config and seed give the same run.
     sft_data, sft_steps (100), sft_lr (1e-4), sft_batch_size (16): `trainer.sft`, an SFT warm start on
         chat demonstrations (cross-entropy on assistant tokens) before the first policy is published; set
         in a curriculum stage's overrides, it runs (once) before that stage's first batch trains.
+    sft_lr_scheduler ("constant"), sft_min_lr_ratio (0.0): the SFT learning rate's schedule (cosine decay).
+    sft_context_warmup_steps (0), sft_context_warmup_tokens (32): sequence length warmup (arXiv:2108.06084):
+        the first steps see each demonstration's context cut to its last tokens before the first assistant
+        token; small models learn to copy from the prompt much sooner from short contexts.
 
     `model:` keys
 
@@ -121,10 +128,15 @@ class LearnerConfig:
     save_every: int = 10
     keep_checkpoints: int = 2
     seed: int = 0
+    deterministic: bool = False
     sft_data: str | None = None
     sft_steps: int = 100
     sft_lr: float = 1e-4
     sft_batch_size: int = 16
+    sft_lr_scheduler: str = "constant"
+    sft_min_lr_ratio: float = 0.0
+    sft_context_warmup_steps: int = 0
+    sft_context_warmup_tokens: int = 32
     # model
     model_path: str = "tiny"
     dtype: str = "bf16"
@@ -198,7 +210,19 @@ class LearnerConfig:
         if sft:
             kw.update(
                 sft_data=sft["data"],
-                **{f"sft_{k}": sft[k] for k in ("steps", "lr", "batch_size") if k in sft},
+                **{
+                    f"sft_{k}": sft[k]
+                    for k in (
+                        "steps",
+                        "lr",
+                        "batch_size",
+                        "lr_scheduler",
+                        "min_lr_ratio",
+                        "context_warmup_steps",
+                        "context_warmup_tokens",
+                    )
+                    if k in sft
+                },
             )
         kw["model_path"] = model["path"]
         for k in (

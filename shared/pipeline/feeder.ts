@@ -90,6 +90,11 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
       for (let p = st.issued; p < st.issued + n; p++) {
         const slot = groupAt(plan, p, { seed: config.trainer.seed });
         if (!slot) break;
+        // Deterministic runs sample each batch with a fixed version; a batch whose version is not out yet waits.
+        const pinned = config.trainer.deterministic
+          ? pinnedVersion(config, p, learner, latest.version)
+          : null;
+        if (pinned === undefined) break;
         const at = await rowAt(ctx.resources, slot.stage.trainKeys, slot.row);
         const template = await prompts.get(slot.stage.promptType);
         const row = template ? applyRunTemplate(at.row, template, at.where) : at.row;
@@ -100,7 +105,8 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
             epoch: slot.epoch,
             stage: slot.stage.name,
             split: 'train',
-            policyVersion: null,
+            policyVersion: pinned,
+            position: p,
           }),
         );
       }
@@ -140,6 +146,31 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
     ctx.log.info('another feeder moved first; re-reading', { runId });
   }
   if (learner?.done) await maybeCompleteRun(ctx, runId, learner);
+}
+
+/**
+ * The version that samples train group `position` in a deterministic run: the policy after batch t - max_staleness
+ * was settled (batch t = position / batch_prompts; every stage has the run's batch_prompts and max_staleness, see
+ * checkDeterministic), or undefined while the learner has not got there. Before any learner state exists, only
+ * the first batches (those sampled by the first published version) can be issued.
+ */
+export function pinnedVersion(
+  config: RunConfig,
+  position: number,
+  learner: LearnerState | undefined,
+  latest: number,
+): number | undefined {
+  const { batch_prompts: b, max_staleness: s } = config.trainer;
+  const after = Math.max(0, Math.floor(position / b) - s);
+  const batches = learner?.batches;
+  if (!batches) return after === 0 && !learner?.step ? latest : undefined;
+  if (after > batches.settled) return undefined;
+  const first = batches.settled - batches.versions.length + 1;
+  if (after < first)
+    throw new Error(
+      `deterministic run: the version after batch ${after} is no longer in learner/state.json (it keeps batches ${first}-${batches.settled})`,
+    );
+  return batches.versions[after - first];
 }
 
 /** The resolved config of each curriculum stage (null: the run's), built once per pass. */
@@ -192,7 +223,7 @@ function startMessage(
   config: RunConfig,
   version: number,
   row: DatasetRow,
-  ids: Pick<GroupRef, 'groupId' | 'promptId' | 'epoch' | 'stage' | 'split' | 'policyVersion'>,
+  ids: Pick<GroupRef, 'groupId' | 'promptId' | 'epoch' | 'stage' | 'split' | 'policyVersion' | 'position'>,
 ): RolloutStart {
   return {
     schemaVersion: 1,
@@ -216,31 +247,33 @@ async function evalMessages(
   version: number,
   template: PromptTemplate | undefined,
 ): Promise<RolloutStart[]> {
-  const out: RolloutStart[] = [];
-  let index = 0;
-  for (const k of run.input.val) {
-    for (const [i, row] of (await resources.rows(k)).entries()) {
-      const promptId = `val-p${index}`;
-      out.push(
-        startMessage(
-          run,
-          run.config!,
-          version,
-          template ? applyRunTemplate(row, template, `row ${i} of ${k}`) : row,
-          {
-            groupId: `val-v${version}-p${index}`,
-            promptId,
-            epoch: 0,
-            stage: null,
-            split: 'val',
-            policyVersion: version,
-          },
-        ),
-      );
-      index++;
-    }
-  }
-  return out;
+  const rows: { row: DatasetRow; where: string }[] = [];
+  for (const k of run.input.val)
+    for (const [i, row] of (await resources.rows(k)).entries()) rows.push({ row, where: `row ${i} of ${k}` });
+  return validationStarts(run, version, rows, template);
+}
+
+/**
+ * The validation groups of one policy version: one per row, `rollout.val_kwargs.n` samples each, pinned to the
+ * version, seeded by group id. Shared by the feeder and `toolrl eval`, so both sample the same way.
+ */
+export function validationStarts(
+  run: RunStatus,
+  version: number,
+  rows: readonly { row: DatasetRow; where: string }[],
+  template: PromptTemplate | undefined,
+): RolloutStart[] {
+  return rows.map(({ row, where }, index) =>
+    startMessage(run, run.config!, version, template ? applyRunTemplate(row, template, where) : row, {
+      groupId: `val-v${version}-p${index}`,
+      promptId: `val-p${index}`,
+      epoch: 0,
+      stage: null,
+      split: 'val',
+      policyVersion: version,
+      position: null,
+    }),
+  );
 }
 
 export type { LearnerState };

@@ -153,6 +153,7 @@ async function writeManifest(
     stage: group.stage,
     split: group.split,
     dataSource: group.dataSource,
+    position: group.position ?? null,
     trajectories,
     completedBy: sampleIndex,
   };
@@ -169,12 +170,13 @@ const ManifestHeaderSchema = ScoredGroupSchema.pick({
   runId: true,
   groupId: true,
   split: true,
+  position: true,
   completedBy: true,
 });
 
 async function emitGroup(
   ctx: StageContext,
-  group: Pick<ScoredGroup, 'runId' | 'groupId' | 'split'>,
+  group: Pick<ScoredGroup, 'runId' | 'groupId' | 'split' | 'position'>,
   manifestKey: string,
   sha256: string,
 ): Promise<void> {
@@ -185,6 +187,7 @@ async function emitGroup(
       groupId: group.groupId,
       manifestKey,
       sha256,
+      ...(group.position != null ? { position: group.position } : {}),
     };
     await sendTo(ctx, 'scored-groups', group.runId, [message]);
     await ctx.blobs.putIfAbsent(sentMarkerKey(group.runId, group.groupId), manifestKey);

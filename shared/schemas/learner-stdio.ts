@@ -113,6 +113,18 @@ export const LearnerStateSchema = z.object({
   rewardMean: z.number().nullable(),
   done: z.boolean(),
   updatedAt: z.string(),
+  /**
+   * Deterministic runs (`trainer.deterministic`): whole batches settled (trained or dropped) and the policy version
+   * after each of the last few: `versions[i]` is the version after `settled - versions.length + 1 + i` batches
+   * (after 0 batches: the first published policy). The feeder pins the groups of batch t to the version after
+   * t - max_staleness batches.
+   */
+  batches: z
+    .object({
+      settled: z.number().int().nonnegative(),
+      versions: z.array(z.number().int().nonnegative()).min(1),
+    })
+    .optional(),
 });
 export type LearnerState = z.infer<typeof LearnerStateSchema>;
 

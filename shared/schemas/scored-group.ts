@@ -18,6 +18,8 @@ export const ScoredGroupSchema = z.object({
   stage: z.string().nullable().default(null),
   split: z.enum(['train', 'val']).default('train'),
   dataSource: z.string(),
+  /** The group's place in the feeder's walk (GroupRef.position); null for validation groups. */
+  position: z.number().int().nonnegative().nullable().optional(),
   trajectories: z.array(TrajectorySchema).min(1),
   /**
    * The sample whose reward handler wrote this manifest. Only that sample's (re)delivery sends the
@@ -38,5 +40,7 @@ export const ScoredGroupMessageSchema = z.object({
   groupId: z.string().min(1),
   manifestKey: z.string().min(1),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  /** GroupRef.position, so a deterministic learner can place a group whose manifest it cannot read. */
+  position: z.number().int().nonnegative().nullable().optional(),
 });
 export type ScoredGroupMessage = z.infer<typeof ScoredGroupMessageSchema>;

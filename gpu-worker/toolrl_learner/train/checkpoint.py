@@ -48,6 +48,9 @@ class TrainerState:
     sft_done: bool = False  # the warm start (`trainer.sft`) before v0
     # Curriculum stages whose own `trainer.sft` (a format stage's demonstrations) has been trained.
     sft_done_stages: list[str] = field(default_factory=list)
+    # trainer.deterministic: whole batches settled, and the policy version after each of the last few of them.
+    batches_settled: int = 0
+    batch_versions: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -30,6 +30,7 @@ from .batch import group_staleness
 from .checkpoint import TrainerState, load_latest_checkpoint, save_checkpoint
 from .group_check import check_scored_group
 from .metrics import MetricsLogger
+from .ordered import OrderedBatches
 from .policy import Policy, resolve_model_dir
 from .publish import Publisher
 from .trainer import Trainer
@@ -90,6 +91,7 @@ class LearnerSession:
         self.groups_planned: int | None = None
         self._totals_read_at = 0.0
         self.lines_offered = 0  # the offline driver's position in its file
+        self.ordered: OrderedBatches | None = None  # trainer.deterministic: batches by feeder position
 
     # -- start ------------------------------------------------------------------------------------------
 
@@ -145,6 +147,10 @@ class LearnerSession:
             self.state = TrainerState()
         self.settled = set(self.state.consumed_group_ids) | set(self.state.dropped_group_ids)
         self.lines_offered = self.state.data_position
+        if cfg.deterministic:
+            self.ordered = OrderedBatches(
+                cfg.batch_prompts, self.state.batches_settled, list(self.state.batch_versions)
+            )
         self.metrics = MetricsLogger(
             self.store,
             self.run_id,
@@ -168,6 +174,9 @@ class LearnerSession:
             # these weights go out as the next version, so rollouts follow the learner; versions are never rewritten.
             self._publish(max(latest["version"], self.state.policy_version) + 1)
         self.last_published_step = self.state.step
+        if self.ordered is not None and not self.ordered.versions:
+            # the version that samples the first 1 + max_staleness batches
+            self.ordered.versions = [self.state.policy_version]
         if weights_changed and resumed is None:
             self._commit()  # a step-0 checkpoint, so a restart does not redo the SFT
         self._write_state()
@@ -248,6 +257,9 @@ class LearnerSession:
             if run_id == self.run_id and group_id != "?" and group_id not in self.settled | self.in_flight:
                 # One of this run's planned groups that can never be trained: counted, so the run can end.
                 self._record_drop(group_id)
+                if self.ordered is not None:
+                    self._place_ordered(line.get("position"), group_id, None)
+                    return
             self.tick()
             return
         gid = group["groupId"]
@@ -256,6 +268,10 @@ class LearnerSession:
             self.emit({"type": "dropped", "groupId": gid, "reason": "duplicate"})
             if gid in self.settled:
                 self.pending_commit.append(gid)
+            return
+        if self.ordered is not None:
+            self.in_flight.add(gid)
+            self._place_ordered(group.get("position"), gid, group)
             return
         staleness = group_staleness(group, self.state.policy_version)
         if staleness > self.cfg.max_staleness:
@@ -273,6 +289,38 @@ class LearnerSession:
             self.batch_arrivals += 1
         if len(self.buffer) >= self.cfg.batch_prompts or self.batch_arrivals >= self.cfg.batch_prompts:
             self.step()
+        if self._should_stop():
+            self.finish()
+
+    def _place_ordered(self, position: int | None, gid: str, group: dict[str, Any] | None) -> None:
+        """Deterministic runs: hold the group at its position; train every batch that is now complete, in order."""
+        assert self.ordered is not None
+        if position is None:
+            raise ValueError(
+                f"trainer.deterministic: group {gid} carries no feeder position, so its batch cannot be known "
+                "(was it issued by a feeder of an older version?)"
+            )
+        self.ordered.add(int(position), group)
+        while not self.done and (arrivals := self.ordered.release(self.groups_planned)) is not None:
+            for a in arrivals:
+                g = a.group
+                if g is None:
+                    continue  # dropped on arrival (unreadable), counted then
+                # Judged at release, against the version the batch is trained by, so arrival order cannot matter.
+                staleness = group_staleness(g, self.state.policy_version)
+                if staleness > self.cfg.max_staleness:
+                    msg = f"oldest sampled token is {staleness} versions behind v{self.state.policy_version}"
+                    self._drop(g["groupId"], "stale", msg)
+                elif self.cfg.filter_groups and not has_signal(g, self.cfg):
+                    one = len(g["trajectories"]) == 1
+                    self._drop(g["groupId"], "no_signal", "a group of one" if one else "all rewards equal")
+                else:
+                    self.buffer.append(g)
+            self.step()
+            self.ordered.settle(self.state.policy_version)
+            self._write_state()
+            if self._should_stop():
+                break
         if self._should_stop():
             self.finish()
 
@@ -346,6 +394,9 @@ class LearnerSession:
         """Checkpoint, then tell the driver which groups' messages may now be deleted."""
         # Buffered groups are the last ones offered and are not trained yet: a resume re-reads them.
         self.state.data_position = max(0, self.lines_offered - len(self.buffer))
+        if self.ordered is not None:
+            self.state.batches_settled = self.ordered.settled
+            self.state.batch_versions = list(self.ordered.versions)
         save_checkpoint(
             self.store,
             self.run_id,
@@ -373,6 +424,8 @@ class LearnerSession:
             "done": self.done,
             "updatedAt": _now(),
         }
+        if self.ordered is not None and self.ordered.versions:
+            doc["batches"] = self.ordered.state()
         validate("learner-state", doc)
         self.store.put_bytes(keys.learner_state(self.run_id), (json.dumps(doc) + "\n").encode())
         # What the state file's S3 notification is on AWS: the embedded runtime wakes the feeder on it, after the

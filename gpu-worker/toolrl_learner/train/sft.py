@@ -16,7 +16,7 @@ import torch
 from ..config import LearnerConfig
 from ..storage import BlobNotFound, BlobStore
 from .batch import LearnerBatch
-from .optim import build_optimizer
+from .optim import build_optimizer, lr_at, set_lr
 from .packing import pack_batch
 from .policy import Policy
 
@@ -129,8 +129,16 @@ def local_sft_data(store: BlobStore, key: str, workdir: Path, where: str = "trai
     return path
 
 
+def cut_context(ids: list[int], mask: list[int], keep: int) -> tuple[list[int], list[int]]:
+    """The demonstration from `keep` tokens before its first loss token on (loss tokens are never cut)."""
+    first = mask.index(1) if 1 in mask else len(mask)
+    start = max(0, first - keep)
+    return ids[start:], mask[start:]
+
+
 def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -> list[dict[str, float]]:
-    """cfg.sft_steps AdamW steps of cfg.sft_batch_size demonstrations each (a seeded shuffle, cycling)."""
+    """cfg.sft_steps AdamW steps of cfg.sft_batch_size demonstrations each (a seeded shuffle, cycling); during
+    the first cfg.sft_context_warmup_steps, each demonstration's context is cut (sequence length warmup)."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(policy.model_dir))
@@ -147,10 +155,21 @@ def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -
     for step in range(1, cfg.sft_steps + 1):
         t0 = time.perf_counter()
         picked = []
+        warm = step <= cfg.sft_context_warmup_steps
         while len(picked) < cfg.sft_batch_size:
             if not order:
                 order = torch.randperm(len(data), generator=gen).tolist()
-            picked.append(data[order.pop()])
+            ids, mask = data[order.pop()]
+            picked.append(cut_context(ids, mask, cfg.sft_context_warmup_tokens) if warm else (ids, mask))
+        lr = lr_at(
+            step - 1,
+            lr=cfg.sft_lr,
+            scheduler=cfg.sft_lr_scheduler,
+            warmup_steps=0,
+            total_steps=cfg.sft_steps,
+            min_lr_ratio=cfg.sft_min_lr_ratio,
+        )
+        set_lr(optimizer, lr)
         batch = LearnerBatch.from_groups([_as_group(step, picked)], 0)
         n_tok = max(1, batch.num_loss_tokens)
         optimizer.zero_grad(set_to_none=True)
@@ -166,6 +185,7 @@ def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -
             "sft_step": step,
             "sft_loss": total,
             "grad_norm": grad_norm,
+            "lr": lr,
             "step_time_s": time.perf_counter() - t0,
         }
         history.append(m)

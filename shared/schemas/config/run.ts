@@ -66,5 +66,34 @@ export const RunConfigSchema = z
     stages: z.array(StageConfigSchema).optional(),
     logging: LoggingConfigSchema.default(LoggingConfigSchema.parse({})),
   })
-  .strict();
+  .strict()
+  .superRefine((config, ctx) => {
+    if (!config.trainer.deterministic) return;
+    // A deterministic run's batch t is positions [t b, (t+1) b) of the feeder's walk, sampled by a version fixed
+    // by t - max_staleness: both numbers must be the run's, and a batch may not be refilled by later groups.
+    if (config.algorithm.refill_filtered_groups)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['algorithm', 'refill_filtered_groups'],
+        message:
+          'trainer.deterministic trains exactly the groups of each batch; refilling a batch is not deterministic',
+      });
+    config.stages?.forEach((stage, i) => {
+      const o = stage.overrides as { trainer?: Record<string, unknown>; algorithm?: Record<string, unknown> };
+      for (const key of ['batch_prompts', 'max_staleness', 'deterministic'])
+        if (o.trainer && key in o.trainer)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['stages', i, 'overrides', 'trainer', key],
+            message: `with trainer.deterministic every stage uses the run's trainer.${key}`,
+          });
+      if (o.algorithm?.['refill_filtered_groups'])
+        ctx.addIssue({
+          code: 'custom',
+          path: ['stages', i, 'overrides', 'algorithm', 'refill_filtered_groups'],
+          message:
+            'trainer.deterministic trains exactly the groups of each batch; refilling a batch is not deterministic',
+        });
+    });
+  });
 export type RunConfig = z.infer<typeof RunConfigSchema>;

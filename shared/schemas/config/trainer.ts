@@ -8,6 +8,17 @@ export const SftConfigSchema = z
     steps: z.number().int().nonnegative().default(100),
     lr: z.number().positive().default(1e-4),
     batch_size: z.number().int().positive().default(16),
+    /** `cosine` decays the SFT learning rate to `min_lr_ratio * lr` over `steps`. */
+    lr_scheduler: z.enum(['constant', 'cosine']).default('constant'),
+    min_lr_ratio: z.number().min(0).max(1).default(0),
+    /**
+     * Sequence length warmup (Li et al., arXiv:2108.06084): for the first `context_warmup_steps` steps each
+     * demonstration keeps only the last `context_warmup_tokens` tokens before its first assistant token (every
+     * assistant token is kept). A small model learns to copy from its prompt (operands into a call) far sooner
+     * from short contexts, then carries the skill to full-length ones. 0 disables.
+     */
+    context_warmup_steps: z.number().int().nonnegative().default(0),
+    context_warmup_tokens: z.number().int().positive().default(32),
   })
   .strict();
 
@@ -40,6 +51,13 @@ export const TrainerConfigSchema = z
     /** Validation rollouts every this many policy versions; 0 disables. */
     eval_every: z.number().int().nonnegative().default(0),
     seed: z.number().int().nonnegative().default(0),
+    /**
+     * Reproducible runs: train group p (batch t = p / batch_prompts) is sampled by the policy the learner had after
+     * settling batch t - max_staleness (v0 before that), and each step trains exactly the groups of its batch, in
+     * feeder order, whatever order they finish in. The same config and seed then give the same learning metrics
+     * run after run on one machine; the price is that rollouts for batch t + max_staleness + 1 wait for batch t.
+     */
+    deterministic: z.boolean().default(false),
     /** Optional SFT warm start before RL. */
     sft: SftConfigSchema.optional(),
   })

@@ -22,6 +22,11 @@ export const GroupRefSchema = z.object({
    * null: the newest version the rollout stage can load (train groups).
    */
   policyVersion: z.number().int().nonnegative().nullable().default(null),
+  /**
+   * A train group's place in the feeder's walk (0, 1, …): batch `position / batch_prompts`. In deterministic runs the
+   * learner trains batches in this order; null for validation groups and messages from before it existed.
+   */
+  position: z.number().int().nonnegative().nullable().optional(),
 });
 export type GroupRef = z.infer<typeof GroupRefSchema>;
 

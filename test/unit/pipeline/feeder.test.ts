@@ -357,3 +357,73 @@ describe('feeder: data.prompt_type', () => {
     );
   });
 });
+
+describe('feeder: trainer.deterministic', () => {
+  it('pins batch t to the version after batch t - max_staleness, and waits for it', async () => {
+    const { ctx, latest, drain, blobs } = await setup({
+      config: { trainer: { batch_prompts: 2, max_staleness: 1, deterministic: true } },
+    });
+    const state = (settled: number, versions: number[], consumed: number) =>
+      putJson(blobs, keys.learnerState('r'), {
+        step: settled,
+        policyVersion: versions.at(-1),
+        groupsConsumed: consumed,
+        groupsDropped: 0,
+        rewardMean: 0,
+        done: false,
+        updatedAt: '',
+        batches: { settled, versions },
+      });
+    const train = async () =>
+      (await drain())
+        .filter((m) => m.group.split === 'train')
+        .map((m) => [m.group.position, m.group.policyVersion]);
+
+    await latest(0);
+    await feedRun(ctx, 'r');
+    // Batches 0 and 1 (positions 0-3, the cap of 4) are both sampled by v0: batch 1 by the version after batch 0.
+    expect(await train()).toEqual([
+      [0, 0],
+      [1, 0],
+      [2, 0],
+      [3, 0],
+    ]);
+    // Batch 0's two groups are counted (say both were dropped on arrival), but batch 0 has not been settled: the
+    // version that samples batch 2 is not known yet, so nothing more goes out although two slots are free.
+    await state(0, [0], 2);
+    await feedRun(ctx, 'r');
+    expect(await train()).toEqual([]);
+    // Batch 0 settled with v1 out: batch 2 (positions 4, 5) sampled by v1.
+    await state(1, [0, 1], 2);
+    await latest(1);
+    await feedRun(ctx, 'r');
+    expect(await train()).toEqual([
+      [4, 1],
+      [5, 1],
+    ]);
+    // The learner may be a batch further on when the feeder runs: batch 3 still gets the version after batch 2,
+    // not the newest.
+    await state(3, [0, 1, 2, 3], 6);
+    await latest(3);
+    await feedRun(ctx, 'r');
+    expect(await train()).toEqual([
+      [6, 2],
+      [7, 2],
+      [8, 3],
+      [9, 3],
+    ]);
+  });
+
+  it('refuses settings that would make batches depend on arrival, naming the field', () => {
+    const bad = RunConfigSchema.safeParse({
+      model: { path: 'tiny' },
+      data: { train: 't.parquet' },
+      algorithm: { refill_filtered_groups: true },
+      trainer: { deterministic: true },
+      stages: [{ name: 's', data: { train: 't.parquet' }, overrides: { trainer: { batch_prompts: 4 } } }],
+    });
+    expect(bad.success).toBe(false);
+    const paths = bad.error!.issues.map((i) => i.path.join('.'));
+    expect(paths).toEqual(['algorithm.refill_filtered_groups', 'stages.0.overrides.trainer.batch_prompts']);
+  });
+});
