@@ -87,6 +87,12 @@ export const EvalSummarySchema = z.object({
   /** Mean of the accuracy component (accuracyComponentOf) over trajectories; null if the reward has none. */
   accuracy: z.number().nullable(),
   accuracyComponent: z.string().nullable(),
+  /** Samples per prompt (k of mean@k and pass@k): `rollout.val_kwargs.n`, or `toolrl eval --n`. */
+  samplesPerPrompt: z.number().int().positive().optional(),
+  /** Prompts with at least one sample whose accuracy component is 1, over prompts (pass@k); null without accuracy. */
+  passAtK: z.number().nullable().optional(),
+  /** Valid calls / attempted calls (toolCallValidity); null when no call was attempted. */
+  toolCallValidity: z.number().nullable().optional(),
   components: z.record(z.string(), z.number()),
   toolCallsPerTrajectory: z.number(),
   finishReasons: z.record(z.string(), z.number()),
@@ -176,6 +182,8 @@ export function summarise(
   const finishReasons: Record<string, number> = {};
   for (const t of trajs) finishReasons[t.finishReason] = (finishReasons[t.finishReason] ?? 0) + 1;
   const calls = trajs.reduce((a, t) => a + t.turns.reduce((b, turn) => b + turn.toolCalls.length, 0), 0);
+  const solved = (t: Scored) =>
+    accuracyComponent !== null && (t.rewardComponents[accuracyComponent] ?? 0) >= 1 - 1e-9;
   return {
     schemaVersion: 1,
     runId,
@@ -186,6 +194,11 @@ export function summarise(
     rewardStd: std,
     accuracy: accuracyComponent ? (components[accuracyComponent] ?? 0) : null,
     accuracyComponent,
+    samplesPerPrompt: Math.max(1, ...groups.map((g) => g.trajectories.length)),
+    passAtK: accuracyComponent
+      ? groups.filter((g) => g.trajectories.some(solved)).length / Math.max(1, groups.length)
+      : null,
+    toolCallValidity: toolCallValidity(trajs),
     components,
     toolCallsPerTrajectory: calls / n,
     finishReasons,

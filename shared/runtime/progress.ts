@@ -16,10 +16,24 @@ export interface ProgressOptions {
 const fmt = (x: number | null | undefined, digits = 3): string =>
   x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits);
 
-export const formatEval = (s: EvalSummary): string =>
-  `v${s.policyVersion}: reward ${fmt(s.rewardMean)} ± ${fmt(s.rewardStd, 2)}, accuracy ${
-    s.accuracy === null ? '-' : `${(100 * s.accuracy).toFixed(1)}%`
-  }, tool calls/trajectory ${fmt(s.toolCallsPerTrajectory, 2)} (${s.trajectories} trajectories)`;
+const pct = (x: number | null | undefined): string =>
+  x === null || x === undefined ? '-' : `${(100 * x).toFixed(1)}%`;
+
+/**
+ * One line per validation summary, the same in `toolrl train`'s start/end lines and `toolrl eval`: accuracy is
+ * mean@k over the k samples per prompt, pass@k the share of prompts solved by at least one of them.
+ */
+export const formatEval = (s: EvalSummary): string => {
+  const k = s.samplesPerPrompt ?? 1;
+  const pass = s.passAtK === undefined || k === 1 ? '' : `, pass@${k} ${pct(s.passAtK)}`;
+  const validity = s.toolCallValidity === undefined ? '' : `, valid calls ${pct(s.toolCallValidity)}`;
+  return `v${s.policyVersion}: accuracy ${pct(s.accuracy)} (mean@${k})${pass}, reward ${fmt(s.rewardMean)} ± ${fmt(
+    s.rewardStd,
+    2,
+  )}, tool calls/trajectory ${fmt(s.toolCallsPerTrajectory, 2)}${validity} (${s.prompts} prompts, ${
+    s.trajectories
+  } trajectories)`;
+};
 
 export class TrainProgress {
   private readonly stream: NodeJS.WriteStream;

@@ -35,7 +35,9 @@ describe('examples/quickstart/run.yaml', () => {
     expect(result).toMatchObject({ status: 'completed', learner: { step: 2, done: true } });
     // Progress went to stderr: the warm start, then the start and end validation.
     expect(run.stderr).toMatch(/SFT warm start \d+\/300/);
-    expect(run.stderr).toMatch(/start +v0: reward [-\d.]+ ± [\d.]+, accuracy [\d.]+%/);
+    expect(run.stderr).toMatch(
+      /start +v0: accuracy [\d.]+% \(mean@4\), pass@4 [\d.]+%, reward [-\d.]+ ± [\d.]+, tool calls\/trajectory/,
+    );
 
     const dir: string = result.runDir;
     expect(RunStatusSchema.parse(JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8'))).status).toBe(

@@ -1,10 +1,11 @@
 // Validation through a whole tiny `train()` run with eval_every 1: every published version (v0 before any
 // step, v1, and the final v2) gets one greedy rollout per validation prompt, and each version's summary
 // carries val/reward_mean, val/accuracy and val/tool_call_validity, overall and per data source, equal to
-// what the stored validation groups say.
+// what the stored validation groups say; and `toolrl eval` of the final bundle reproduces its summary.
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPolicy } from '#shared/policy/index';
+import { evaluate, runConfigBeside } from '#shared/runtime/evaluate';
 import type { ScoredGroup } from '#shared/schemas/scored-group';
 import { quickstartRows, scoredGroups, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
 
@@ -112,5 +113,20 @@ describe('validation on the embedded default', () => {
     }
     // The warm start made the model try calls, so validity was measured on real attempts, not left null.
     expect(attempted).toBeGreaterThan(0);
+
+    // `toolrl eval` on the final bundle, with the run's own config found beside it, is the same measurement as
+    // the run's validation of that version: the same groups, seeds and reward, the same summary.
+    const beside = runConfigBeside(join(result.runDir, 'policy', 'v2'));
+    expect(beside).not.toBeNull();
+    const again = await evaluate({
+      policyDir: join(result.runDir, 'policy', 'v2'),
+      dataPath: join(run.dir, 'val.parquet'),
+      config: beside!.config,
+      sourceDir: beside!.sourceDir,
+      ortThreads: 1,
+    });
+    const { runId: _r, createdAt: _c, policyVersion: _v, ...measured } = again;
+    const { runId: _r2, createdAt: _c2, policyVersion: _v2, ...fromRun } = result.evals[2]!;
+    expect(measured).toEqual(fromRun);
   });
 });

@@ -136,6 +136,38 @@ describe('validation metrics', () => {
   });
 });
 
+describe('mean@k and pass@k', () => {
+  it('accuracy is the mean over every sample; pass@k counts prompts solved by at least one of their k samples', () => {
+    // p0: samples solved 1, 0, 0, 0; p1: 0, 0, 0, 0; p2: 1, 1, 1, 1 -> mean@4 = 5/12, pass@4 = 2/3
+    const solved = (ok: number) => traj(ok, { 'toolcall/final_answer': ok }, [call(null)]);
+    const four = (...oks: number[]) => oks.map(solved);
+    const s = summarise(
+      'r',
+      3,
+      [
+        group('val-v3-p0', 'calc', four(1, 0, 0, 0)),
+        group('val-v3-p1', 'calc', four(0, 0, 0, 0)),
+        group('val-v3-p2', 'calc', four(1, 1, 1, 1)),
+      ],
+      new Date(0),
+      'toolcall/final_answer',
+    );
+    expect(s).toMatchObject({ samplesPerPrompt: 4, prompts: 3, trajectories: 12, toolCallValidity: 1 });
+    expect(s.accuracy).toBeCloseTo(5 / 12, 12);
+    expect(s.passAtK).toBeCloseTo(2 / 3, 12);
+    // A partial accuracy component (0.5) is not a solved sample.
+    const half = summarise(
+      'r',
+      0,
+      [group('val-v0-p0', 'calc', [solved(0.5)])],
+      new Date(0),
+      'toolcall/final_answer',
+    );
+    expect(half.passAtK).toBe(0);
+    expect(summarise('r', 0, groups, new Date(0), null).passAtK).toBeNull();
+  });
+});
+
 describe('the accuracy component', () => {
   // The real declarations of the built-in rewards (RewardDefinition.accuracy).
   const builtin: DeclaredAccuracy = (name) => {

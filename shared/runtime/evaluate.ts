@@ -1,0 +1,227 @@
+// `toolrl eval`: scores one policy on a dataset with a run's tools, reward and multi-turn settings, through the
+// same rollout, tool-call and reward stages a run uses (embedded queues, a scratch folder store), and summarises it
+// with the code that writes a run's validation summaries, so its numbers and `toolrl train`'s start/end lines are
+// the same measurement. The policy is a rollout bundle, or a Hugging Face model folder (a checkpoint's `model/`),
+// which is exported to a bundle first by the learner's own exporter.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { readDataset } from '../data/dataset.ts';
+import { sendTo } from '../pipeline/context.ts';
+import { type EvalSummary, EvalSummarySchema } from '../pipeline/eval.ts';
+import { validationStarts } from '../pipeline/feeder.ts';
+import { silentLog } from '../pipeline/log.ts';
+import type { PolicyLease, PolicyProvider } from '../pipeline/policies.ts';
+import { runPromptTemplate } from '../pipeline/prompt-type.ts';
+import type { Policy } from '../policy/policy.ts';
+import type { RunConfig } from '../schemas/config/run.ts';
+import type { RunStatus } from '../schemas/run-status.ts';
+import { keys } from '../topology.ts';
+import { EmbeddedPipeline, learnerPython } from './embedded.ts';
+
+const run = promisify(execFile);
+
+export interface EvaluateOptions {
+  /** A rollout bundle (manifest.json, model.onnx) or a Hugging Face model folder (config.json, safetensors). */
+  readonly policyDir: string;
+  /** The dataset (Parquet, or the formats `toolrl dataset` reads). */
+  readonly dataPath: string;
+  /** The run config whose tools, reward, prompt type and multi-turn limits apply. */
+  readonly config: RunConfig;
+  /** Where the config's relative paths (tool configs, reward modules, prompt templates) resolve. */
+  readonly sourceDir: string;
+  /** Samples per prompt, temperature, top-p, top-k: the config's `rollout.val_kwargs` unless given. */
+  readonly n?: number;
+  readonly temperature?: number;
+  readonly topP?: number;
+  readonly topK?: number;
+  /** Rollout seed (`rollout.seed` unless given): each prompt's samples are seeded from it and the prompt's index. */
+  readonly seed?: number;
+  /** Offer no tools: the prompt has no tool schemas and every call the model still writes fails. */
+  readonly noTools?: boolean;
+  /** Only the first rows of the dataset. */
+  readonly maxRows?: number;
+  readonly ortThreads?: number;
+  readonly python?: string;
+  /** Called as groups finish: (scored prompts, all prompts). */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** The policy version an evaluation's summary is filed under (its groups are `val-v0-p<i>`). */
+const VERSION = 0;
+
+export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
+  const root = mkdtempSync(join(tmpdir(), 'toolrl-eval-'));
+  try {
+    const bundleDir = await asBundle(resolve(opts.policyDir), root, opts.python);
+    let rows = await readDataset(resolve(opts.dataPath));
+    if (opts.maxRows !== undefined) rows = rows.slice(0, opts.maxRows);
+    if (rows.length === 0) throw new Error(`${opts.dataPath} has no rows to evaluate`);
+    const config = evalConfig(opts);
+    const runId = `eval-${
+      basename(opts.dataPath)
+        .replace(/[^A-Za-z0-9._-]+/g, '-')
+        .slice(0, 60) || 'data'
+    }`;
+    const now = new Date().toISOString();
+    const status: RunStatus = {
+      schemaVersion: 1,
+      runId,
+      status: 'running',
+      reason: null,
+      createdAt: now,
+      updatedAt: now,
+      config,
+      input: { config: keys.config(runId), train: [], val: [], sourceDir: resolve(opts.sourceDir) },
+      totals: { groupsPlanned: 0, trainPrompts: 0, valPrompts: rows.length, epochs: 0 },
+      learner: { submittedAt: null, jobId: null },
+      completedAt: null,
+    };
+    const policies = new DirPolicyProvider(bundleDir, opts.ortThreads);
+    const pipeline = new EmbeddedPipeline({
+      root,
+      runId,
+      sourceDir: resolve(opts.sourceDir),
+      log: silentLog,
+      policies,
+      learnerJobs: {
+        submit: () => Promise.reject(new Error('toolrl eval starts no learner')),
+      },
+    });
+    const summaryKey = keys.evalSummary(runId, VERSION);
+    let scored = 0;
+    const done = new Promise<void>((resolveDone) => {
+      pipeline.blobs.onPut((key) => {
+        if (key === summaryKey) resolveDone();
+        else if (key.startsWith(`${keys.runPrefix(runId)}groups/`)) opts.onProgress?.(++scored, rows.length);
+      });
+    });
+    try {
+      await pipeline.blobs.put(keys.runJson(runId), JSON.stringify(status));
+      pipeline.start(['rollout', 'tool-call', 'reward']);
+      const template = config.data.prompt_type
+        ? runPromptTemplate(config.data.prompt_type, resolve(opts.sourceDir))
+        : undefined;
+      const starts = validationStarts(
+        status,
+        VERSION,
+        rows.map((row, i) => ({ row, where: `row ${i} of ${opts.dataPath}` })),
+        template,
+      );
+      await sendTo(pipeline.context('feeder'), 'rollout', runId, starts);
+      await Promise.race([done, deadLetters(pipeline)]);
+    } finally {
+      await pipeline.stop();
+    }
+    const text = await pipeline.blobs.get(summaryKey);
+    if (!text) throw new Error('the evaluation ended without a summary');
+    return EvalSummarySchema.parse(JSON.parse(Buffer.from(text).toString('utf8')));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** The run config with the evaluation's sampling (as validation samples) and, with --no-tools, no tools. */
+function evalConfig(opts: EvaluateOptions): RunConfig {
+  const c = opts.config;
+  const vk = c.rollout.val_kwargs;
+  return {
+    ...c,
+    rollout: {
+      ...c.rollout,
+      seed: opts.seed ?? c.rollout.seed,
+      val_kwargs: {
+        ...vk,
+        n: opts.n ?? vk.n,
+        temperature: opts.temperature ?? vk.temperature,
+        top_p: opts.topP ?? vk.top_p,
+        top_k: opts.topK ?? vk.top_k,
+      },
+    },
+    tools: opts.noTools ? { tools: [] } : c.tools,
+    // Validation summaries are written only for runs that validate.
+    trainer: { ...c.trainer, eval_every: Math.max(1, c.trainer.eval_every) },
+  };
+}
+
+/** Resolves when a dead-letter queue receives anything: an evaluation that lost a group would wait forever. */
+async function deadLetters(pipeline: EmbeddedPipeline): Promise<never> {
+  for (;;) {
+    for (const [name, q] of Object.entries(pipeline.queues.dlqs)) {
+      const depth = await q.depth();
+      if (depth.visible + depth.inFlight + depth.delayed > 0)
+        throw new Error(
+          `a message went to the ${name} dead-letter queue during the evaluation (see the stage's error above); the summary would be incomplete`,
+        );
+    }
+    await new Promise((r) => setTimeout(r, 500).unref());
+  }
+}
+
+/** A bundle folder as it is; a Hugging Face model folder exported into the scratch folder first. */
+async function asBundle(dir: string, scratch: string, python?: string): Promise<string> {
+  if (existsSync(join(dir, 'manifest.json')) && existsSync(join(dir, 'model.onnx'))) return dir;
+  const model = existsSync(join(dir, 'config.json'))
+    ? dir
+    : existsSync(join(dir, 'model', 'config.json'))
+      ? join(dir, 'model') // a checkpoint folder: checkpoints/step-<S>/
+      : null;
+  if (!model)
+    throw new Error(
+      `${dir} is neither a rollout bundle (manifest.json + model.onnx) nor a Hugging Face model folder (config.json)${
+        existsSync(join(dir, 'adapter'))
+          ? '; a LoRA checkpoint: merge it or evaluate the published policy/v<N> instead'
+          : ''
+      }`,
+    );
+  const out = join(scratch, 'bundle');
+  try {
+    await run(python ?? learnerPython(), ['-m', 'toolrl_learner', 'export', '--model', model, '--out', out], {
+      maxBuffer: 64 << 20,
+    });
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`exporting ${model} to a rollout bundle failed: ${(e.stderr || e.message).trim()}`);
+  }
+  return out;
+}
+
+/** Serves one bundle as every version of the evaluation run. */
+class DirPolicyProvider implements PolicyProvider {
+  private policy: Promise<Policy> | undefined;
+
+  constructor(
+    private readonly dir: string,
+    private readonly threads?: number,
+  ) {}
+
+  async acquire(_runId: string, pinned: number | null): Promise<PolicyLease> {
+    this.policy ??= import('../policy/policy.ts').then(({ loadPolicy }) =>
+      loadPolicy(this.dir, { version: VERSION, ...(this.threads ? { threads: this.threads } : {}) }),
+    );
+    return { policy: await this.policy, version: pinned ?? VERSION, release: () => {} };
+  }
+
+  async close(): Promise<void> {
+    if (this.policy) await (await this.policy).dispose();
+  }
+}
+
+/** The run config of a policy inside a run folder (`runs/<id>/policy/v<N>`, `runs/<id>/checkpoints/step-<S>`). */
+export function runConfigBeside(
+  policyDir: string,
+): { config: RunConfig; sourceDir: string; runJson: string } | null {
+  let dir = resolve(policyDir);
+  for (let i = 0; i < 4; i++) {
+    const candidate = join(dir, 'run.json');
+    if (existsSync(candidate)) {
+      const status = JSON.parse(readFileSync(candidate, 'utf8')) as RunStatus;
+      if (!status.config) return null;
+      return { config: status.config, sourceDir: status.input.sourceDir ?? dir, runJson: candidate };
+    }
+    dir = resolve(dir, '..');
+  }
+  return null;
+}
