@@ -62,6 +62,11 @@ export class LearnerBridge {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** The learner process's id while it runs (bench/embedded reads its CPU time from /proc). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get metrics(): Readonly<Record<string, number | null>> {
     return this.lastStepMetrics;
   }

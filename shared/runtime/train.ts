@@ -38,6 +38,8 @@ export interface TrainOptions {
   /** Ctrl-C: stop cleanly. */
   readonly signal?: AbortSignal;
   readonly onEvent?: (e: TrainEvent) => void;
+  /** Called with the pipeline before it starts (bench/embedded instruments its queues, store and policies). */
+  readonly onPipeline?: (pipeline: EmbeddedPipeline) => void;
 }
 
 export type TrainEvent =
@@ -116,6 +118,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     onLearnerLine: (line) => emit({ kind: 'learner', line }),
     onInvoke: (result) => emit({ kind: 'invoke', result }),
   });
+  opts.onPipeline?.(pipeline);
   const seenEvals = new Set<number>();
   const unwatch = pipeline.blobs.onPut((key) => {
     if (!key.startsWith(`${keys.metrics(runId)}eval/`)) return;

@@ -76,13 +76,16 @@ def main(argv: list[str]) -> int:
                 device=args.device,
             )
             session.start()
-        for raw in sys.stdin:
-            if session.done or not raw.strip():
-                if session.done:
-                    break
+        while True:
+            with session.timer.phase("wait"):
+                raw = sys.stdin.readline()
+            if not raw or session.done:
+                break
+            if not raw.strip():
                 continue
             try:
-                line = parse_line(raw)
+                with session.timer.phase("receive"):
+                    line = parse_line(raw)
             except ContractError as e:
                 gid = _group_id(raw)
                 log.warning("bad input line (group %s): %s", gid, e)

@@ -1,10 +1,14 @@
 """Packed causal attention: B sequences concatenated along T, each attending only to its own past.
 
-Two backends behind one function, chosen per call:
+Backends behind one function, chosen per call:
 - `varlen`: `torch.nn.attention.varlen.varlen_attn` (Flash Attention over cu_seqlens, no padding, O(T) memory);
   CUDA with fp16/bf16 inputs only, which is the learner's bf16-autocast path on an H100.
-- `sdpa`: `scaled_dot_product_attention` with a block-diagonal causal mask [T, T]; any device and dtype
-  (CPU tests, fp32 parity checks). Memory is O(T^2) booleans, fine for the sizes CPU runs see.
+- `padded`: the pack scattered into right-padded [B, L_max] rows and one causal `scaled_dot_product_attention`
+  (no mask tensor: with right padding, causality alone keeps every real token off the padding), gathered back.
+  Work O(B x L_max^2) instead of O(T^2); the default off CUDA (bench/learner, "attention": fastest on a CPU).
+- `per_seq`: one causal SDPA call per sequence over slices of the pack: no padding, a call per sequence.
+- `sdpa`: SDPA with a dense block-diagonal causal mask [T, T]: O(T^2) memory and work whatever the sequences
+  (a reference for the others and for the tests).
 """
 
 from __future__ import annotations
@@ -31,6 +35,43 @@ def _varlen_available(q: torch.Tensor) -> bool:
     return True
 
 
+def _padded_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, gqa):
+    total, hq, d = q.shape
+    lengths = cu_seqlens[1:] - cu_seqlens[:-1]  # [B]
+    b = lengths.shape[0]
+    width = int(max_seqlen) if max_seqlen is not None else int(lengths.max())
+    seq = torch.repeat_interleave(torch.arange(b, device=q.device), lengths.long(), output_size=total)  # [T]
+    slot = seq * width + (torch.arange(total, device=q.device) - cu_seqlens[:-1].long()[seq])  # [T] row-major
+
+    def rows(x):  # [T, H, D] -> [B, H, L, D], zeros in the padding
+        out = x.new_zeros(b * width, x.shape[1], d).index_copy(0, slot, x)
+        return out.view(b, width, x.shape[1], d).transpose(1, 2)
+
+    out = F.scaled_dot_product_attention(
+        rows(q), rows(k), rows(v), is_causal=True, scale=scale, enable_gqa=gqa
+    )
+    return out.transpose(1, 2).reshape(b * width, hq, d).index_select(0, slot)  # [T, Hq, D]
+
+
+def _per_seq_sdpa(q, k, v, cu_seqlens, scale, gqa):
+    bounds = cu_seqlens.tolist()
+    outs = [
+        F.scaled_dot_product_attention(
+            q[a:z].transpose(0, 1),
+            k[a:z].transpose(0, 1),
+            v[a:z].transpose(0, 1),
+            is_causal=True,
+            scale=scale,
+            enable_gqa=gqa,
+        ).transpose(0, 1)
+        for a, z in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
+    return torch.cat(outs)
+
+
+BACKENDS = ("auto", "varlen", "padded", "per_seq", "sdpa")
+
+
 def packed_causal_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -44,11 +85,13 @@ def packed_causal_attention(
 
     q: [T, Hq, D]; k, v: [T, Hkv, D] with Hq a multiple of Hkv (grouped-query attention);
     cu_seqlens: [B+1] int, cumulative sequence lengths starting at 0 and ending at T.
-    backend: "auto" (varlen where it runs, else sdpa), "varlen" or "sdpa".
+    backend: "auto" (varlen where it runs, else padded) or one of BACKENDS.
     Returns [T, Hq, D].
     """
     total, hq, _ = q.shape
     hkv = k.shape[1]
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown attention backend {backend!r}; one of {', '.join(BACKENDS)}")
     use_varlen = backend == "varlen" or (backend == "auto" and _varlen_available(q))
     if use_varlen:
         from torch.nn.attention.varlen import varlen_attn
@@ -58,8 +101,11 @@ def packed_causal_attention(
             max_seqlen = int((cu[1:] - cu[:-1]).max().item())
         # Flash Attention takes fewer KV heads than query heads as they are (GQA), so K/V are not repeated.
         return varlen_attn(q, k, v, cu, cu, max_seqlen, max_seqlen, scale=scale, window_size=(-1, 0))
-    if backend not in ("auto", "sdpa"):
-        raise ValueError(f"unknown attention backend {backend!r}; one of auto, varlen, sdpa")
+    gqa = hq != hkv
+    if backend in ("auto", "padded"):
+        return _padded_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, gqa)
+    if backend == "per_seq":
+        return _per_seq_sdpa(q, k, v, cu_seqlens, scale, gqa)
     mask = block_causal_mask(cu_seqlens, total)
     out = F.scaled_dot_product_attention(
         q.transpose(0, 1),  # [Hq, T, D]
@@ -67,6 +113,6 @@ def packed_causal_attention(
         v.transpose(0, 1),
         attn_mask=mask,
         scale=scale,
-        enable_gqa=hq != hkv,
+        enable_gqa=gqa,
     )  # [Hq, T, D]
     return out.transpose(0, 1)

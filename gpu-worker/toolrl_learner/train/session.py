@@ -33,6 +33,7 @@ from .metrics import MetricsLogger
 from .ordered import OrderedBatches
 from .policy import Policy, resolve_model_dir
 from .publish import Publisher
+from .timing import PREFIX, PhaseTimer
 from .trainer import Trainer
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ class LearnerSession:
         self._totals_read_at = 0.0
         self.lines_offered = 0  # the offline driver's position in its file
         self.ordered: OrderedBatches | None = None  # trainer.deterministic: batches by feeder position
+        self.timer = PhaseTimer()  # drivers add their own phases (waiting for input, parsing it)
 
     # -- start ------------------------------------------------------------------------------------------
 
@@ -181,6 +183,7 @@ class LearnerSession:
             self._commit()  # a step-0 checkpoint, so a restart does not redo the SFT
         self._write_state()
         ready = {"type": "ready", "policyVersion": self.state.policy_version, "resumedFromStep": resumed_from}
+        self.timer = PhaseTimer()  # the first step row's phases start here, after loading and the warm start
         self.emit(ready)
         if self._should_stop():
             self.finish()
@@ -249,7 +252,8 @@ class LearnerSession:
         group_id = line.get("groupId") or (line.get("group") or {}).get("groupId") or "?"
         run_id = line.get("runId") or (line.get("group") or {}).get("runId")
         try:
-            group = self.resolve(line)
+            with self.timer.phase("receive"):
+                group = self.resolve(line)
         except (ContractError, BlobNotFound, ValueError, KeyError) as e:
             reason = f"manifest {e} not found" if isinstance(e, BlobNotFound) else str(e)
             log.warning("dropping invalid group %s: %s", group_id, reason)
@@ -351,7 +355,12 @@ class LearnerSession:
         if not groups:
             return
         version_before = self.state.policy_version
+        t0 = time.perf_counter()
         metrics = self.trainer.step(groups, version_before)
+        inner = self.trainer.last_phases
+        for k, v in inner.items():
+            self.timer.add(k.removeprefix(PREFIX), v)
+        self.timer.add("step_rest", max(0.0, time.perf_counter() - t0 - sum(inner.values())))
         st = self.state
         st.step += 1
         st.groups_consumed += len(groups)
@@ -367,6 +376,7 @@ class LearnerSession:
             "groups_dropped": st.groups_dropped,
             "duplicate_groups": self.duplicates,
             **metrics,
+            **self.timer.take(),
         }
         if self.device.type != "cuda":
             row["memory_gb"] = (
@@ -378,14 +388,17 @@ class LearnerSession:
         if st.step % self.cfg.publish_every == 0:
             self._publish(st.policy_version + 1)
         if st.step % self.cfg.save_every == 0:
-            self._commit()
-        self._write_state()
+            with self.timer.phase("checkpoint"):
+                self._commit()
+        with self.timer.phase("state"):
+            self._write_state()
         if self.trainer.total_steps is None:
             self._read_run()
             self.trainer.total_steps = self._total_steps()
 
     def _publish(self, version: int) -> None:
-        pointer = self.publisher.publish(self.policy.rollout_model(), version)
+        with self.timer.phase("publish"):
+            pointer = self.publisher.publish(self.policy.rollout_model(), version)
         self.state.policy_version = version
         self.last_published_step = self.state.step
         self.emit({"type": "published", **pointer})

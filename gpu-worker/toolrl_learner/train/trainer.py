@@ -3,8 +3,10 @@ gradient accumulation -> one AdamW step per PPO epoch. Returns the step's metric
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -22,6 +24,7 @@ from .batch import LearnerBatch
 from .optim import build_optimizer, lr_at, set_lr
 from .packing import MicroBatch, pack_batch
 from .policy import Policy
+from .timing import PhaseTimer
 
 # Metrics that are partial sums of a batch-normalised loss (they add over micro-batches); the others are
 # micro-batch means, weighted by the micro-batch's share of loss tokens.
@@ -91,6 +94,11 @@ def compute_advantages(
     return advantages, returns, metrics
 
 
+@contextlib.contextmanager
+def _no_phase(_name: str) -> Iterator[None]:
+    yield
+
+
 class Trainer:
     """Holds the optimiser; `step` is one learner step (ppo_epochs optimiser steps) on a batch of groups."""
 
@@ -104,6 +112,9 @@ class Trainer:
         self.params = [p for _, p in policy.named_trainable_parameters()]
         self.total_steps: int | None = cfg.max_steps
         self.step_count = 0  # learner steps done; the schedule's only state
+        # Seconds by phase of the last step (`timing_s/pack`, `forward`, ...; CPU only): kept out of the step's
+        # metrics, which are a function of the data alone.
+        self.last_phases: dict[str, float] = {}
 
     def config_for(self, batch: LearnerBatch) -> LearnerConfig:
         """The stage's config when the batch's first group names a stage with overrides."""
@@ -128,9 +139,13 @@ class Trainer:
         device = self.policy.device
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
-        batch = LearnerBatch.from_groups(groups, policy_version)
-        cfg = self.config_for(batch)
-        mbs = [mb.to(device) for mb in pack_batch(batch, cfg.micro_batch_tokens)]
+        # Phases are timed on a CPU only: on a GPU the kernels are queued, and syncing per phase would cost.
+        timer = PhaseTimer() if device.type != "cuda" else None
+        phase = timer.phase if timer is not None else _no_phase
+        with phase("pack"):
+            batch = LearnerBatch.from_groups(groups, policy_version)
+            cfg = self.config_for(batch)
+            mbs = [mb.to(device) for mb in pack_batch(batch, cfg.micro_batch_tokens)]
         n_tok = batch.num_loss_tokens
         behavior = batch.behavior_logprobs.to(device)
 
@@ -138,12 +153,15 @@ class Trainer:
         # it (values for GAE, log-probs for a KL reward); otherwise it is the first forward, detached.
         need_old = cfg.ppo_epochs > 1 or cfg.adv_estimator == "gae" or cfg.use_kl_in_reward
         old_logprobs = old_values = ref_logprobs = None
-        if need_old:
-            old_logprobs, old_values = self._gather(
-                mbs, n_tok, lambda mb: self.policy.forward_old(mb, values=True)
-            )
-        if cfg.needs_reference:
-            ref_logprobs, _ = self._gather(mbs, n_tok, lambda mb: (self.policy.reference_logprobs(mb), None))
+        with phase("old_logprobs"):
+            if need_old:
+                old_logprobs, old_values = self._gather(
+                    mbs, n_tok, lambda mb: self.policy.forward_old(mb, values=True)
+                )
+            if cfg.needs_reference:
+                ref_logprobs, _ = self._gather(
+                    mbs, n_tok, lambda mb: (self.policy.reference_logprobs(mb), None)
+                )
 
         advantages, returns, adv_metrics = compute_advantages(
             cfg, batch, old_logprobs, old_values, ref_logprobs, device=device
@@ -166,6 +184,7 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             for mb in mbs:
                 loss_metrics = self._micro_step(
+                    phase,
                     cfg,
                     mb,
                     n_tok,
@@ -181,8 +200,9 @@ class Trainer:
                 for k, v in loss_metrics.items():
                     sums[k] = sums.get(k, 0.0) + v * ((1.0 if k in _SUMMED else w) / cfg.ppo_epochs)
             if n_tok:
-                grad_norms.append(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip).detach())
-                self.optimizer.step()
+                with phase("optimizer"):
+                    grad_norms.append(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip).detach())
+                    self.optimizer.step()
         self.step_count += 1
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # the step's kernels are queued, not done, until here
@@ -200,6 +220,9 @@ class Trainer:
             "tokens_per_s": total_tokens * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
             "step_time_s": elapsed,
         }
+        if timer is not None:
+            self.last_phases = timer.take()
+            self.last_phases.pop("timing_s/other")  # the caller accounts for the step's rest
         stage = batch.stages[0] if batch.stages else None
         if stage in self.stage_cfgs:
             # The curriculum stage whose config this step ran with, as its index in `stages` (a number, so
@@ -226,9 +249,19 @@ class Trainer:
         return logprobs, values
 
     def _micro_step(
-        self, cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp
+        self, phase, cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp
     ):
         gae = cfg.adv_estimator == "gae"
+        with phase("forward"):
+            loss, metrics, n = self._loss(
+                cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp, gae
+            )
+        if n:
+            with phase("backward"):
+                loss.backward()
+        return {k: v.detach() for k, v in metrics.items()}
+
+    def _loss(self, cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp, gae):
         out = self.policy.forward(mb, entropy=True, values=gae)
         idx = mb.token_index
         n, b = idx.shape[0], mb.num_seqs
@@ -279,10 +312,8 @@ class Trainer:
             )
             loss = loss + cfg.vf_coef * vloss
             metrics.update(vmetrics)
-        if n:
-            loss.backward()
         metrics.update(is_metrics)
-        return {k: v.detach() for k, v in metrics.items()}
+        return loss, metrics, n
 
     @staticmethod
     def _batch_metrics(batch: LearnerBatch, group_relative: bool) -> dict[str, float]:
