@@ -108,6 +108,9 @@ def _rss_gb() -> float:
 
 def child(args) -> dict:
     import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
     from steps import run_ours, run_reference  # bench/learner/steps.py (the script's folder is on sys.path)
 
     device = args.device
@@ -136,12 +139,13 @@ def child(args) -> dict:
             torch.cuda.synchronize()
             # what stays between steps: weights, gradients, optimizer state (16 bytes a parameter in both)
             resident = torch.cuda.memory_allocated()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(args.steps):
             step()
         if cuda:
             torch.cuda.synchronize()
         elapsed = (time.perf_counter() - t0) / args.steps
+        cpu_s = (time.process_time() - c0) / args.steps
     except torch.OutOfMemoryError as e:
         return {
             "variant": args.variant,
@@ -154,6 +158,9 @@ def child(args) -> dict:
         "shape": args.shape,
         "step_s": elapsed,
         "tokens_per_s": tokens / elapsed,
+        # Tokens per CPU-second (all threads): what a loaded machine distorts least (other processes' time is not
+        # counted); with --threads 1 it is the work itself, with more it includes threads waiting for each other.
+        "tokens_per_cpu_s": tokens / cpu_s,
         "first_loss": first_loss,
         "flops_per_step": model_flops(cfg, seqs),
     }
@@ -176,7 +183,7 @@ def _public(r: dict) -> dict:
     return {
         k: (round(v, 4) if isinstance(v, float) else v)
         for k, v in r.items()
-        if k not in ("variant", "shape", "ckpt")
+        if k not in ("variant", "shape", "ckpt", "attention")
     }
 
 
@@ -214,6 +221,12 @@ def main() -> int:
     )
     p.add_argument("--chunk", type=int, default=None, help="ours: rows of logits per chunk")
     p.add_argument("--grad-ckpt", action="store_true", help="ours: gradient checkpointing")
+    p.add_argument(
+        "--attention",
+        default="auto",
+        help="ours: packed attention backend(s), comma-separated, each a variant: auto, padded, per_seq, sdpa",
+    )
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads in both (default: torch's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variant", choices=("ours", "ref"), help=argparse.SUPPRESS)
     p.add_argument("--shape", help=argparse.SUPPRESS)
@@ -256,10 +269,12 @@ def main() -> int:
         if getattr(args, k) is None:
             setattr(args, k, v)
     # GPU: ours also with gradient checkpointing (an option of the learner; the reference has none).
-    variants = [("ref", False), ("ours", False)] + ([("ours", True)] if gpu or args.grad_ckpt else [])
+    backends = args.attention.split(",")
+    variants = [("ref", False, "auto")] + [("ours", False, a) for a in backends]
+    variants += [("ours", True, backends[0])] if gpu or args.grad_ckpt else []
     results = []
     for shape in shapes:
-        for variant, ckpt in variants:
+        for variant, ckpt, attention in variants:
             cmd = [
                 sys.executable,
                 __file__,
@@ -273,10 +288,14 @@ def main() -> int:
             for k in ("steps", "seqs", "group_size", "min_len", "max_len", "response_frac", "micro_batch_tokens",
                       "ref_micro_seqs", "chunk", "seed"):  # fmt: skip
                 cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
+            cmd += ["--attention", attention]
+            if args.threads:
+                cmd += ["--threads", str(args.threads)]
             if ckpt:
                 cmd.append("--grad-ckpt")
             print(
-                f"bench/learner: {shape} {variant}{' +grad-ckpt' if ckpt else ''} ...",
+                f"bench/learner: {shape} {variant}{f' [{attention}]' if variant == 'ours' else ''}"
+                f"{' +grad-ckpt' if ckpt else ''} ...",
                 file=sys.stderr,
                 flush=True,
             )
@@ -297,20 +316,25 @@ def main() -> int:
                     }
                 )
                 continue
-            results.append({**json.loads(proc.stdout.strip().splitlines()[-1]), "ckpt": ckpt})
+            results.append(
+                {**json.loads(proc.stdout.strip().splitlines()[-1]), "ckpt": ckpt, "attention": attention}
+            )
     summary = {
         "device": device,
-        "settings": {k: getattr(args, k) for k in defaults},
+        "settings": {k: getattr(args, k) for k in (*defaults, "threads")},
         "shapes": {},
     }
     for shape in shapes:
         ref = next(r for r in results if r["shape"] == shape and r["variant"] == "ref")
         s = {"reference": _public(ref)} if gpu else {"note": "CPU: ratios only"}
         for ours in (r for r in results if r["shape"] == shape and r["variant"] == "ours"):
-            name = "ours+grad_ckpt" if ours["ckpt"] else "ours"
+            name = ("ours+grad_ckpt" if ours["ckpt"] else "ours") + (
+                f"[{ours['attention']}]" if len(backends) > 1 else ""
+            )
             o = {}
             if "tokens_per_s" in ours and "tokens_per_s" in ref:
                 o["speedup"] = round(ours["tokens_per_s"] / ref["tokens_per_s"], 2)
+                o["speedup_cpu_time"] = round(ours["tokens_per_cpu_s"] / ref["tokens_per_cpu_s"], 2)
                 o["peak_memory_ratio"] = round(ours["peak_gb"] / ref["peak_gb"], 3)
                 if "working_gb" in ours and "working_gb" in ref:
                     o["working_memory_ratio"] = round(ours["working_gb"] / ref["working_gb"], 3)

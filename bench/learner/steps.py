@@ -33,6 +33,7 @@ def run_ours(args, cfg, seqs, rewards, device):
     with torch.device(device):
         model = CausalLM(mcfg)
     init_weights(model, args.seed)
+    model.attention_backend = args.attention
     lcfg = LearnerConfig(
         model_path="bench",
         dtype="bf16",

@@ -2,11 +2,13 @@
 
 With Qwen's ~152k vocabulary, full fp32 logits for 8k tokens are 4.9 GB (and as much again for their
 gradient). token_logprobs walks T in chunks: each chunk's logits exist only inside the chunk, and the backward
-pass recomputes them instead of saving them, so memory is O(chunk_size x V) whatever T is.
+pass recomputes them instead of saving them, so memory is O(chunk_size x V) whatever T is. Where the [T, V]
+log-softmax fits in `save_bytes` (a small model on a CPU, where the step is compute-bound and the recompute is
+a second logits matmul for nothing) the forward keeps it for the backward instead.
 
 Public API:
     token_logprobs(hidden[T, H], weight[V, H], targets[T], temperature=1.0, chunk_size=1024,
-                   return_entropy=False) -> (logprobs[T], entropy[T] | None)
+                   return_entropy=False, save_bytes=SAVE_BYTES) -> (logprobs[T], entropy[T] | None)
         logprobs[t] = log softmax(hidden[t] @ weight.T / temperature)[targets[t]]  (fp32)
         entropy[t]  = -sum_v p_v log p_v of the same distribution                  (fp32)
         Differentiable w.r.t. hidden and weight. Under torch.autocast the logits matmul runs in the autocast
@@ -33,14 +35,21 @@ def _chunk_stats(h: torch.Tensor, w: torch.Tensor, tgt: torch.Tensor, temperatur
     return z, lse, logp_tgt
 
 
+# Largest [T, V] log-softmax the forward keeps for the backward instead of recomputing it there (256 MiB of fp32).
+SAVE_BYTES = 256 * 2**20
+
+
 class _ChunkedLogprobs(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden, weight, targets, temperature, chunk_size, with_entropy, dtype):
+    def forward(ctx, hidden, weight, targets, temperature, chunk_size, with_entropy, dtype, save_bytes):
         h_all, w = hidden.to(dtype), weight.to(dtype)
         t = hidden.shape[0]
         acc = torch.promote_types(dtype, torch.float32)
         logp = torch.empty(t, dtype=acc, device=hidden.device)
         ent = torch.empty(t, dtype=acc, device=hidden.device) if with_entropy else None
+        grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        keep = grad and t * weight.shape[0] * acc.itemsize <= save_bytes
+        kept = []
         with torch.autocast(hidden.device.type, enabled=False):
             for s in range(0, t, chunk_size):
                 e = min(s + chunk_size, t)
@@ -48,7 +57,10 @@ class _ChunkedLogprobs(torch.autograd.Function):
                 if with_entropy:
                     p = torch.softmax(z, dim=-1)
                     ent[s:e] = lse - (p * z).sum(-1)  # H = lse - sum_v p_v z_v
+                if keep:
+                    kept.append(z.sub_(lse[:, None]))  # log p, in z's memory: [C, V]
         ctx.save_for_backward(hidden, weight, targets)
+        ctx.kept = kept if keep else None
         # An output that no loss uses gets a None gradient instead of zeros: with entropy_coeff = 0 the
         # entropy is returned for the metrics only, and its gradient pass (a [C, V] product per chunk) is skipped.
         ctx.set_materialize_grads(False)
@@ -66,8 +78,9 @@ class _ChunkedLogprobs(torch.autograd.Function):
         if not ctx.with_entropy:
             grad_ent = None  # the placeholder output
         if grad_logp is None and grad_ent is None:
-            return (None,) * 7
+            return (None,) * 8
         tau, dtype = ctx.temperature, ctx.dtype
+        kept, ctx.kept = ctx.kept, None
         h_all, w = hidden.to(dtype), weight.to(dtype)
         acc = torch.promote_types(dtype, torch.float32)
         grad_h = torch.zeros_like(hidden, dtype=acc) if ctx.needs_input_grad[0] else None
@@ -75,8 +88,11 @@ class _ChunkedLogprobs(torch.autograd.Function):
         with torch.autocast(hidden.device.type, enabled=False):
             for s in range(0, hidden.shape[0], ctx.chunk_size):
                 e = min(s + ctx.chunk_size, hidden.shape[0])
-                z, lse, _ = _chunk_stats(h_all[s:e], w, targets[s:e], tau)
-                logp_all = z - lse[:, None]
+                if kept is not None:
+                    logp_all = kept[s // ctx.chunk_size]  # [C, V], from the forward
+                else:
+                    z, lse, _ = _chunk_stats(h_all[s:e], w, targets[s:e], tau)
+                    logp_all = z - lse[:, None]
                 p = logp_all.exp()  # [C, V]
                 if grad_logp is not None:
                     # d logp[target] / dz = onehot(target) - p
@@ -101,6 +117,7 @@ class _ChunkedLogprobs(torch.autograd.Function):
             None,
             None,
             None,
+            None,
         )
 
 
@@ -111,6 +128,7 @@ def token_logprobs(
     temperature: float = 1.0,
     chunk_size: int = 1024,
     return_entropy: bool = False,
+    save_bytes: int = SAVE_BYTES,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     if hidden.dim() != 2 or weight.dim() != 2 or hidden.shape[1] != weight.shape[1]:
         raise ValueError(
@@ -130,5 +148,6 @@ def token_logprobs(
         int(chunk_size),
         bool(return_entropy),
         _compute_dtype(hidden),
+        int(save_bytes),
     )
     return logp, (ent if return_entropy else None)
