@@ -10,8 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaultDecoderThreads } from '#shared/policy/onnx-decoder';
-import { learnerPython } from '#shared/runtime/embedded';
+import { embeddedOrtThreads, learnerPython } from '#shared/runtime/embedded';
 import { train } from '#shared/runtime/train';
 import { instrument, Spans } from './probe.ts';
 import { CpuSampler, type CpuWindow } from './procstat.ts';
@@ -122,7 +121,7 @@ const breakdown: Breakdown = {
   },
   cpuWindow: window,
   threads: {
-    ort: defaultDecoderThreads(),
+    ort: embeddedOrtThreads(),
     torch: Number(torchThreads.stdout.trim()) || NaN,
   },
 };

@@ -39,6 +39,9 @@ SHAPES = {
     # CPU: small layers, a real-sized vocabulary so the logits matter as they do at scale.
     "tiny": dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, vocab_size=32768, tie_word_embeddings=True),
+    # The quickstart's model (model.path: tiny): its learner steps are ~15k tokens of 150-250-token sequences.
+    "quickstart": dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, vocab_size=1024, tie_word_embeddings=True),
 }  # fmt: skip
 # Dense bf16 tensor-core peak (FLOP/s) by device name.
 PEAK_FLOPS = {

@@ -2,6 +2,7 @@
 // the five handlers run by the local runtime, S3 notifications emulated from the topology, and the learner
 // as a Python subprocess started when the run-starter submits it.
 import { existsSync, mkdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EmbeddedQueue } from '../adapters/embedded/embedded-queue.ts';
@@ -47,6 +48,22 @@ export const EMBEDDED_VISIBILITY_SEC: Partial<Record<QueueName, number>> = {
   reward: 120,
 };
 
+/**
+ * The rollout decoder's threads when the learner shares the machine: half the cores (1 of 2). The learner is the
+ * busier side of an embedded run (bench/embedded: computing most of the RL stage while the rollouts idle most of
+ * it), so torch keeps every core, and the two together ask for at most 1.5x the cores instead of 2x.
+ */
+export const embeddedOrtThreads = (cores = availableParallelism()): number =>
+  Math.max(1, Math.floor(cores / 2));
+
+/**
+ * The learner's environment in an embedded run: OpenMP workers that sleep when a parallel region ends instead of
+ * spinning (libgomp spins by default), so between torch ops they do not hold a core a rollout is waiting for.
+ */
+export const embeddedLearnerEnv = (env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv => ({
+  OMP_WAIT_POLICY: env.OMP_WAIT_POLICY ?? 'PASSIVE',
+});
+
 /** Concurrency that suits two cores shared with the learner: one rollout at a time, tools in parallel. */
 export const EMBEDDED_SETTINGS: Partial<Record<FunctionName, FunctionSettings>> = {
   'run-starter': { maxConcurrency: 1 },
@@ -63,7 +80,7 @@ export interface EmbeddedPipelineOptions {
   /** Where the queue journals live (default: runs/<runId>/queues under the root). */
   readonly journalDir?: string;
   readonly settings?: Partial<Record<FunctionName, FunctionSettings>>;
-  /** ORT threads of the rollout sessions. */
+  /** ORT threads of the rollout sessions (default: embeddedOrtThreads()). */
   readonly ortThreads?: number;
   readonly maxSteps?: number;
   readonly python?: string;
@@ -104,10 +121,7 @@ export class EmbeddedPipeline {
     this.resources = new RunResources(this.blobs, { scratchDir, ...opts.resources });
     this.policies =
       opts.policies ??
-      new BlobPolicyProvider(this.blobs, {
-        scratchDir,
-        ...(opts.ortThreads ? { threads: opts.ortThreads } : {}),
-      });
+      new BlobPolicyProvider(this.blobs, { scratchDir, threads: opts.ortThreads ?? embeddedOrtThreads() });
     this.notify = notifier(this.queues.queues, 'embedded');
     this.unwire = wireFolderNotifications(this.blobs, this.notify, (e) =>
       this.log.error('notification failed', { error: String(e) }),
@@ -184,6 +198,7 @@ export class EmbeddedPipeline {
       deadLetter: this.queues.dlqs['scored-groups'],
       notify: this.notify,
       logPath: join(this.blobs.root, 'runs', runId, 'learner.log'),
+      env: embeddedLearnerEnv(),
       cwd: REPO_ROOT,
       log: this.log,
       ...(this.opts.onLearnerLine ? { onLine: this.opts.onLearnerLine } : {}),

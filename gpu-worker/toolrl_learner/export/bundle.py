@@ -79,12 +79,22 @@ def _eos_ids(folder: Path, cfg: ModelConfig) -> list[int]:
 
 
 def _write_manifest(
-    out: Path, version: int, cfg: ModelConfig, quantization: str, lhash: str, export: dict
+    out: Path,
+    version: int,
+    cfg: ModelConfig,
+    quantization: str,
+    lhash: str,
+    export: dict,
+    known: dict[str, dict] | None = None,
 ) -> dict:
+    """known: entries ({sha256, bytes}) of files copied unchanged from a previous version, not hashed again."""
     files = {}
     for f in sorted(out.iterdir()):
         if f.is_file() and f.name != MANIFEST_FILE and not f.name.endswith(".tmp"):
-            files[f.name] = {"sha256": _sha256(f), "bytes": f.stat().st_size}
+            size = f.stat().st_size
+            entry = (known or {}).get(f.name)
+            same = entry is not None and entry.get("bytes") == size
+            files[f.name] = {"sha256": entry["sha256"] if same else _sha256(f), "bytes": size}
     manifest = {
         "schemaVersion": 1,
         "version": version,
@@ -195,12 +205,29 @@ def publish_weights(model: CausalLM, out_dir: str | Path, version: int, graph_fr
             f"new weights do not match the layout of {prev / GRAPH_FILE} "
             f"({new_hash} vs {prev_manifest['layoutHash']}); first difference: {first}"
         )
+    known = {}
     if out.resolve() != prev.resolve():
         (out / MANIFEST_FILE).unlink(missing_ok=True)
         for name in (GRAPH_FILE, "config.json", *TOKENIZER_FILES):
             if (prev / name).is_file():
-                shutil.copyfile(prev / name, out / name)
+                _link_or_copy(prev / name, out / name)
+                if name in prev_manifest.get("files", {}):
+                    known[name] = prev_manifest["files"][name]
     else:
         (out / MANIFEST_FILE).unlink()
+        known = {k: v for k, v in prev_manifest.get("files", {}).items() if k != DATA_FILE}
     os.replace(tmp, out / DATA_FILE)
-    return _write_manifest(out, version, cfg, quantization, new_hash, prev_manifest.get("export") or {})
+    # Only the weights changed: the graph, config and tokenizer keep the previous manifest's digests.
+    return _write_manifest(
+        out, version, cfg, quantization, new_hash, prev_manifest.get("export") or {}, known=known
+    )
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """A version's unchanged files as hard links to the previous version's (published files are never written
+    again), or copies where the two folders are on different file systems."""
+    dst.unlink(missing_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)

@@ -19,7 +19,7 @@ export function register(program: Command): void {
     .option('--resume <runId>', 'continue an interrupted run in the workdir')
     .option(
       '--threads <n>',
-      'ONNX Runtime threads per rollout session (default: all cores)',
+      'ONNX Runtime threads per rollout session (default: half the cores; the learner uses them all)',
       positiveInt('--threads'),
     )
     .option('--json', 'print the final summary as JSON on stdout')
