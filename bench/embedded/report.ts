@@ -45,7 +45,8 @@ const LEARNER_PHASES: [string, string][] = [
   ['step_rest', 'rest of the step (advantages, metrics)'],
   ['publish', 'publish (export, hashing, writes, LATEST)'],
   ['checkpoint', 'checkpoint'],
-  ['state', 'state.json + metrics line'],
+  ['metrics', 'metrics line, TensorBoard, reward plot'],
+  ['state', 'state.json'],
   ['other', 'unaccounted'],
 ];
 

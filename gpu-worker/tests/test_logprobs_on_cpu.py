@@ -194,3 +194,21 @@ def test_cli_rejects_unknown_shapes_on_cpu(tiny_dir, tmp_path, capsys):
         logprobs_main(["--model", str(tiny_dir), "--input", str(tmp_path / "bad.json")])
     assert exc.value.code == 2
     assert "needs tokenIds and lossMask" in capsys.readouterr().err
+
+
+def test_kept_log_softmax_gives_the_recomputed_values_and_gradients_on_cpu():
+    # save_bytes=0 recomputes the logits in the backward (the large-vocabulary path); the default keeps this small
+    # [T, V] log-softmax from the forward. Same chunks, same formulas: the results agree to rounding.
+    gen = torch.Generator().manual_seed(1)
+    h = torch.randn(40, 16, generator=gen, requires_grad=True)
+    w = torch.randn(200, 16, generator=gen, requires_grad=True)
+    tgt = torch.randint(0, 200, (40,), generator=gen)
+    g_lp, g_ent = torch.randn(40, generator=gen), torch.randn(40, generator=gen)
+    results = []
+    for save_bytes in (0, 2**30):
+        lp, ent = token_logprobs(
+            h, w, tgt, temperature=0.7, chunk_size=16, return_entropy=True, save_bytes=save_bytes
+        )
+        results.append((lp, ent, *torch.autograd.grad((lp * g_lp).sum() + (ent * g_ent).sum(), (h, w))))
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)

@@ -212,3 +212,32 @@ def test_bad_inputs_are_named_on_cpu():
         ModelConfig.from_hf({"model_type": "gpt2", **BASE})
     with pytest.raises(ValueError, match="multiple of num_key_value_heads"):
         ModelConfig.from_hf({"model_type": "llama", **BASE, "num_key_value_heads": 3})
+
+
+@pytest.mark.parametrize("backend", ["padded", "per_seq"])
+def test_padded_and_per_sequence_backends_equal_the_dense_mask_with_gradients_on_cpu(backend):
+    # Lengths 1, 5, 2 and 9: a one-token sequence, and the longest last, so the padded rows of the others are
+    # most of their width. Grouped-query attention (4 query heads on 2 KV heads).
+    gen = torch.Generator().manual_seed(5)
+    cu = torch.tensor([0, 1, 6, 8, 17])
+    q, k, v = (torch.randn(17, h, 8, generator=gen, requires_grad=True) for h in (4, 2, 2))
+    g = torch.randn(17, 4, 8, generator=gen)
+    ref = packed_causal_attention(q, k, v, cu, backend="sdpa")
+    ref_grads = torch.autograd.grad((ref * g).sum(), (q, k, v))
+    out = packed_causal_attention(q, k, v, cu, max_seqlen=9, backend=backend)
+    grads = torch.autograd.grad((out * g).sum(), (q, k, v))
+    torch.testing.assert_close(out, ref)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_auto_backend_is_the_padded_one_on_cpu_and_unknown_names_are_refused():
+    gen = torch.Generator().manual_seed(6)
+    q, k, v = (torch.randn(6, 2, 4, generator=gen) for _ in range(3))
+    cu = torch.tensor([0, 2, 6])
+    assert torch.equal(
+        packed_causal_attention(q, k, v, cu, backend="auto"),
+        packed_causal_attention(q, k, v, cu, backend="padded"),
+    )
+    with pytest.raises(ValueError, match="unknown attention backend 'flash'"):
+        packed_causal_attention(q, k, v, cu, backend="flash")

@@ -151,3 +151,23 @@ def test_session_quantizes_the_bundle_with_the_configured_block_size_on_cpu(tiny
         a.i for n in graph.node if n.op_type == "MatMulNBits" for a in n.attribute if a.name == "block_size"
     }
     assert blocks == {16}
+
+
+def test_a_weights_only_version_links_the_unchanged_files_and_keeps_their_digests_on_cpu(tiny_dir, tmp_path):
+    # v1 changes only the weights: its graph, config and tokenizer are hard links to v0's (no copy), their manifest
+    # entries are v0's (no rehash) and still the files' true digests; the weights file is new and hashed.
+    import hashlib
+
+    model = load_pretrained(tiny_dir, dtype=torch.float32)
+    v0, v1 = tmp_path / "v0", tmp_path / "v1"
+    m0 = bundle.export_bundle(model, v0, 0, tokenizer_dir=tiny_dir)
+    with torch.no_grad():
+        next(model.parameters()).add_(0.5)
+    m1 = bundle.publish_weights(model, v1, 1, graph_from=v0)
+    validate("bundle-manifest", m1)
+    for name, entry in m1["files"].items():
+        assert entry["sha256"] == hashlib.sha256((v1 / name).read_bytes()).hexdigest(), name
+        if name != "model.onnx.data":
+            assert (v1 / name).stat().st_ino == (v0 / name).stat().st_ino, name
+            assert entry == m0["files"][name]
+    assert m1["files"]["model.onnx.data"]["sha256"] != m0["files"]["model.onnx.data"]["sha256"]

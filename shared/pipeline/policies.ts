@@ -5,7 +5,7 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { LoadPolicyOptions, Policy } from '../policy/policy.ts';
+import type { LoadPolicyOptions, Policy, PolicyParts } from '../policy/policy.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import { PolicyPointerSchema } from '../schemas/policy.ts';
 import { keys } from '../topology.ts';
@@ -67,6 +67,8 @@ export class BlobPolicyProvider implements PolicyProvider {
   private readonly entries = new Map<string, Entry>();
   private readonly newest = new Map<string, number>();
   private readonly latest = new Map<string, { version: Promise<number>; at: number }>();
+  /** Tokenizers and sampling graphs shared by the versions whose tokenizer files are the same (by digest). */
+  private readonly parts = new Map<string, Promise<PolicyParts>>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -131,12 +133,26 @@ export class BlobPolicyProvider implements PolicyProvider {
     const all = [...this.entries.values()];
     this.entries.clear();
     await Promise.allSettled(all.map(async (e) => (await e.policy).dispose()));
+    const parts = [...this.parts.values()];
+    this.parts.clear();
+    await Promise.allSettled(parts.map(async (p) => (await p).dispose()));
   }
 
+  /** A new version builds only its decoder session: the tokenizer and sampling graph come from an earlier one. */
   private async load(runId: string, version: number): Promise<Policy> {
     const dir = await this.bundleDir(runId, version);
-    const load = this.opts.load ?? (await import('../policy/policy.ts')).loadPolicy;
-    return load(dir, { version, ...(this.opts.threads ? { threads: this.opts.threads } : {}) });
+    const opts: LoadPolicyOptions = { version, ...(this.opts.threads ? { threads: this.opts.threads } : {}) };
+    if (this.opts.load) return this.opts.load(dir, opts);
+    const engine = await import('../policy/policy.ts');
+    const { readBundle } = await import('../policy/bundle.ts');
+    const key = engine.policyPartsKey((await readBundle(dir)).manifest);
+    let parts = this.parts.get(key);
+    if (!parts) {
+      parts = engine.loadPolicyParts(dir, opts);
+      this.parts.set(key, parts);
+      parts.catch(() => this.parts.delete(key));
+    }
+    return engine.loadPolicy(dir, { ...opts, parts: await parts });
   }
 
   private async bundleDir(runId: string, version: number): Promise<string> {

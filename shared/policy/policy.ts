@@ -26,6 +26,35 @@ export interface LoadPolicyOptions extends TokenizerOptions {
   cacheBytes?: number;
   /** Sample through onnxruntime's kernels (default) or in plain JS (same draws, slower: a reference). */
   sampler?: 'onnx' | 'js';
+  /** The tokenizer and sampling graph of an earlier version with the same tokenizer files (see loadPolicyParts). */
+  parts?: PolicyParts;
+}
+
+/**
+ * What does not change when only the weights do: the tokenizer (parsing a 151k-token tokenizer.json takes a
+ * noticeable part of a second) and the sampling graph (weightless). A run's versions share one set; the caller that
+ * made it disposes it, never a policy.
+ */
+export interface PolicyParts {
+  readonly tokenizer: ChatTokenizer;
+  readonly graph: SamplerGraph | undefined;
+  dispose(): Promise<void>;
+}
+
+/** Versions whose bundles give the same key can share PolicyParts: the tokenizer files' digests and the vocabulary. */
+export function policyPartsKey(manifest: BundleManifest): string {
+  const tokenizerFiles = Object.entries(manifest.files)
+    .filter(([name]) => name !== 'model.onnx' && !name.startsWith('model.onnx'))
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, f]) => `${name}:${f.sha256}`);
+  return `${manifest.vocabSize}|${tokenizerFiles.join(',')}`;
+}
+
+export async function loadPolicyParts(bundleDir: string, opts: LoadPolicyOptions = {}): Promise<PolicyParts> {
+  const bundle = await readBundle(bundleDir, opts.check ?? 'size');
+  const tokenizer = await ChatTokenizer.load(bundle.dir, opts);
+  const graph = opts.sampler === 'js' ? undefined : await SamplerGraph.create(bundle.manifest.vocabSize);
+  return { tokenizer, graph, dispose: async () => graph?.dispose() };
 }
 
 export interface TurnSample {
@@ -82,6 +111,8 @@ export class Policy {
     readonly version: number,
     cacheBytes: number,
     private readonly graph?: SamplerGraph,
+    /** Whether dispose() disposes the graph (false when it is shared PolicyParts). */
+    private readonly ownsGraph = true,
   ) {
     this.sampler = new Sampler(decoder.vocabSize);
     this.stops = stopSpecFor(manifest.eosTokenIds, tokenizer);
@@ -242,7 +273,7 @@ export class Policy {
 
   async dispose(): Promise<void> {
     await this.decoder.dispose();
-    await this.graph?.dispose();
+    if (this.ownsGraph) await this.graph?.dispose();
   }
 
   private keep(tokenIds: readonly number[], cache: KvCache | undefined): string | null {
@@ -255,13 +286,25 @@ export class Policy {
 export async function loadPolicy(bundleDir: string, opts: LoadPolicyOptions = {}): Promise<Policy> {
   const bundle = await readBundle(bundleDir, opts.check ?? 'size');
   const m = bundle.manifest;
-  const tokenizer = await ChatTokenizer.load(bundle.dir, opts);
+  const tokenizer = opts.parts?.tokenizer ?? (await ChatTokenizer.load(bundle.dir, opts));
   const decoder = await OnnxDecoder.load(
     bundle.modelPath,
     { numLayers: m.numLayers, numKvHeads: m.numKeyValueHeads, headDim: m.headDim },
     m.vocabSize,
     { threads: opts.threads, paddedRows: (m.export?.variant ?? 'standard') === 'standard' },
   );
+  if (opts.parts) {
+    const graph = opts.sampler === 'js' ? undefined : opts.parts.graph;
+    return new Policy(
+      m,
+      tokenizer,
+      decoder,
+      opts.version ?? m.version,
+      opts.cacheBytes ?? 2 ** 30,
+      graph,
+      false,
+    );
+  }
   const graph = opts.sampler === 'js' ? undefined : await SamplerGraph.create(m.vocabSize);
   return new Policy(m, tokenizer, decoder, opts.version ?? m.version, opts.cacheBytes ?? 2 ** 30, graph);
 }

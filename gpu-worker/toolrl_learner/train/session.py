@@ -383,7 +383,8 @@ class LearnerSession:
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
             )  # peak RSS (KiB -> GiB)
         self.dropped_since_step = 0
-        self.metrics.log(row)
+        with self.timer.phase("metrics"):
+            self.metrics.log(row)  # the JSONL line, TensorBoard, and every so often the reward plot
         self.emit({"type": "step", "step": st.step, "metrics": row})
         if st.step % self.cfg.publish_every == 0:
             self._publish(st.policy_version + 1)

@@ -1,0 +1,15 @@
+// The embedded run's thread budget: the rollout decoder takes half the cores (the learner keeps them all), and the
+// learner's OpenMP workers wait passively unless the user chose otherwise.
+import { describe, expect, it } from 'vitest';
+import { embeddedLearnerEnv, embeddedOrtThreads } from '#shared/runtime/embedded';
+
+describe('embedded thread budget', () => {
+  it('gives the rollout decoder half the cores, at least one', () => {
+    expect([1, 2, 3, 8].map((cores) => embeddedOrtThreads(cores))).toEqual([1, 1, 1, 4]);
+  });
+
+  it("sets OpenMP's passive waiting for the learner, keeping a value the user set", () => {
+    expect(embeddedLearnerEnv({})).toEqual({ OMP_WAIT_POLICY: 'PASSIVE' });
+    expect(embeddedLearnerEnv({ OMP_WAIT_POLICY: 'ACTIVE' })).toEqual({ OMP_WAIT_POLICY: 'ACTIVE' });
+  });
+});
