@@ -13,6 +13,7 @@ from toolrl_learner.algos.advantages import (
     reinforce_pp_advantages,
     rloo_advantages,
 )
+from toolrl_learner.algos.segments import masked_whiten
 
 T = torch.tensor
 
@@ -114,3 +115,45 @@ def test_gae_skips_tool_tokens_and_keeps_sequences_apart_on_cpu():
     assert ret.tolist() == pytest.approx([1.0, 0.0, 1.0, 1.0, 1.0])
     assert adv[1].item() == 0.0
     assert adv[0].item() == pytest.approx(adv[3].item())
+
+
+def _verl_masked_whiten(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    # verl's formula (verl/utils/torch_functional.py, masked_whiten with unbiased masked_var), restated in
+    # float32 as a reference: (x - mean) * rsqrt(var + 1e-8).
+    n = mask.sum()
+    mean = (values * mask).sum() / (n + 1e-8)
+    var = (((values - mean) ** 2) * mask).sum() / (n + 1e-8) * (n / (n - 1))
+    return (values - mean) * torch.rsqrt(var + 1e-8)
+
+
+@pytest.mark.parametrize("reward", [0.1, 0.3, 0.7, 0.9, 0.55])
+def test_equal_rewards_that_float32_cannot_represent_get_no_advantage_on_cpu(reward):
+    # Eight single-sample groups (and every batch size up to 64) all at the same reward: the batch carries no
+    # signal. float32 sums of 0.7 leave a std of ~6e-8; divided by (std + 1e-8) that noise became A = -0.85.
+    for num_seqs in range(2, 65):
+        lengths = [3 + (i % 5) for i in range(num_seqs)]
+        seq_ids = torch.cat([torch.full((length,), i) for i, length in enumerate(lengths)])
+        mask = torch.ones(seq_ids.shape[0])
+        token_rewards = outcome_token_rewards(torch.full((num_seqs,), reward), mask, seq_ids)
+        adv = reinforce_pp_advantages(token_rewards, mask, seq_ids, num_seqs)
+        assert adv.abs().max().item() < 1e-6, (num_seqs, adv[:4].tolist())
+        gae_adv, _ = gae_advantages(token_rewards, torch.zeros_like(token_rewards), mask, seq_ids, num_seqs)
+        assert gae_adv.abs().max().item() < 1e-6
+        # the same noise through a GRPO group of num_seqs equal rewards (its std + 1e-6 gave A ~ 0.06-0.58)
+        grpo = grpo_advantages(torch.full((num_seqs,), reward), torch.zeros(num_seqs, dtype=torch.long))
+        assert grpo.abs().max().item() < 1e-6
+        rloo = rloo_advantages(torch.full((num_seqs,), reward), torch.zeros(num_seqs, dtype=torch.long))
+        assert rloo.abs().max().item() < 1e-6
+
+
+def test_whitening_matches_verl_masked_whiten_on_cpu():
+    # Rewards that are not exactly representable, tool tokens masked out: the same as verl's formula to float32
+    # precision, and masked tokens carry 0 (verl multiplies by the response mask after whitening).
+    gen = torch.Generator().manual_seed(0)
+    values = torch.round(torch.rand(200, generator=gen) * 10) / 10  # 0.0, 0.1, ..., 1.0
+    mask = (torch.rand(200, generator=gen) > 0.3).float()
+    ours = masked_whiten(values, mask)
+    ref = _verl_masked_whiten(values, mask) * mask
+    assert ours.dtype == torch.float32
+    assert ours.tolist() == pytest.approx(ref.tolist(), abs=1e-5)
+    assert (ours[mask == 0] == 0).all()

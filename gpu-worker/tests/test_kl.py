@@ -42,3 +42,16 @@ def test_k1_and_k3_are_unbiased_estimates_of_kl_on_cpu():
 def test_unknown_estimator_is_named_on_cpu():
     with pytest.raises(ValueError, match="unknown KL estimator 'k4'"):
         kl_penalty(torch.zeros(1), torch.zeros(1), "k4")
+
+
+def test_k3_clamps_as_verl_log_ratio_20_estimate_10_on_cpu():
+    # verl's kl_penalty("low_var_kl"): log r clamped to [-20, 20], then k3 = e^log r - 1 - log r clamped to <= 10.
+    # log r = -10.5 is inside both clamps' reach only for verl's: k3 = e^-10.5 + 9.5 = 9.500028 (a clamp of log r
+    # at 10 gave 9.000045 with no gradient); log r = -30 gives e^-20 + 19 and log r = 25 gives e^20 - 21, both clamped to 10.
+    logp = torch.tensor([0.0, 0.0, 0.0], requires_grad=True)
+    ref = torch.tensor([-10.5, -30.0, 25.0])
+    k3 = kl_k3(logp, ref)
+    assert k3.tolist() == pytest.approx([math.exp(-10.5) + 9.5, 10.0, 10.0], abs=1e-5)
+    k3.sum().backward()
+    # d k3 / d logp = 1 - e^log r inside the clamps; 0 where a clamp binds
+    assert logp.grad.tolist() == pytest.approx([1 - math.exp(-10.5), 0.0, 0.0], abs=1e-6)

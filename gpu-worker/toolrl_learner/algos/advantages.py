@@ -16,12 +16,18 @@ from .segments import masked_whiten, segment_sum
 
 
 def _group_stats(rewards: Tensor, group_ids: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Per-sample (group mean, group unbiased std, group size), each [S]."""
+    """Per-sample (group mean, group unbiased std, group size), each [S], in float64.
+
+    float64 because a group whose rewards are all equal but not exactly representable (eight of 0.7) has a
+    float32 std of ~6e-8, which against eps = 1e-6 still gives every sample A ~ 0.06 in GRPO; in float64
+    the noise is ~1e-17. Callers cast their result back to the rewards' dtype.
+    """
+    r = rewards.to(torch.float64)
     _, inverse, counts = torch.unique(group_ids, return_inverse=True, return_counts=True)
-    n = counts.to(rewards.dtype)  # [Gn]
-    sums = torch.zeros_like(n).index_add(0, inverse, rewards)  # [Gn]
+    n = counts.to(torch.float64)  # [Gn]
+    sums = torch.zeros_like(n).index_add(0, inverse, r)  # [Gn]
     mean = sums / n  # [Gn]
-    sq = torch.zeros_like(n).index_add(0, inverse, (rewards - mean[inverse]) ** 2)  # [Gn]
+    sq = torch.zeros_like(n).index_add(0, inverse, (r - mean[inverse]) ** 2)  # [Gn]
     std = (sq / (n - 1).clamp(min=1)).sqrt()  # [Gn]; 0 for a group of one
     return mean[inverse], std[inverse], n[inverse]  # [S] each
 
@@ -35,15 +41,15 @@ def grpo_advantages(
     are all equal, gets A = 0: it carries no signal.
     """
     mean, std, _ = _group_stats(rewards, group_ids)
-    centred = rewards - mean  # [S]
-    return centred / (std + eps) if norm_by_std else centred  # [S]
+    centred = rewards.to(torch.float64) - mean  # [S]
+    return (centred / (std + eps) if norm_by_std else centred).to(rewards.dtype)  # [S]
 
 
 def dr_grpo_advantages(rewards: Tensor, group_ids: Tensor) -> Tensor:
     """Dr. GRPO (arXiv:2503.20783): A_i = r_i - mean_g(r), no division by the std (which favours
     prompts that are too easy or too hard). Pair it with the constant-normaliser loss aggregation."""
     mean, _, _ = _group_stats(rewards, group_ids)
-    return rewards - mean  # [S]
+    return (rewards.to(torch.float64) - mean).to(rewards.dtype)  # [S]
 
 
 def rloo_advantages(rewards: Tensor, group_ids: Tensor) -> Tensor:
@@ -53,7 +59,7 @@ def rloo_advantages(rewards: Tensor, group_ids: Tensor) -> Tensor:
     """
     mean, _, n = _group_stats(rewards, group_ids)
     scale = torch.where(n > 1, n / (n - 1).clamp(min=1), torch.zeros_like(n))  # [S]
-    return scale * (rewards - mean)  # [S]
+    return (scale * (rewards.to(torch.float64) - mean)).to(rewards.dtype)  # [S]
 
 
 def outcome_token_rewards(seq_rewards: Tensor, mask: Tensor, seq_ids: Tensor) -> Tensor:

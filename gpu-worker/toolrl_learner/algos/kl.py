@@ -14,7 +14,9 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-# exp(log r) overflows quickly when the policy drifts; verl and TRL clamp the same way.
+# exp(log r) overflows quickly when the policy drifts. As verl's `kl_penalty` ("low_var_kl"/"k3"): log r is
+# clamped to +-20 before the exp, and the estimate itself to at most 10 (k3 >= 0, so only the top bound acts).
+K3_LOG_RATIO_CLAMP = 20.0
 K3_CLAMP = 10.0
 
 
@@ -27,7 +29,7 @@ def kl_k2(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:
 
 
 def kl_k3(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:
-    log_r = (ref_logprobs - logprobs).clamp(-K3_CLAMP, K3_CLAMP)  # [N]
+    log_r = (ref_logprobs - logprobs).clamp(-K3_LOG_RATIO_CLAMP, K3_LOG_RATIO_CLAMP)  # [N]
     return (torch.exp(log_r) - 1 - log_r).clamp(max=K3_CLAMP)  # [N]
 
 
