@@ -100,6 +100,8 @@ export const keys = {
     `runs/${runId}/trajectories/${groupId}/${i}.json`,
   trajectoryPrefix: (runId: string, groupId: string) => `runs/${runId}/trajectories/${groupId}/`,
   group: (runId: string, groupId: string) => `runs/${runId}/groups/${groupId}.json`,
+  /** New weights at a step that already has a complete checkpoint go beside it, to `step-<S>-r<k>/` (the learner's
+   * `keys.checkpoint`), so the complete one is never taken apart before its replacement lands. */
   checkpoint: (runId: string, step: number) => `runs/${runId}/checkpoints/step-${step}/`,
   metrics: (runId: string) => `runs/${runId}/metrics/`,
   claimCheck: (runId: string, id: string) => `runs/${runId}/messages/${id}.json`,

@@ -27,8 +27,10 @@ def checkpoints(run_id: str) -> str:
     return f"runs/{run_id}/checkpoints/"
 
 
-def checkpoint(run_id: str, step: int) -> str:
-    return f"runs/{run_id}/checkpoints/step-{step}/"
+def checkpoint(run_id: str, step: int, revision: int = 0) -> str:
+    """step-<S>/; a rewrite at the same step with new weights goes beside it, to step-<S>-r<k>/."""
+    suffix = f"-r{revision}" if revision else ""
+    return f"runs/{run_id}/checkpoints/step-{step}{suffix}/"
 
 
 def metrics(run_id: str) -> str:

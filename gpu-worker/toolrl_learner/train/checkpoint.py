@@ -6,6 +6,14 @@ sha256 and carries the trainer state (step, policy version, consumed and dropped
 position). A half-written checkpoint has no marker and is never taken for a complete one (S3 has no
 atomic directory rename; the marker works on both stores); resume takes the newest checkpoint whose
 files all match their hashes. Settling more group ids at the same step rewrites only the marker.
+
+A complete checkpoint is never taken apart before its replacement is complete: new weights at a step that
+already has one (a curriculum stage's SFT ending on a save step) go to the next revision, `step-<S>-r<k>/`,
+and the older revision is pruned only after the new marker has landed. A learner killed mid-rewrite resumes
+from the old one, whose consumed group ids match what the queue has already deleted.
+
+Pickled files (optimizer, RNG state) load with `torch.load(weights_only=True)`: a checkpoint folder is data,
+and one written by someone else must not run code in the learner.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import pickle
 import random
 import re
 import shutil
@@ -24,12 +33,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..storage import BlobNotFound, BlobStore, keys
+from ..storage import BlobStore, keys
 from .policy import Policy
 
 log = logging.getLogger(__name__)
 MARKER = "COMPLETE.json"
-_STEP_RE = re.compile(r"checkpoints/step-(\d+)/")
+_CHECKPOINT_RE = re.compile(r"checkpoints/step-(\d+)(?:-r(\d+))?/")
+# What the unpickler may build besides tensors and plain containers: numpy's RNG state as checkpoints written
+# before it was stored as a tensor hold it (an ndarray of uint32). Nothing here can run code.
+_SAFE_GLOBALS: list[Any] = [
+    np._core.multiarray._reconstruct,  # type: ignore[attr-defined]
+    np.ndarray,
+    np.dtype,
+    type(np.dtype(np.uint32)),
+]
 
 
 @dataclass
@@ -70,7 +87,10 @@ def _sha256(path: Path) -> str:
 
 
 def _rng_state() -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    algorithm, key, pos, has_gauss, cached = np.random.get_state()
+    # numpy's key as a tensor, so the file holds nothing a weights-only unpickler refuses
+    numpy_state = (algorithm, torch.from_numpy(key.astype(np.int64)), pos, has_gauss, cached)
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": numpy_state}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -79,7 +99,9 @@ def _rng_state() -> dict[str, Any]:
 def _set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    algorithm, key, *rest = state["numpy"]
+    key = key.numpy() if isinstance(key, torch.Tensor) else key
+    np.random.set_state((algorithm, key.astype(np.uint32), *rest))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 
@@ -133,18 +155,17 @@ def save_checkpoint(
     """Write checkpoint step-<state.step>; returns its prefix. Older complete ones beyond `keep` are removed.
 
     weights_unchanged: nothing was trained since this step's checkpoint was written; only its marker (the
-    trainer state) is replaced, atomically, so the complete checkpoint is never taken apart.
+    trainer state) is replaced, atomically, so the complete checkpoint is never taken apart. Otherwise a step
+    that already has a complete checkpoint gets a new revision beside it (see the module docstring).
     """
-    prefix = keys.checkpoint(run_id, state.step)
-    if weights_unchanged:
-        try:
-            files = json.loads(store.get_bytes(prefix + MARKER))["files"]
-        except BlobNotFound:
-            files = None
-        if files is not None:
-            _put_marker(store, prefix, files, state)
-            return prefix
-    for stale in store.list(prefix):  # leftovers of an interrupted attempt at the same step
+    revisions = [rev for step, rev in complete_checkpoints(store, run_id) if step == state.step]
+    if weights_unchanged and revisions:
+        prefix = keys.checkpoint(run_id, state.step, revisions[0])
+        files = json.loads(store.get_bytes(prefix + MARKER))["files"]
+        _put_marker(store, prefix, files, state)
+        return prefix
+    prefix = keys.checkpoint(run_id, state.step, revisions[0] + 1 if revisions else 0)
+    for stale in store.list(prefix):  # leftovers of an interrupted attempt; never a complete checkpoint
         store.delete(stale)
     local = store.local_path(prefix + MARKER)
     staging = Path(local).parent if local is not None else Path(tempfile.mkdtemp(prefix="ckpt-", dir=workdir))
@@ -164,31 +185,36 @@ def save_checkpoint(
     return prefix
 
 
-def complete_steps(store: BlobStore, run_id: str) -> list[int]:
-    """Steps that have a COMPLETE marker, newest first."""
-    steps = []
+def complete_checkpoints(store: BlobStore, run_id: str) -> list[tuple[int, int]]:
+    """(step, revision) of every checkpoint with a COMPLETE marker, newest first."""
+    found = set()
     for key in store.list(keys.checkpoints(run_id)):
-        m = _STEP_RE.search(key)
-        if m and key.endswith("/" + MARKER):
-            steps.append(int(m.group(1)))
-    return sorted(set(steps), reverse=True)
+        m = _CHECKPOINT_RE.search(key)
+        if m and key == keys.checkpoint(run_id, int(m.group(1)), int(m.group(2) or 0)) + MARKER:
+            found.add((int(m.group(1)), int(m.group(2) or 0)))
+    return sorted(found, reverse=True)
+
+
+def complete_steps(store: BlobStore, run_id: str) -> list[int]:
+    """Steps that have a complete checkpoint, newest first."""
+    return sorted({step for step, _ in complete_checkpoints(store, run_id)}, reverse=True)
 
 
 def _prune(store: BlobStore, run_id: str, keep: int) -> None:
-    complete = complete_steps(store, run_id)
+    complete = complete_checkpoints(store, run_id)
     if not complete:
         return
     kept = set(complete[:keep])
     newest = complete[0]
     for key in store.list(keys.checkpoints(run_id)):
-        m = _STEP_RE.search(key)
+        m = _CHECKPOINT_RE.search(key)
         if not m:
             continue
-        s = int(m.group(1))
+        ident = (int(m.group(1)), int(m.group(2) or 0))
         # Older than the kept ones, or an incomplete attempt older than the newest complete one.
-        if s not in kept and s < newest:
+        if ident not in kept and ident < newest:
             store.delete(key)
-    local = store.local_path(keys.checkpoint(run_id, newest) + MARKER)
+    local = store.local_path(keys.checkpoint(run_id, *newest) + MARKER)
     if local is not None:  # a folder store keeps empty directories after its files are deleted
         for d in Path(local).parents[1].glob("step-*"):
             if d.is_dir() and not any(p.is_file() for p in d.rglob("*")):
@@ -227,13 +253,28 @@ def _load_trainable(policy: Policy, folder: Path) -> None:
         policy.load_trainable_state(state)
 
 
+class UnsafeCheckpoint(RuntimeError):
+    """A checkpoint file holds objects a weights-only unpickler refuses to build."""
+
+
+def _load_pickle(path: Path, device: torch.device) -> Any:
+    try:
+        with torch.serialization.safe_globals(_SAFE_GLOBALS):
+            return torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise UnsafeCheckpoint(
+            f"{path} holds objects other than tensors and plain containers; refusing to unpickle it "
+            f"(torch.load weights_only=True). Was the checkpoint written by someone else? {str(e).splitlines()[-1]}"
+        ) from e
+
+
 def load_latest_checkpoint(
     store: BlobStore, run_id: str, policy: Policy, workdir: Path
 ) -> tuple[TrainerState, dict[str, Any] | None] | None:
     """Restore the newest verifiable checkpoint into `policy` (weights, RNG); returns (state, optimizer
     state or None), or None when there is no complete checkpoint."""
-    for step in complete_steps(store, run_id):
-        prefix = keys.checkpoint(run_id, step)
+    for step, revision in complete_checkpoints(store, run_id):
+        prefix = keys.checkpoint(run_id, step, revision)
         marker = json.loads(store.get_bytes(prefix + MARKER))
         folder = _fetch(store, prefix, marker, workdir)
         if folder is None:
@@ -243,11 +284,11 @@ def load_latest_checkpoint(
                 policy.load_base_weights(folder / "model")
             _load_trainable(policy, folder)
             optimizer = (
-                torch.load(folder / "optimizer.pt", map_location=policy.device, weights_only=False)
+                _load_pickle(folder / "optimizer.pt", policy.device)
                 if (folder / "optimizer.pt").is_file()
                 else None
             )
-            _set_rng_state(torch.load(folder / "rng.pt", weights_only=False))
+            _set_rng_state(_load_pickle(folder / "rng.pt", torch.device("cpu")))
             state = TrainerState.from_json(marker["trainerState"])
         finally:
             if store.local_path(prefix + MARKER) is None:

@@ -299,8 +299,16 @@ export class Scenario {
     const markers = (await this.blobs.list(`${keys.runPrefix(runId)}checkpoints/`)).filter((b) =>
       b.key.endsWith('/COMPLETE.json'),
     );
-    const step = (k: string) => Number(/step-(\d+)\//.exec(k)?.[1] ?? -1);
-    markers.sort((a, b) => step(b.key) - step(a.key));
+    // step-<S>/ or, for new weights at a step that already had a checkpoint, its revision step-<S>-r<k>/
+    const order = (k: string): [number, number] => {
+      const m = /step-(\d+)(?:-r(\d+))?\//.exec(k);
+      return m ? [Number(m[1]), Number(m[2] ?? 0)] : [-1, -1];
+    };
+    markers.sort((a, b) => {
+      const [sa, ra] = order(a.key);
+      const [sb, rb] = order(b.key);
+      return sb - sa || rb - ra;
+    });
     if (markers.length === 0) throw new Error(`run ${runId} has no complete checkpoint`);
     const marker = JSON.parse(Buffer.from((await this.blobs.get(markers[0]!.key))!).toString('utf8')) as {
       step: number;
