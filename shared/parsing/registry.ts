@@ -1,13 +1,14 @@
 // Tool-call formats keyed by the run config's `rollout.multi_turn.tool_parser_format`.
+import { MAX_ARGUMENT_DEPTH, nestsDeeperThan } from './depth.ts';
 import { hermesParser } from './hermes.ts';
-import type { ParseResult, ToolCallParser } from './types.ts';
+import type { ParseError, ParseResult, ToolCallParser } from './types.ts';
 
-const parsers = new Map<string, ToolCallParser>([[hermesParser.format, hermesParser]]);
+const parsers = new Map<string, ToolCallParser>([[hermesParser.format, withBoundedArguments(hermesParser)]]);
 
 /** Adds a format; registering a taken name is an error so a plugin cannot silently replace `hermes`. */
 export function registerParser(parser: ToolCallParser): void {
   if (parsers.has(parser.format)) throw new Error(`tool-call format ${parser.format} is already registered`);
-  parsers.set(parser.format, parser);
+  parsers.set(parser.format, withBoundedArguments(parser));
 }
 
 export const parserFormats = (): string[] => [...parsers.keys()].sort();
@@ -25,3 +26,37 @@ export function getParser(format: string): ToolCallParser {
 
 /** Parses a model turn. Never throws for any text; throws only for an unknown format. */
 export const parseToolCalls = (text: string, format = 'hermes'): ParseResult => getParser(format).parse(text);
+
+/**
+ * Every registered format, whatever its parser does, turns a call whose arguments nest deeper than
+ * MAX_ARGUMENT_DEPTH into a parse error (a tool error the reward sees), never into a call that overflows the
+ * stack of whoever serialises it next (the rollout's send did: a RangeError, retried, then dead-lettered).
+ */
+function withBoundedArguments(parser: ToolCallParser): ToolCallParser {
+  return {
+    format: parser.format,
+    render: (calls) => parser.render(calls),
+    parse: (text) => bounded(parser.parse(text), text),
+  };
+}
+
+function bounded(result: ParseResult, text: string): ParseResult {
+  if (!result.calls.some((c) => nestsDeeperThan(c.arguments, MAX_ARGUMENT_DEPTH))) return result;
+  const calls = [];
+  const errors: ParseError[] = [...result.errors];
+  for (const call of result.calls) {
+    if (!nestsDeeperThan(call.arguments, MAX_ARGUMENT_DEPTH)) {
+      calls.push(call);
+      continue;
+    }
+    // Parsers return calls without their position: the first mention of the quoted name locates it.
+    const quoted = text.indexOf(JSON.stringify(call.name));
+    const offset = Math.max(0, quoted >= 0 ? quoted : text.indexOf(call.name));
+    errors.push({
+      message: `"arguments" of ${call.name.slice(0, 64)} nest deeper than ${MAX_ARGUMENT_DEPTH} levels`,
+      offset,
+      snippet: text.slice(offset, offset + 200),
+    });
+  }
+  return { ...result, calls, errors: errors.sort((a, b) => a.offset - b.offset) };
+}

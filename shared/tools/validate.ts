@@ -1,12 +1,19 @@
-// Argument validation against a tool's JSON Schema with Ajv, hardened for schemas that come from data
-// (ToolBench): no `$data`, bounded schema size and depth, no user regexes (ReDoS), first error only.
-import { Ajv, type ValidateFunction } from 'ajv';
+// Argument validation against a tool's JSON Schema with Ajv, for schemas that come from data (ToolBench rows
+// bring theirs with every call): schemas are made safe first (schema.ts), compiled once per distinct schema
+// into a bounded cache, and released from Ajv's own cache, so a long run compiles each schema once and holds
+// a bounded number of validators. First error only.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { LRUCache } from 'lru-cache';
+import { MAX_ARGUMENT_DEPTH, nestsDeeperThan } from '#shared/parsing/depth';
+import { MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, sanitizeSchema, UNIQUE_ITEMS_KEYWORD } from './schema.ts';
 import { ToolFailure } from './types.ts';
 
-export const MAX_SCHEMA_BYTES = 64 * 1024;
-export const MAX_SCHEMA_DEPTH = 32;
+export { MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, sanitizeSchema } from './schema.ts';
+
 /** Arguments larger than this are refused before validation (a model can emit megabytes). */
 export const MAX_ARGUMENT_BYTES = 256 * 1024;
+/** Distinct schemas whose compiled validators are kept (~16 KB each); past it the least recently used go. */
+export const VALIDATOR_CACHE_SIZE = 1024;
 
 // strict: false because ToolBench schemas carry non-standard keywords (`example_value`, `optional`);
 // allErrors: false because collecting every error is a known DoS vector on hostile schemas.
@@ -18,73 +25,89 @@ const ajv = new Ajv({
   messages: true,
 });
 
-/** JSON-Schema type names as ToolBench writes them ("NUMBER", "str") mapped to the standard ones. */
-const TYPE_ALIASES: Record<string, string> = {
-  str: 'string',
-  string: 'string',
-  number: 'number',
-  float: 'number',
-  double: 'number',
-  int: 'integer',
-  integer: 'integer',
-  bool: 'boolean',
-  boolean: 'boolean',
-  object: 'object',
-  dict: 'object',
-  array: 'array',
-  list: 'array',
-  null: 'null',
-};
+/** A key per item such that two items get the same key exactly when they are equal JSON values. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const o = value as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
 
-/**
- * Returns a copy of `schema` that Ajv can compile safely, or throws naming what is wrong.
- * Drops `pattern`/`patternProperties` (user regexes run on model output could backtrack forever),
- * normalises type aliases and drops unknown type names rather than failing the whole tool.
- */
-export function sanitizeSchema(schema: unknown): Record<string, unknown> {
-  const size = JSON.stringify(schema ?? {}).length;
-  if (size > MAX_SCHEMA_BYTES)
-    throw new Error(`parameters schema is ${size} bytes (max ${MAX_SCHEMA_BYTES})`);
-  const walk = (node: unknown, depth: number): unknown => {
-    if (depth > MAX_SCHEMA_DEPTH) throw new Error(`parameters schema nests deeper than ${MAX_SCHEMA_DEPTH}`);
-    if (Array.isArray(node)) return node.map((n) => walk(n, depth + 1));
-    if (node === null || typeof node !== 'object') return node;
-    const out: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(node)) {
-      if (key === 'pattern' || key === 'patternProperties' || key === '$data') continue;
-      if (key === 'type' && typeof value === 'string') {
-        const t = TYPE_ALIASES[value.toLowerCase()];
-        if (t) out[key] = t;
-        continue;
-      }
-      if (key === 'type' && Array.isArray(value)) {
-        const ts = value.map((v) => (typeof v === 'string' ? TYPE_ALIASES[v.toLowerCase()] : undefined));
-        if (ts.every((t) => t !== undefined)) out[key] = ts;
-        continue;
-      }
-      // ToolBench lists `required: []` alongside a non-standard `optional: [...]`; keep required only if valid.
-      if (key === 'required' && !(Array.isArray(value) && value.every((v) => typeof v === 'string')))
-        continue;
-      out[key] = walk(value, depth + 1);
+// `uniqueItems` in linear time (one canonical key per item into a Map), where Ajv's own compares object and
+// array items pairwise. Recursion in `canonical` is bounded: arguments deeper than MAX_ARGUMENT_DEPTH never
+// reach a validator.
+const uniqueItems = function check(enabled: boolean, data: unknown[]): boolean {
+  if (!enabled) return true;
+  const seen = new Map<string, number>();
+  for (let i = 0; i < data.length; i++) {
+    const key = canonical(data[i]);
+    const j = seen.get(key);
+    if (j !== undefined) {
+      const error: Partial<ErrorObject> = {
+        keyword: 'uniqueItems',
+        message: `must NOT have duplicate items (items ## ${j} and ${i} are identical)`,
+        params: { i, j },
+      };
+      (check as unknown as { errors: Partial<ErrorObject>[] }).errors = [error];
+      return false;
     }
-    return out;
-  };
-  const cleaned = walk(schema ?? {}, 0);
-  if (cleaned === null || typeof cleaned !== 'object' || Array.isArray(cleaned))
-    throw new Error('parameters schema must be a JSON object');
-  return cleaned as Record<string, unknown>;
+    seen.set(key, i);
+  }
+  return true;
+};
+ajv.addKeyword({
+  keyword: UNIQUE_ITEMS_KEYWORD,
+  type: 'array',
+  schemaType: 'boolean',
+  errors: true,
+  validate: uniqueItems,
+});
+
+type Compiled = { validate: ValidateFunction } | { error: string };
+const compiled = new LRUCache<string, Compiled>({ max: VALIDATOR_CACHE_SIZE });
+let compilations = 0;
+
+/** How many schemas were compiled and how many validators are held (what the cache bounds). */
+export function validatorCacheStats(): { compilations: number; cached: number; ajvSchemas: number } {
+  // Ajv keeps every compiled schema in a private map until it is removed; this reads its size.
+  const ajvSchemas = (ajv as unknown as { _cache: Map<unknown, unknown> })._cache.size;
+  return { compilations, cached: compiled.size, ajvSchemas };
+}
+
+function compile(parameters: unknown): Compiled {
+  // Only schemas that can pass sanitizeSchema's limits are worth a key; the others fail there, uncached.
+  const key = nestsDeeperThan(parameters, MAX_SCHEMA_DEPTH + 1)
+    ? ''
+    : (JSON.stringify(parameters ?? {}) ?? '');
+  const cacheable = key !== '' && key.length <= MAX_SCHEMA_BYTES;
+  const hit = cacheable ? compiled.get(key) : undefined;
+  if (hit) return hit;
+  let result: Compiled;
+  try {
+    const schema = sanitizeSchema(parameters);
+    compilations++;
+    const validate = ajv.compile(schema);
+    ajv.removeSchema(schema); // the validator keeps what it needs; Ajv's map would keep it forever
+    result = { validate };
+  } catch (err) {
+    result = { error: (err as Error).message };
+  }
+  if (cacheable) compiled.set(key, result);
+  return result;
 }
 
 export type ArgumentValidator = (args: unknown) => Record<string, unknown>;
 
 /** Compiles a validator for a tool's `parameters`; throws (at registry build time) if the schema is unusable. */
 export function compileArgumentValidator(toolName: string, parameters: unknown): ArgumentValidator {
-  let validate: ValidateFunction;
-  try {
-    validate = ajv.compile(sanitizeSchema(parameters));
-  } catch (err) {
-    throw new Error(`tool ${toolName}: invalid parameters schema: ${(err as Error).message}`);
-  }
+  const c = compile(parameters);
+  if ('error' in c) throw new Error(`tool ${toolName}: invalid parameters schema: ${c.error}`);
+  const { validate } = c;
   return (raw) => {
     const args = decodeArguments(raw);
     if (!validate(args)) {
@@ -121,9 +144,12 @@ export function decodeArguments(raw: unknown): Record<string, unknown> {
         throw new ToolFailure('invalid_arguments', `arguments are not valid JSON: ${(err as Error).message}`);
       }
     }
-  } else if (JSON.stringify(value).length > MAX_ARGUMENT_BYTES) {
-    throw new ToolFailure('invalid_arguments', `arguments exceed ${MAX_ARGUMENT_BYTES} bytes`);
   }
+  // before anything recursive (JSON.stringify below, the validator) touches them
+  if (nestsDeeperThan(value, MAX_ARGUMENT_DEPTH))
+    throw new ToolFailure('invalid_arguments', `arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels`);
+  if (typeof raw !== 'string' && JSON.stringify(value).length > MAX_ARGUMENT_BYTES)
+    throw new ToolFailure('invalid_arguments', `arguments exceed ${MAX_ARGUMENT_BYTES} bytes`);
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     throw new ToolFailure('invalid_arguments', `arguments must be a JSON object, got ${describe(value)}`);
   return value as Record<string, unknown>;

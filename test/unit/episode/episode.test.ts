@@ -283,6 +283,27 @@ describe('malformed calls', () => {
     expect(appendedTokens(r.state, 20).next.kind).toBe('generate');
   });
 
+  it('arguments nested 6,000 deep are a parse error the model sees, and the state still serialises', () => {
+    // JSON.parse accepts them; sending the episode on (JSON.stringify) threw a RangeError, retried to the DLQ.
+    const deep = `${'{"a":'.repeat(6000)}1${'}'.repeat(6000)}`;
+    const s = startEpisode({}, prompt);
+    const t = onAssistantTurn(s, {
+      text: `${calc('1')}<tool_call>{"name": "calculator", "arguments": ${deep}}</tool_call>`,
+      stop: 'eos',
+      generatedTokens: 9,
+    });
+    expect(t.decision).toEqual({
+      kind: 'call_tools',
+      calls: [{ name: 'calculator', arguments: { expression: '1' } }],
+      rejected: [],
+    });
+    const r = onToolResults(t.state, [ok('1')]);
+    expect(r.toolMessages[1]?.content).toBe(
+      'Error (parse_error): 1 malformed tool call was not executed:\n1. "arguments" of calculator nest deeper than 64 levels',
+    );
+    roundTrip(r.state);
+  });
+
   it('good calls run next to malformed ones; the parse errors come last', () => {
     const s = startEpisode({}, prompt);
     const t = onAssistantTurn(s, {

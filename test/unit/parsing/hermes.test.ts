@@ -157,7 +157,8 @@ describe('hermes parser: malformed calls are errors, never exceptions', () => {
 describe('parser registry', () => {
   it('knows hermes and names the known formats for an unknown one', () => {
     expect(parserFormats()).toContain('hermes');
-    expect(getParser('hermes')).toBe(hermesParser);
+    expect(getParser('hermes').format).toBe('hermes');
+    expect(getParser('hermes')).toBe(getParser('hermes'));
     expect(() => getParser('mistral')).toThrow(/unknown tool_parser_format "mistral"; known: .*hermes/);
   });
   it('refuses to replace a registered format', () => {

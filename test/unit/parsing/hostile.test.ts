@@ -50,13 +50,17 @@ describe('hermes parser on hostile input', { timeout: 30_000 }, () => {
     }
   });
 
-  it('deeply nested arguments do not overflow the stack', () => {
+  it('deeply nested arguments are a parse error, not a stack overflow later', () => {
+    // JSON.parse takes them; JSON.stringify (sending the call on) and validation would throw a RangeError.
     const depth = 2 * MiB;
     const r = parseToolCalls(
-      `<tool_call>{"name": "a", "arguments": {"x": ${'['.repeat(depth)}${']'.repeat(depth)}}}</tool_call>`,
+      `<tool_call>{"name": "a", "arguments": {"x": ${'['.repeat(depth)}${']'.repeat(depth)}}}</tool_call> ok`,
     );
-    expect(r.errors).toEqual([]);
-    expect(r.calls[0]?.name).toBe('a');
+    expect(r.calls).toEqual([]);
+    expect(r.errors).toHaveLength(1);
+    expect(r.errors[0]?.message).toBe('"arguments" of a nest deeper than 64 levels');
+    expect(r.errors[0]?.offset).toBe('<tool_call>{"name": '.length);
+    expect(r.content).toBe('ok');
   });
 
   it('alternating quotes and tags (string state must not be rescanned)', () => {
