@@ -13,6 +13,7 @@ import { parseOrThrow, parseToolConfig, type ToolLimits } from './config.ts';
 import type { RowTools } from './kind.ts';
 import { DEFAULT_TOOL_SPECS, resolveKind } from './kinds.ts';
 import { RateLimiter, Semaphore, withTimeout } from './limits.ts';
+import { toolEnvironment } from './secrets.ts';
 import { type TruncateSide, truncateToolOutput } from './truncate.ts';
 import { type Tool, type ToolEnv, ToolFailure } from './types.ts';
 import { type ArgumentValidator, compileArgumentValidator } from './validate.ts';
@@ -39,7 +40,10 @@ export interface BuildOptions {
   /** Resolves `config_file` and relative paths inside tool configs; defaults to the cwd. */
   baseDir?: string;
   clock?: () => Date;
-  /** Variables tools may read for configured credentials (`api_key_env`); defaults to process.env. */
+  /**
+   * The environment tool credentials come from; defaults to process.env. Tools see only the names its
+   * TOOLRL_TOOL_SECRETS lists, never `AWS_*` (secrets.ts).
+   */
   env?: Readonly<Record<string, string | undefined>>;
   /** `max_tool_response_length` and `tool_response_truncate_side`; counts tokens when `countTokens` is given. */
   truncate?: { maxLength: number; side: TruncateSide; countTokens?: (s: string) => number };
@@ -77,7 +81,13 @@ export async function buildToolRegistry(
   } else if (spec?.tools) {
     specs = spec.tools;
   }
-  const env: ToolEnv = { baseDir, clock: opts.clock ?? (() => new Date()), env: opts.env ?? process.env };
+  const visible = toolEnvironment(opts.env ?? process.env);
+  const env: ToolEnv = {
+    baseDir,
+    clock: opts.clock ?? (() => new Date()),
+    env: visible.env,
+    allowedSecrets: visible.allowed,
+  };
   const entries = new Map<string, Entry>();
   const owned: Tool[] = [];
   let rowFactory: RowFactory | null = null;

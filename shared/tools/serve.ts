@@ -1,7 +1,12 @@
 // A minimal JSON-over-HTTP server for the built-in services (retrieval, sandbox, ToolBench cache):
-// POST routes with a zod-checked body and a size limit; binds 127.0.0.1 and port 0 unless told.
+// POST routes with a zod-checked body and a size limit; binds 127.0.0.1 and port 0 unless told. Every
+// request must name an allowed Host and carry no Origin: a web page the user visits can reach a loopback
+// port (directly, or by DNS rebinding a name of its own to 127.0.0.1), and these services run code or
+// answer for the user's data; no client we serve is a browser.
+import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isIP } from 'node:net';
 
 /** Returns the JSON body to send; throw an HttpError for a non-200 answer. */
 export type JsonRoute = (body: unknown) => Promise<unknown> | unknown;
@@ -25,6 +30,55 @@ export interface ServeOptions {
   host?: string;
   port?: number;
   maxBodyBytes?: number;
+  /**
+   * Host names clients may address the server by, besides loopback names and the bound address. With a
+   * wildcard bind (0.0.0.0, ::) and none given, any Host is answered: the names of this machine are unknown.
+   */
+  allowedHosts?: string[];
+  /** Refuse POST bodies not sent as `application/json` (a page can POST text/plain cross-site, unannounced). */
+  requireJson?: boolean;
+  /** When set, every request but `GET /health` needs `Authorization: Bearer <token>`. */
+  token?: string;
+}
+
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
+const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+
+/** True when binding `host` keeps the server on this machine. */
+export const isLoopbackBind = (host: string): boolean =>
+  LOOPBACK_NAMES.includes(host) || (isIP(host) === 4 && host.startsWith('127.'));
+
+/** The name part of a Host header: `[::1]:8080` -> `::1`, `Example.org:80` -> `example.org`. */
+function hostName(header: string): string {
+  const h = header.trim().toLowerCase();
+  if (h.startsWith('[')) return h.slice(1, h.indexOf(']') === -1 ? undefined : h.indexOf(']'));
+  return h.split(':')[0] ?? '';
+}
+
+/** Why a request may not be served (status and message), or null. */
+function refusal(
+  req: IncomingMessage,
+  opts: ServeOptions,
+  allowed: Set<string> | null,
+): [number, string] | null {
+  const host = hostName(req.headers.host ?? '');
+  if (allowed && !allowed.has(host))
+    return [403, `Host ${JSON.stringify(req.headers.host ?? '')} is not one this server answers to`];
+  if (req.headers.origin !== undefined)
+    return [403, 'requests from web pages (with an Origin header) are refused'];
+  const isHealth = req.method === 'GET' && (req.url ?? '/').split('?')[0] === '/health';
+  if (opts.token !== undefined && !isHealth) {
+    const given = Buffer.from((req.headers.authorization ?? '').replace(/^Bearer\s+/i, ''));
+    const want = Buffer.from(opts.token);
+    if (given.length !== want.length || !timingSafeEqual(given, want))
+      return [401, 'missing or wrong bearer token (Authorization: Bearer <token>)'];
+  }
+  if (opts.requireJson && req.method === 'POST') {
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+    if (type !== 'application/json')
+      return [415, `the body must be sent as application/json, not ${JSON.stringify(type ?? '')}`];
+  }
+  return null;
 }
 
 export async function serveJson(
@@ -32,6 +86,15 @@ export async function serveJson(
   opts: ServeOptions = {},
 ): Promise<RunningServer> {
   const maxBody = opts.maxBodyBytes ?? 8 * 1024 * 1024;
+  const bind = opts.host ?? '127.0.0.1';
+  const allowed =
+    WILDCARDS.has(bind) && !opts.allowedHosts?.length
+      ? null
+      : new Set(
+          [...LOOPBACK_NAMES, ...(WILDCARDS.has(bind) ? [] : [bind]), ...(opts.allowedHosts ?? [])].map((h) =>
+            h.toLowerCase().replace(/^\[|\]$/g, ''),
+          ),
+        );
   const server: Server = createServer(async (req, res) => {
     const send = (status: number, body: unknown) => {
       const text = JSON.stringify(body);
@@ -41,6 +104,11 @@ export async function serveJson(
       });
       res.end(text);
     };
+    const refused = refusal(req, opts, allowed);
+    if (refused) {
+      req.resume(); // drain the body unread
+      return send(refused[0], { detail: refused[1] });
+    }
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const route = routes[path];
     if (path === '/health' && req.method === 'GET') return send(200, { status: 'ok' });
@@ -63,7 +131,7 @@ export async function serveJson(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
+    server.listen(opts.port ?? 0, bind, () => resolve());
   });
   const { port, address } = server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;

@@ -38,6 +38,11 @@ export interface ToolEnv {
   /** Resolves relative paths in tool configs (corpus files, caches). */
   baseDir: string;
   clock: () => Date;
-  /** Variables a tool may read for credentials it is configured to use (e.g. `api_key_env`). */
+  /**
+   * The variables tools may read (secrets.ts): the operator's allow-list (TOOLRL_TOOL_SECRETS, the tool secret's
+   * names on AWS) and toolrl's own settings; never `AWS_*`. Read credentials through `readToolSecret`.
+   */
   env: Readonly<Record<string, string | undefined>>;
+  /** The allow-listed names, so a tool can tell "not allowed" from "not set". */
+  allowedSecrets: readonly string[];
 }

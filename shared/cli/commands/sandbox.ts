@@ -1,6 +1,10 @@
 // `toolrl sandbox serve`: the built-in Python sandbox behind SandboxFusion's `/run_code` API.
+import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
+
+/** The token's variable: keeps it out of the process list, where `--token` shows. */
+const TOKEN_VAR = 'TOOLRL_SANDBOX_TOKEN';
 
 export function register(program: Command): void {
   const sandbox = program.command('sandbox').description('The built-in code sandbox');
@@ -12,6 +16,14 @@ export function register(program: Command): void {
     .option('--isolation <mode>', 'auto, bwrap or process', 'auto')
     .option('--python <path>', 'interpreter to run (default: the system python3)')
     .option('--concurrency <n>', 'runs at once (default: the number of CPUs)')
+    .option(
+      '--token <token>',
+      `require "Authorization: Bearer <token>" on every request (default: $${TOKEN_VAR} when set)`,
+    )
+    .option(
+      '--allowed-host <name...>',
+      'host names clients reach the server by, besides loopback and the bound address',
+    )
     .action(
       async (opts: {
         port: string;
@@ -19,6 +31,8 @@ export function register(program: Command): void {
         isolation: string;
         python?: string;
         concurrency?: string;
+        token?: string;
+        allowedHost?: string[];
       }) => {
         const port = Number(opts.port);
         if (!Number.isInteger(port) || port < 0 || port > 65535)
@@ -43,7 +57,22 @@ export function register(program: Command): void {
         } catch (err) {
           throw new UsageError((err as Error).message);
         }
-        const server = await serveSandbox(box, { host: opts.host, port, concurrency });
+        const token = opts.token ?? (process.env[TOKEN_VAR] || undefined);
+        const { isLoopbackBind } = await import('../../tools/serve.ts');
+        if (!isLoopbackBind(opts.host))
+          process.stderr.write(
+            `toolrl sandbox: warning: bound to ${opts.host}, not loopback: anyone who can reach this port runs ` +
+              `code here as ${userInfo().username}` +
+              (token ? '' : `; pass --token (or set ${TOKEN_VAR}) so that only your clients can`) +
+              '\n',
+          );
+        const server = await serveSandbox(box, {
+          host: opts.host,
+          port,
+          concurrency,
+          token,
+          allowedHosts: opts.allowedHost,
+        });
         await serveUntilSignal(
           server,
           `toolrl sandbox: ${server.url}/run_code (isolation: ${isolation})`,

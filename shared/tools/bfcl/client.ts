@@ -5,6 +5,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { delimiter } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { z } from 'zod';
+import { processEnvForTool } from '../secrets.ts';
 import { BFCL_PACKAGE_DIR, bfclPython } from './env.ts';
 import {
   AnswerSchema,
@@ -64,8 +65,9 @@ class Worker {
   ) {}
 
   private start(): ChildProcessWithoutNullStreams {
+    // the process runs the model's calls against BFCL's classes: it gets no AWS credentials or tool secrets
     const env = {
-      ...process.env,
+      ...processEnvForTool(),
       PYTHONPATH: [BFCL_PACKAGE_DIR, process.env.PYTHONPATH].filter(Boolean).join(delimiter),
       PYTHONUNBUFFERED: '1',
     };

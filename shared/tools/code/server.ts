@@ -12,6 +12,7 @@ export function serveSandbox(
   opts: ServeOptions & { concurrency?: number } = {},
 ): Promise<RunningServer> {
   const slots = new Semaphore(opts.concurrency ?? availableParallelism());
+  // It runs code: a page must not be able to POST to it as text/plain (a CORS "simple" request, unannounced).
   return serveJson(
     {
       '/run_code': async (body): Promise<RunCodeResponse> => {
@@ -47,6 +48,6 @@ export function serveSandbox(
         }
       },
     },
-    opts,
+    { requireJson: true, ...opts },
   );
 }

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { FUNCTION_ENV } from '#shared/aws/function-env';
 import { defineToolKind } from '../kind.ts';
+import { readToolSecret } from '../secrets.ts';
 import { ToolFailure } from '../types.ts';
 import { runCodeRemote } from './client.ts';
 import { defaultInvoke, runCodeOnLambda } from './lambda-runner.ts';
@@ -13,6 +14,9 @@ import { DEFAULT_SANDBOX_LIMITS, PythonSandbox } from './sandbox.ts';
 const Config = z.object({
   /** SandboxFusion's `/run_code` URL; without it the built-in sandbox runs the code. */
   sandbox_fusion_url: z.url().optional(),
+  /** A variable holding the bearer token of a server started with `toolrl sandbox serve --token` (allow-listed:
+   * TOOLRL_TOOL_SECRETS, or a key of the tool secret on AWS). */
+  sandbox_fusion_token_env: z.string().optional(),
   default_language: z.literal('python').default('python'),
   /** Wall clock per run, seconds. */
   run_timeout: z.number().positive().default(DEFAULT_SANDBOX_LIMITS.wallS),
@@ -64,6 +68,13 @@ export const codeInterpreterKind = defineToolKind({
     };
     // The runner uses its image's python3 and its own isolation (`python` and `isolation` do not apply there).
     const codeRunner = options.sandbox_fusion_url ? undefined : env.env[FUNCTION_ENV.codeRunnerFunction];
+    const fusionToken = options.sandbox_fusion_token_env
+      ? readToolSecret(
+          env,
+          options.sandbox_fusion_token_env,
+          'tool code_interpreter: bad config: sandbox_fusion_token_env',
+        )
+      : undefined;
     const sandbox =
       options.sandbox_fusion_url || codeRunner
         ? null
@@ -103,7 +114,12 @@ export const codeInterpreterKind = defineToolKind({
                 await runCodeRemote(
                   options.sandbox_fusion_url!,
                   { code, run_timeout: options.run_timeout, memory_limit_MB: options.memory_limit_mb },
-                  { signal: ctx.signal, maxRetries: limits.maxRetries, retryBaseMs: limits.retryBaseMs },
+                  {
+                    signal: ctx.signal,
+                    maxRetries: limits.maxRetries,
+                    retryBaseMs: limits.retryBaseMs,
+                    token: fusionToken,
+                  },
                 ),
               );
             let outcome: Awaited<ReturnType<PythonSandbox['run']>>;

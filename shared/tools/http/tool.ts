@@ -2,13 +2,15 @@
 // has no built-in kind. Give it a `tool_schema` (name, description, parameters) in the tool config.
 import { z } from 'zod';
 import { defineToolKind } from '../kind.ts';
+import { readToolSecret } from '../secrets.ts';
 import { fetchJson } from './fetch-json.ts';
 
 const Config = z.object({
   url: z.url(),
   /** Extra headers, literal. */
   headers: z.record(z.string(), z.string()).default({}),
-  /** Headers whose values are read from environment variables (keeps tokens out of config files). */
+  /** Headers whose values are read from environment variables (keeps tokens out of config files); only
+   * variables the operator allow-lists (TOOLRL_TOOL_SECRETS) and never `AWS_*`. */
   headers_from_env: z.record(z.string(), z.string()).default({}),
   /** If set, return only this top-level field of a JSON answer (e.g. "result"). */
   result_field: z.string().optional(),
@@ -27,9 +29,9 @@ export const httpKind = defineToolKind({
   build: (options, { env, limits }) => {
     const headers = { ...options.headers };
     for (const [header, variable] of Object.entries(options.headers_from_env)) {
-      const value = env.env[variable];
-      if (value === undefined)
-        throw new Error(`tool http: bad config: headers_from_env.${header}: variable ${variable} is not set`);
+      const where = `tool http: bad config: headers_from_env.${header}`;
+      const value = readToolSecret(env, variable, where);
+      if (value === undefined) throw new Error(`${where}: variable ${variable} is not set`);
       headers[header] = value;
     }
     return {

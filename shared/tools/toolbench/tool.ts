@@ -5,6 +5,7 @@ import type { ToolSchema } from '#shared/schemas/chat';
 import type { ToolLimits } from '../config.ts';
 import { fetchJson } from '../http/fetch-json.ts';
 import { defineToolKind, type RowTools } from '../kind.ts';
+import { readToolSecret } from '../secrets.ts';
 import { type Tool, ToolFailure } from '../types.ts';
 import { finishTool } from './finish.ts';
 import { functionName, splitFunctionName } from './names.ts';
@@ -20,7 +21,8 @@ const ApiSchema = z.object({
 const Config = z.object({
   /** StableToolBench's `/virtual` endpoint, e.g. http://127.0.0.1:8080/virtual. */
   service_url: z.url(),
-  /** Sent as StableToolBench expects; read from this variable so keys stay out of config files. */
+  /** Sent as StableToolBench expects; read from this variable so keys stay out of config files (an allow-listed
+   * name: TOOLRL_TOOL_SECRETS, or a key of the tool secret on AWS). */
   toolbench_key_env: z.string().optional(),
   /** Category for row APIs when the row names none. */
   category: z.string().default(''),
@@ -41,7 +43,10 @@ export const toolbenchKind = defineToolKind({
   defaults: { timeoutS: 30, numWorkers: 8 },
   config: Config,
   build: (options, { env, limits }) => {
-    const key = options.toolbench_key_env ? (env.env[options.toolbench_key_env] ?? '') : '';
+    const key = options.toolbench_key_env
+      ? (readToolSecret(env, options.toolbench_key_env, 'tool toolbench: bad config: toolbench_key_env') ??
+        '')
+      : '';
     const make = (schema: ToolSchema, category: string, toolName: string, apiName: string): Tool => ({
       schema,
       execute: (args, ctx) =>

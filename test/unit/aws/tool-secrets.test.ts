@@ -8,7 +8,11 @@ describe('tool secrets', () => {
     const env: NodeJS.ProcessEnv = { TOOLBENCH_KEY: 'from-function-config' };
     const set = applyToolSecrets('arn:s', '{"SERPER_KEY": "k1", "TOOLBENCH_KEY": "k2"}', env);
     expect(set).toEqual(['SERPER_KEY']);
-    expect(env).toEqual({ TOOLBENCH_KEY: 'from-function-config', SERPER_KEY: 'k1' });
+    expect(env).toEqual({
+      TOOLBENCH_KEY: 'from-function-config',
+      SERPER_KEY: 'k1',
+      TOOLRL_TOOL_SECRETS: 'SERPER_KEY,TOOLBENCH_KEY', // the tools may read what their secret holds
+    });
   });
 
   it.each([

@@ -7,6 +7,8 @@ export const TOOLRL = fileURLToPath(new URL('../../../bin/toolrl.mjs', import.me
 export interface CliServer {
   url: string;
   child: ChildProcess;
+  /** What the process wrote to stderr so far. */
+  stderr(): string;
   stop(): Promise<void>;
 }
 
@@ -27,12 +29,13 @@ export function startCliServer(args: string[]): Promise<CliServer> {
     child.on('exit', (code) => reject(new Error(`toolrl ${args.join(' ')} exited ${code}: ${err}`)));
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();
-      const m = /(http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out);
+      const m = /(http:\/\/(?:127\.0\.0\.1|0\.0\.0\.0):\d+\/\S+)/.exec(out);
       if (!m) return;
       clearTimeout(timer);
       resolve({
         url: m[1]!,
         child,
+        stderr: () => err,
         stop: () =>
           new Promise<void>((done) => {
             if (child.exitCode !== null) return done();

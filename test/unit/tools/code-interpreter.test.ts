@@ -70,7 +70,11 @@ describe('code_interpreter', () => {
 
   it("answers SandboxFusion's /run_code shape and refuses other languages as a SandboxError", async () => {
     const post = (body: unknown) =>
-      fetch(server.url, { method: 'POST', body: JSON.stringify(body) }).then((r) => r.json());
+      fetch(server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' }, // as verl's SandboxFusion client sends it
+        body: JSON.stringify(body),
+      }).then((r) => r.json());
     expect(await post({ code: 'print(2+2)', language: 'python' })).toMatchObject({
       status: 'Success',
       compile_result: null,

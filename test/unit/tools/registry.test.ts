@@ -269,16 +269,16 @@ describe('ToolRegistry.call', () => {
     await reg.close();
   });
 
-  it('http: reads header secrets from the environment it is given, and fails the build when one is missing', async () => {
+  it('http: reads allow-listed header secrets from the environment it is given, and fails the build when one is missing', async () => {
     const reg = await buildToolRegistry(
       { tools: [echoTool({ headers_from_env: { authorization: 'MY_TOKEN' } }, '/auth')] },
-      { env: { MY_TOKEN: 'Bearer t0k' } },
+      { env: { MY_TOKEN: 'Bearer t0k', TOOLRL_TOOL_SECRETS: 'MY_TOKEN' } },
     );
     expect((await reg.call({ name: 'echo', arguments: { text: 'x' } })).output).toBe('auth=Bearer t0k');
     await expect(
       buildToolRegistry(
         { tools: [echoTool({ headers_from_env: { authorization: 'MY_TOKEN' } })] },
-        { env: {} },
+        { env: { TOOLRL_TOOL_SECRETS: 'MY_TOKEN' } },
       ),
     ).rejects.toThrow(/variable MY_TOKEN is not set/);
   });
