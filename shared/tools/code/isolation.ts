@@ -163,9 +163,20 @@ function systemBinds(extraRoots: string[]): string[] {
 }
 
 export const SANDBOX_WORKDIR = '/workdir';
+/** Where the run's input files (main.py, request files) are visible, read-only, to be copied into the work dir. */
+export const SANDBOX_INPUT = '/.input';
 
-/** The full bwrap command line before the program: namespaces, read-only system, private /tmp, the work dir. */
-export function bwrapArgs(opts: { workdir: string; python: PythonInstall; tmpfsBytes: number }): string[] {
+/**
+ * The full bwrap command line before the program: namespaces, read-only system, and the only writable places, two
+ * tmpfs of bounded size: /tmp (`tmpfsBytes`) and the work dir (`workdirBytes`). Nothing the program writes reaches
+ * the host's disk; its inputs come from `inputDir`, bound read-only.
+ */
+export function bwrapArgs(opts: {
+  inputDir: string;
+  python: PythonInstall;
+  tmpfsBytes: number;
+  workdirBytes: number;
+}): string[] {
   return [
     ...namespaceArgs(),
     ...systemBinds(opts.python.roots),
@@ -180,9 +191,15 @@ export function bwrapArgs(opts: { workdir: string; python: PythonInstall; tmpfsB
     String(opts.tmpfsBytes),
     '--tmpfs',
     '/tmp',
-    '--bind',
-    opts.workdir,
+    '--perms',
+    '1777',
+    '--size',
+    String(opts.workdirBytes),
+    '--tmpfs',
     SANDBOX_WORKDIR,
+    '--ro-bind',
+    opts.inputDir,
+    SANDBOX_INPUT,
     '--chdir',
     SANDBOX_WORKDIR,
     '--hostname',

@@ -21,6 +21,7 @@ export const CodeRunnerRequestSchema = z
         maxProcesses: z.number().int().positive(),
         maxOutputBytes: z.number().int().positive(),
         maxFileMb: z.number().int().positive(),
+        maxDiskMb: z.number().int().positive(),
       })
       .partial()
       .strict()

@@ -1,6 +1,7 @@
 # Runs one sandboxed Python program: sets the resource limits, drops to a throwaway uid and runs main.py.
 # Without namespaces it runs the program in a child it supervises: it enforces the wall clock, kills
-# every process the program left, and reports on fd 3.
+# every process the program left, and reports on fd 3. Under bubblewrap the work dir is a size-capped tmpfs:
+# the inputs are copied in from a read-only /.input first, and files to fetch are sent back on fd 3 after.
 # Passed to `python3 -I -c` with positional arguments (see `cfg`). Standard library only, and only
 # cheap modules at start-up (no json, no ctypes unless needed): this runs once per tool call.
 import os
@@ -18,7 +19,11 @@ cfg = {
     "fsize_bytes": int(_a[6]),
     # Under bubblewrap: no_new_privs is already set and the pid namespace reaps every process.
     "namespaced": _a[7] == "bwrap",
+    # Under bubblewrap: where the inputs are to copy into the work dir, and the files to send back after.
+    "input_dir": None if _a[8] == "-" else _a[8],
+    "fetch": [] if _a[9] == "-" else _a[9].split("\n"),
 }
+FETCH_MAX_BYTES = 1024 * 1024
 STATUS_FD = 3
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
@@ -32,6 +37,58 @@ def prctl(option, value):
 
 def set_limit(res, soft, hard=None):
     resource.setrlimit(res, (soft, soft if hard is None else hard))
+
+
+def copy_inputs(src):
+    """The inputs into the work dir (the tmpfs), owned by the program's uid; before privileges are dropped."""
+    for dirpath, _dirs, names in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        if rel != ".":
+            os.mkdir(rel)
+            own(rel)
+        for name in names:
+            dest = name if rel == "." else os.path.join(rel, name)
+            with open(os.path.join(dirpath, name), "rb") as fin, open(dest, "wb") as fout:
+                fout.write(fin.read())
+            own(dest)
+
+
+def own(path):
+    if cfg["uid"] is not None:
+        os.chown(path, cfg["uid"], cfg["uid"])
+
+
+def send_fetched_files():
+    """Under bubblewrap the tmpfs goes with the namespace: regular files asked for, never through a link,
+    go back on fd 3 as `base64(name) base64(content)` lines."""
+    from binascii import b2a_base64
+
+    for name in cfg["fetch"]:
+        parts = name.split("/")
+        try:
+            path = ""
+            for part in parts:
+                path = part if not path else path + "/" + part
+                if os.lstat(path).st_mode & 0o170000 == 0o120000:  # a symlink on the way
+                    raise OSError
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if st.st_mode & 0o170000 != 0o100000 or st.st_size > FETCH_MAX_BYTES:
+                continue
+            data = b""
+            while len(data) <= FETCH_MAX_BYTES:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+        if len(data) <= FETCH_MAX_BYTES:
+            line = b2a_base64(name.encode(), newline=False) + b" " + b2a_base64(data, newline=False) + b"\n"
+            os.write(STATUS_FD, line)
 
 
 def run_program():
@@ -78,6 +135,11 @@ def run_program():
         try:
             stream.flush()
         except Exception:  # noqa: BLE001, S110 - a closed or full pipe must not change the exit code
+            pass
+    if cfg["namespaced"] and cfg["fetch"]:
+        try:
+            send_fetched_files()
+        except Exception:  # noqa: BLE001, S110 - the program may have closed fd 3; its files are then lost
             pass
     os._exit(code & 0xFF)
 
@@ -168,6 +230,9 @@ def on_stop(signum, frame):
 
 def main():
     os.chdir(cfg["workdir"])
+    if cfg["input_dir"] is not None:
+        own(".")
+        copy_inputs(cfg["input_dir"])
     if cfg["namespaced"]:
         # Under bubblewrap the program needs no supervisor: the caller enforces the wall clock by
         # killing bwrap, bwrap reports the exit status, and the pid namespace takes every process

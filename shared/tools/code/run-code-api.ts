@@ -45,6 +45,7 @@ export const LIMIT_MESSAGES: Record<LimitHit, string> = {
   processes: 'the program tried to start more processes than allowed',
   output: 'the program printed more output than allowed and was stopped',
   file_size: 'the program wrote a file larger than allowed',
+  disk: 'the program wrote more to disk than allowed (disk limit reached)',
 };
 
 export function toRunCodeResponse(o: RunOutcome): RunCodeResponse {

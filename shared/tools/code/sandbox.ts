@@ -1,12 +1,14 @@
 // The built-in Python sandbox. Each run gets a fresh empty work dir (removed after), a scrubbed
 // environment, a throwaway uid (when we are root), rlimits on CPU, memory, processes and file size,
-// a wall clock, an output cap, and no process that outlives it.
+// a wall clock, an output cap, and no process that outlives it. Memory, processes and disk are bounded for
+// the run's whole process tree, not per process (tree-watch.ts measures the tree while it runs; see the
+// limits below for what bounds each).
 //
 // `isolation: bwrap` (bubblewrap, installed by scripts/setup.sh) adds new pid/net/ipc/uts namespaces:
 // no network, and every process of the run dies with the namespace when the program exits or bwrap is
-// killed; a read-only view of /usr and a few /etc files; its own /proc, /dev and size-capped /tmp;
-// no_new_privs and nosuid mounts. The program runs directly under bwrap (no supervisor process), so a
-// call costs little more than a bare interpreter start.
+// killed; a read-only view of /usr and a few /etc files; its own /proc, /dev; a work dir and /tmp that are
+// size-capped tmpfs (nothing reaches the host's disk); no_new_privs and nosuid mounts. The program runs directly
+// under bwrap (no supervisor process), so a call costs little more than a bare interpreter start.
 //
 // On AWS Lambda there are no namespaces and no root, so `isolation: process` (chosen by `auto`) is what
 // holds there: the same rlimits (RLIMIT_NPROC then counts all of the function user's processes), the
@@ -35,25 +37,36 @@ import {
   findBwrap,
   findPython,
   type Isolation,
+  SANDBOX_INPUT,
   SANDBOX_WORKDIR,
 } from './isolation.ts';
-import { chownTree, fetchFiles, insideDir } from './workdir.ts';
+import { type TreeLimit, watchTree } from './tree-watch.ts';
+import { chownTree, fetchFiles, insideDir, parseFetchedFiles } from './workdir.ts';
 
 const LAUNCHER = readFileSync(fileURLToPath(new URL('./launcher.py', import.meta.url)), 'utf8');
 
+/** Every limit of a run, in one object: what the tool config (`code_interpreter`) and the server set. */
 export interface SandboxLimits {
   /** Wall clock per run, seconds. */
   wallS: number;
   /** CPU time per process, seconds (RLIMIT_CPU). */
   cpuS: number;
-  /** Address space per process, MiB (RLIMIT_AS). */
+  /**
+   * Memory of the whole process tree, MiB: its processes' proportional set sizes summed while it runs (stopped
+   * within one measuring interval, 20 ms, of passing it), and RLIMIT_AS at the same size for each process.
+   */
   memoryMb: number;
-  /** Processes (RLIMIT_NPROC for the run's uid). */
+  /** Processes of the whole tree: RLIMIT_NPROC (per run: its own uid or user namespace), and the tree counted. */
   maxProcesses: number;
   /** stdout + stderr kept; past it the program is stopped. */
   maxOutputBytes: number;
   /** Largest file the program may write (RLIMIT_FSIZE), MiB; also the size of its /tmp under bwrap. */
   maxFileMb: number;
+  /**
+   * Everything the program may keep in its work dir, MiB (input files included): under bwrap the size of the
+   * tmpfs it is; without namespaces the work dir and TMPDIR are measured while it runs, like memory.
+   */
+  maxDiskMb: number;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
@@ -63,6 +76,7 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
   maxProcesses: 32,
   maxOutputBytes: 64 * 1024,
   maxFileMb: 16,
+  maxDiskMb: 64,
 };
 
 export interface SandboxOptions {
@@ -89,7 +103,7 @@ export interface RunRequest {
   memoryMb?: number;
 }
 
-export type LimitHit = 'wall_time' | 'cpu_time' | 'memory' | 'processes' | 'output' | 'file_size';
+export type LimitHit = 'wall_time' | 'cpu_time' | 'memory' | 'processes' | 'output' | 'file_size' | 'disk';
 
 export interface RunOutcome {
   /** Negative: killed by that signal. null: killed from outside (wall clock, output cap, cancel). */
@@ -157,15 +171,30 @@ export class PythonSandbox {
     const memoryMb = Math.min(req.memoryMb ?? this.limits.memoryMb, this.limits.memoryMb);
     const root = process.getuid?.() === 0;
     const uid = root ? UID_BASE + randomInt(100_000_000) : null;
-    const workdir = await mkdtemp(join(this.opts.workRoot ?? tmpdir(), 'toolrl-sandbox-'));
+    // base/work is the program's work dir (without namespaces) or its inputs (under bwrap: copied into the
+    // tmpfs work dir from there); base/tmp is its TMPDIR without namespaces.
+    const base = await mkdtemp(join(this.opts.workRoot ?? tmpdir(), 'toolrl-sandbox-'));
+    const workdir = join(base, 'work');
+    const tmp = join(base, 'tmp');
     try {
+      mkdirSync(workdir);
+      mkdirSync(tmp, { mode: 0o1777 });
       await writeFile(join(workdir, 'main.py'), req.code);
       for (const [name, b64] of Object.entries(req.files ?? {})) {
         const target = insideDir(workdir, name);
         mkdirSync(dirname(target), { recursive: true });
         await writeFile(target, Buffer.from(b64, 'base64'));
       }
-      if (uid !== null) chownTree(workdir, uid, req.files);
+      if (uid !== null && isolation === 'process') chownTree(workdir, uid, req.files);
+      // Names are checked here, against the host path, before the launcher looks for them in the tmpfs.
+      const fetch = (req.fetchFiles ?? []).filter((n) => {
+        try {
+          insideDir(workdir, n);
+          return !n.includes('\n');
+        } catch {
+          return false;
+        }
+      });
       // The launcher's positional arguments (see the top of launcher.py).
       const config = [
         isolation === 'bwrap' ? SANDBOX_WORKDIR : workdir,
@@ -176,28 +205,38 @@ export class PythonSandbox {
         String(this.limits.maxProcesses),
         String(this.limits.maxFileMb * 1024 * 1024),
         isolation,
+        isolation === 'bwrap' ? SANDBOX_INPUT : '-',
+        isolation === 'bwrap' && fetch.length > 0 ? fetch.join('\n') : '-',
       ];
       const launch = [python.executable, '-I', '-c', LAUNCHER, ...config];
       const [cmd, ...args] =
         isolation === 'bwrap'
           ? [
               this.bwrapBinary!,
-              ...bwrapArgs({ workdir, python, tmpfsBytes: this.limits.maxFileMb * 1024 * 1024 }),
+              ...bwrapArgs({
+                inputDir: workdir,
+                python,
+                tmpfsBytes: this.limits.maxFileMb * 1024 * 1024,
+                workdirBytes: this.limits.maxDiskMb * 1024 * 1024,
+              }),
               ...launch,
             ]
           : launch;
       const outcome = await this.spawnAndWait(cmd!, args, {
         workdir,
+        tmp,
         isolation,
         uid,
         wallS,
+        memoryMb,
+        fetch: fetch.length,
         stdin: req.stdin,
         signal,
       });
-      outcome.files = await fetchFiles(workdir, req.fetchFiles ?? []);
+      if (isolation === 'process') outcome.files = await fetchFiles(workdir, fetch);
       return outcome;
     } finally {
-      await rm(workdir, { recursive: true, force: true, maxRetries: 3 });
+      await rm(base, { recursive: true, force: true, maxRetries: 3 });
     }
   }
 
@@ -206,20 +245,26 @@ export class PythonSandbox {
     args: string[],
     o: {
       workdir: string;
+      tmp: string;
       isolation: Isolation;
       uid: number | null;
       wallS: number;
+      memoryMb: number;
+      /** Files the launcher sends back on fd 3 under bwrap. */
+      fetch: number;
       stdin?: string;
       signal?: AbortSignal;
     },
   ): Promise<RunOutcome> {
     const started = performance.now();
-    const supervised = o.isolation === 'process'; // only then does the launcher supervise and report on fd 3
+    // The launcher supervises and reports on fd 3 without namespaces; under bwrap fd 3 carries fetched files.
+    const supervised = o.isolation === 'process';
+    const fd3 = supervised || o.fetch > 0;
     return new Promise<RunOutcome>((resolvePromise, reject) => {
       const child = spawn(cmd, args, {
         cwd: supervised ? o.workdir : '/',
-        env: SANDBOX_ENV,
-        stdio: supervised ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+        env: supervised ? { ...SANDBOX_ENV, TMPDIR: o.tmp } : SANDBOX_ENV,
+        stdio: fd3 ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
         detached: true, // own process group, so the kill below reaches the launcher and its helpers
       });
       this.running.add(child);
@@ -264,6 +309,26 @@ export class PythonSandbox {
           if (programPid === null && first && status.includes('\n'))
             programPid = (JSON.parse(first) as { child: number }).child;
         });
+      let fetched = '';
+      if (!supervised && fd3)
+        (child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => {
+          fetched += c.toString();
+          // base64 of at most `fetch` files of 1 MiB and their names: more is the program writing to fd 3
+          if (fetched.length > o.fetch * 1.5 * 1024 * 1024 + 64 * 1024) stop('output');
+        });
+      // Memory, processes (and, without namespaces, disk) of the whole tree, measured while it runs.
+      const tree = child.pid
+        ? watchTree({
+            root: child.pid,
+            helpers: 1, // bwrap's init in the pid namespace, or the launcher's kill helper at the end
+            memoryBytes: o.memoryMb * 1024 * 1024,
+            processes: this.limits.maxProcesses,
+            disk: supervised
+              ? { dirs: [o.workdir, o.tmp], bytes: this.limits.maxDiskMb * 1024 * 1024 }
+              : undefined,
+            onLimit: (why: TreeLimit) => stop(why),
+          })
+        : null;
       child.stdin!.on('error', () => {}); // the program may exit without reading its input
       child.stdin!.end(o.stdin ?? '');
       // The wall clock: ours under bwrap; the launcher's otherwise, with ours as a backstop.
@@ -279,11 +344,13 @@ export class PythonSandbox {
 
       child.on('error', (e) => {
         clearTimeout(wallTimer);
+        tree?.stop();
         this.running.delete(child);
         reject(new Error(`cannot start the sandbox (${cmd}): ${e.message}`));
       });
       child.on('close', (code, killedBy) => {
         clearTimeout(wallTimer);
+        tree?.stop();
         o.signal?.removeEventListener('abort', onAbort);
         this.running.delete(child);
         const stdout = Buffer.concat(out).toString('utf8');
@@ -311,7 +378,7 @@ export class PythonSandbox {
           limit,
           wallMs: performance.now() - started,
           cpuS,
-          files: {},
+          files: supervised ? {} : parseFetchedFiles(fetched),
           isolation: o.isolation,
         });
       });
@@ -350,6 +417,7 @@ function classify(exitCode: number | null, cpuS: number, cpuLimit: number, stder
   if (/\bMemoryError\b/.test(tail)) return 'memory';
   if (/BlockingIOError: \[Errno 11\]|Resource temporarily unavailable/.test(tail)) return 'processes';
   if (/File too large|\[Errno 27\]/.test(tail)) return 'file_size';
+  if (/No space left on device|\[Errno 28\]/.test(tail)) return 'disk';
   return null;
 }
 

@@ -26,6 +26,8 @@ const Config = z.object({
   max_processes: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxProcesses),
   max_output_bytes: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxOutputBytes),
   max_file_mb: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxFileMb),
+  /** What the program may keep on disk, input files included (its whole work dir and TMPDIR), MiB. */
+  max_disk_mb: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxDiskMb),
   isolation: z.enum(['auto', 'bwrap', 'process']).default('auto'),
   /** Interpreter for the built-in sandbox (e.g. a venv with numpy and sympy). */
   python: z.string().optional(),
@@ -65,6 +67,7 @@ export const codeInterpreterKind = defineToolKind({
       maxProcesses: options.max_processes,
       maxOutputBytes: options.max_output_bytes,
       maxFileMb: options.max_file_mb,
+      maxDiskMb: options.max_disk_mb,
     };
     // The runner uses its image's python3 and its own isolation (`python` and `isolation` do not apply there).
     const codeRunner = options.sandbox_fusion_url ? undefined : env.env[FUNCTION_ENV.codeRunnerFunction];

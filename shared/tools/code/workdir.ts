@@ -46,6 +46,16 @@ export async function fetchFiles(workdir: string, names: string[]): Promise<Reco
   return files;
 }
 
+/** The files the launcher sent back under bwrap: `base64(name) base64(content)` lines (see launcher.py). */
+export function parseFetchedFiles(text: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const [name, content] = line.split(' ');
+    if (name && content !== undefined) files[Buffer.from(name, 'base64').toString('utf8')] = content;
+  }
+  return files;
+}
+
 async function hasLinkOnPath(base: string, rel: string): Promise<boolean> {
   let p = base;
   for (const part of rel.split(sep)) {
