@@ -24,7 +24,7 @@
 // (`sandbox_fusion_url`) is the choice where the programs need to be cut off from the network too.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync } from 'node:fs';
 import { lstat, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -85,7 +85,10 @@ export interface SandboxOptions {
   /** Interpreter to run (e.g. a venv's python with numpy); default: the system's python3. */
   python?: string;
   limits?: Partial<SandboxLimits>;
-  /** Where per-run work dirs are created (default: the OS temp dir). */
+  /**
+   * Where per-run work dirs are created (default: the OS temp dir). Without namespaces and as root, the run's
+   * throwaway uid reaches its TMPDIR there by path, so this folder must be traversable by others (o+x).
+   */
   workRoot?: string;
   /** Where to look for bubblewrap (default: the system, the PATH, then setup's copy in .cache/bwrap). */
   bwrapSearch?: BwrapSearch;
@@ -177,15 +180,21 @@ export class PythonSandbox {
     const workdir = join(base, 'work');
     const tmp = join(base, 'tmp');
     try {
-      mkdirSync(workdir);
-      mkdirSync(tmp, { mode: 0o1777 });
+      // The run's uid must reach base/tmp by its path (TMPDIR): base may be crossed, not listed; work and tmp
+      // stay closed to every other uid (a concurrent run's program included).
+      chmodSync(base, 0o711);
+      mkdirSync(workdir, { mode: 0o700 });
+      mkdirSync(tmp, { mode: 0o700 });
       await writeFile(join(workdir, 'main.py'), req.code);
       for (const [name, b64] of Object.entries(req.files ?? {})) {
         const target = insideDir(workdir, name);
         mkdirSync(dirname(target), { recursive: true });
         await writeFile(target, Buffer.from(b64, 'base64'));
       }
-      if (uid !== null && isolation === 'process') chownTree(workdir, uid, req.files);
+      if (uid !== null && isolation === 'process') {
+        chownTree(workdir, uid, req.files);
+        chownSync(tmp, uid, uid); // else tempfile would fall back to the host's /tmp, unmeasured
+      }
       // Names are checked here, against the host path, before the launcher looks for them in the tmpfs.
       const fetch = (req.fetchFiles ?? []).filter((n) => {
         try {

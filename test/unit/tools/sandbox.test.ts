@@ -158,11 +158,11 @@ with tempfile.NamedTemporaryFile(mode='w+') as f:
   });
 
   it('stops a CPU hog at its CPU limit', async () => {
-    const r = await new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { wallS: 8, cpuS: 1 } }).run({
+    // A wall clock far beyond the second of CPU it needs: a starved machine can take long to give it that.
+    const r = await new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { wallS: 300, cpuS: 1 } }).run({
       code: 'while True: pass',
     });
-    expect(r.limit).toBe('cpu_time');
-    expect(r.wallMs).toBeLessThan(6000); // stopped by RLIMIT_CPU (1 s), well before the 8 s wall clock
+    expect(r.limit).toBe('cpu_time'); // stopped by RLIMIT_CPU (1 s), not by the wall clock
   });
 
   it('caps memory: a memory bomb fails with MemoryError instead of taking the machine', async () => {
