@@ -13,6 +13,26 @@ def test_local_folder_and_tiny_on_cpu(tmp_path):
     assert tiny == tmp_path / "model-tiny" and (tiny / "config.json").is_file()
 
 
+def test_tiny_variants_take_the_run_seed_for_the_weights_only_on_cpu(tmp_path):
+    import json
+
+    from safetensors.torch import load_file
+
+    a = resolve_model_dir("tiny:mha", tmp_path / "a", seed=0)
+    b = resolve_model_dir("tiny:mha", tmp_path / "b", seed=1)
+    assert a.name == "model-tiny-mha"
+    cfg = json.loads((a / "config.json").read_text())
+    assert (cfg["num_attention_heads"], cfg["num_key_value_heads"]) == (4, 4)
+    # Another seed draws other weights over the same vocabulary.
+    assert (a / "tokenizer.json").read_text() == (b / "tokenizer.json").read_text()
+    wa, wb = load_file(a / "model.safetensors"), load_file(b / "model.safetensors")
+    assert not all((wa[k] == wb[k]).all() for k in wa if k.endswith("q_proj.weight"))
+    with pytest.raises(
+        ValueError, match="no tiny variant or preset 'huge'; one of tiny:mha, tiny:qwen2.5-0.5b"
+    ):
+        resolve_model_dir("tiny:huge", tmp_path / "c")
+
+
 def test_a_folder_without_config_is_refused_on_cpu(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no config.json there"):
