@@ -96,6 +96,30 @@ def test_event_files_reach_a_remote_store_on_the_plot_cadence_on_cpu(tmp_path, p
     assert len(list(tb_remote.iterdir())) == 1  # one event file, re-uploaded whole as it grows
 
 
+def test_plot_shows_validation_accuracy_from_the_eval_summaries_on_cpu(tmp_path):
+    store = FolderBlobStore(tmp_path)
+    logger = MetricsLogger(
+        store, RUN, tmp_path / "work", tensorboard=False, plot_every_s=3600, publish_every=2
+    )
+
+    def summary(v: int, acc: float) -> bytes:
+        return json.dumps({"policyVersion": v, "accuracy": acc, "samplesPerPrompt": 4}).encode()
+
+    store.put_bytes(f"runs/{RUN}/metrics/eval/v0.json", summary(0, 0.25))
+    store.put_bytes(f"runs/{RUN}/metrics/eval/v8.json", summary(8, 0.875))
+    store.put_bytes(f"runs/{RUN}/metrics/eval/v3.json", b'{"policyVersion": 3')  # still being written
+    store.put_bytes(f"runs/{RUN}/metrics/eval/notes.txt", b"not a summary")
+    # versions at the learner step that published them (publish_every 2), in step order
+    assert logger._validation() == [(0, 0.25, 4), (16, 0.875, 4)]
+    png = tmp_path / f"runs/{RUN}/metrics/reward_curve.png"
+    logger.log(_row(1))
+    without = png.stat().st_size
+    store.put_bytes(f"runs/{RUN}/metrics/eval/v3.json", summary(3, 0.5))
+    logger.plot()
+    assert logger._validation()[1] == (6, 0.5, 4)
+    assert png.stat().st_size > 1000 and png.stat().st_size != without
+
+
 def test_wandb_logs_offline_and_is_imported_only_when_configured_on_cpu(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

@@ -1,5 +1,6 @@
 """Step metrics: `metrics/metrics.jsonl` (one JSON object per step), TensorBoard event files, W&B when
-configured, and `metrics/reward_curve.png`, refreshed as training goes.
+configured, and `metrics/reward_curve.png` (the reward and, below it, validation accuracy from the pipeline's
+`metrics/eval/v<N>.json` summaries), refreshed as training goes.
 
 On S3 the JSONL is uploaded every step, the plot and the event files every `plot_every_s` seconds and
 at close, so a killed learner (SIGKILL, no close) loses at most that much of its TensorBoard curves."""
@@ -37,6 +38,7 @@ class MetricsLogger:
         wandb_project: str | None = None,
         wandb_entity: str | None = None,
         plot_every_s: float = 10.0,
+        publish_every: int = 1,
     ) -> None:
         self.store = store
         self.prefix = keys.metrics(run_id)
@@ -47,6 +49,7 @@ class MetricsLogger:
         self.rows: list[dict[str, Any]] = self._load_rows(resume_step)
         self._write_jsonl()
         self.plot_every_s = plot_every_s
+        self.publish_every = publish_every
         self._last_plot = -math.inf  # the first row refreshes at once
         self.tb = None
         if tensorboard:
@@ -112,8 +115,27 @@ class MetricsLogger:
         for f in sorted((self.dir / "tensorboard").glob("events.out.tfevents.*")):
             self.store.put_file(self.prefix + "tensorboard/" + f.name, f)
 
+    def _validation(self) -> list[tuple[int, float, int]]:
+        """(learner step that published the version, accuracy, samples per prompt) of each validation summary the
+        pipeline has written so far; a summary it is still writing or cannot parse is left for the next plot."""
+        out = []
+        prefix = self.prefix + "eval/"
+        for key in self.store.list(prefix):
+            name = key[len(prefix) :]
+            if not (name.startswith("v") and name.endswith(".json") and name[1:-5].isdigit()):
+                continue
+            try:
+                summary = json.loads(self.store.get_bytes(key))
+                acc = float(summary["accuracy"])
+            except (BlobNotFound, ValueError, KeyError, TypeError):
+                continue
+            if math.isfinite(acc):
+                k = int(summary.get("samplesPerPrompt") or 1)
+                out.append((int(name[1:-5]) * self.publish_every, acc, k))
+        return sorted(out)
+
     def plot(self) -> None:
-        """Reward mean +- std and tool calls per trajectory against the step."""
+        """Reward mean +- std and tool calls per trajectory against the step; validation accuracy below."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -123,18 +145,20 @@ class MetricsLogger:
         rows = [r for r in self.rows if r.get("reward_mean") is not None]
         if not rows:
             return
+        val = self._validation()
         steps = [r["step"] for r in rows]
         mean = [r["reward_mean"] for r in rows]
         std = [r.get("reward_std") or 0.0 for r in rows]
-        fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-        ax.plot(steps, mean, color="tab:blue", label="reward mean")
+        fig, (ax, axv) = plt.subplots(
+            2, 1, figsize=(7, 6), dpi=100, sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+        )
+        ax.plot(steps, mean, color="tab:blue", label="reward mean (train)")
         ax.fill_between(
             steps,
             [m - s for m, s in zip(mean, std, strict=True)],
             [m + s for m, s in zip(mean, std, strict=True)],
             alpha=0.2,
         )
-        ax.set_xlabel("learner step")
         ax.set_ylabel("reward")
         ax2 = ax.twinx()
         ax2.plot(
@@ -143,6 +167,22 @@ class MetricsLogger:
         ax2.set_ylabel("tool calls / trajectory", color="tab:orange")
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left")
+        if val:
+            k = val[-1][2]
+            axv.plot(
+                [s for s, _, _ in val],
+                [100 * a for _, a, _ in val],
+                marker="o",
+                color="tab:green",
+                label=f"validation accuracy (mean@{k})" if k > 1 else "validation accuracy",
+            )
+            axv.legend(loc="lower right")
+        else:
+            axv.text(0.5, 0.5, "no validation yet", ha="center", va="center", transform=axv.transAxes)
+        axv.set_ylim(0, 100)
+        axv.set_ylabel("accuracy (%)")
+        axv.set_xlabel("learner step")
+        axv.grid(alpha=0.3)
         fig.tight_layout()
         tmp = self.dir / (".tmp-" + PLOT)
         fig.savefig(tmp)

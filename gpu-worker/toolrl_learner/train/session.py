@@ -124,7 +124,7 @@ class LearnerSession:
         self.stage_sft = LearnerConfig.stages_with_own_sft(config)
         self.cfg = cfg
         torch.manual_seed(cfg.seed)
-        model_dir = resolve_model_dir(cfg.model_path, self.workdir)
+        model_dir = resolve_model_dir(cfg.model_path, self.workdir, cfg.seed)
         self.policy = Policy(cfg, model_dir, self.device)
         self.trainer = Trainer(cfg, self.policy, self.stage_cfgs)
         self.trainer.total_steps = self._total_steps()
@@ -161,6 +161,7 @@ class LearnerSession:
             tensorboard=cfg.tensorboard,
             wandb_project=cfg.wandb_project,
             wandb_entity=cfg.wandb_entity,
+            publish_every=cfg.publish_every,
         )
 
         latest = self.publisher.latest()
