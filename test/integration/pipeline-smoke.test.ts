@@ -14,7 +14,9 @@ afterEach(async () => {
 });
 
 describe('embedded pipeline (stand-in learner)', () => {
-  it('turns every planned group into exactly one scored-group message', async () => {
+  // The test's own limit is above its waits' (50 s, 120 s) so a stall fails naming what it waited for; the work
+  // itself takes seconds.
+  it('turns every planned group into exactly one scored-group message', { timeout: 240_000 }, async () => {
     fx = await pipelineFixture();
     fx.pipeline.start();
     await fx.upload();
@@ -24,7 +26,7 @@ describe('embedded pipeline (stand-in learner)', () => {
     const run = await runJson();
     expect(run?.value).toMatchObject({ status: 'running', totals: { groupsPlanned: 4, trainPrompts: 4 } });
     await fx.publish(0);
-    await until(async () => (await fx!.peek('scored-groups')).length === 4, 'four scored groups', 120_000);
+    await until(async () => (await fx!.peek('scored-groups')).length >= 4, 'four scored groups', 120_000);
     const msgs = (await fx.peek('scored-groups')).map((m) =>
       ScoredGroupMessageSchema.parse(JSON.parse(m.body)),
     );
