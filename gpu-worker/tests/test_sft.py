@@ -2,6 +2,7 @@
 warm start it runs once before v0, and a curriculum stage's own `trainer.sft` runs once before that
 stage's first batch (a restart redoes neither)."""
 
+import dataclasses
 import json
 
 import pyarrow as pa
@@ -16,7 +17,13 @@ from toolrl_learner.model.tiny import TinySpec, build_tiny
 from toolrl_learner.storage import FolderBlobStore
 from toolrl_learner.train.policy import Policy
 from toolrl_learner.train.session import LearnerSession
-from toolrl_learner.train.sft import cut_context, load_demonstrations, run_sft, tokenize_demonstration
+from toolrl_learner.train.sft import (
+    cut_context,
+    load_demonstrations,
+    run_sft,
+    tokenize_demonstration,
+    warmup_keep,
+)
 from toolrl_learner.train.synthetic import group, trajectory
 
 CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17*23"}}\n</tool_call>'
@@ -87,6 +94,17 @@ def test_context_warmup_cuts_only_the_context_before_the_first_assistant_token()
     ids, mask = list(range(9)), [0, 0, 0, 0, 0, 1, 1, 0, 1]
     assert cut_context(ids, mask, 2) == ([3, 4, 5, 6, 7, 8], [0, 0, 1, 1, 0, 1])
     assert cut_context(ids, mask, 50) == (ids, mask)  # shorter than the budget: whole
+
+
+def test_linear_context_warmup_grows_to_the_longest_context():
+    cfg = LearnerConfig(
+        model_path="tiny", sft_context_warmup_steps=4, sft_context_warmup_tokens=20,
+        sft_context_warmup_schedule="linear",
+    )  # fmt: skip
+    # from 20 tokens to the longest context (100) over 4 steps, then the whole demonstration
+    assert [warmup_keep(s, cfg, 100) for s in range(1, 7)] == [20, 40, 60, 80, None, None]
+    step = dataclasses.replace(cfg, sft_context_warmup_schedule="step")
+    assert [warmup_keep(s, step, 100) for s in range(1, 6)] == [20, 20, 20, 20, None]
 
 
 def test_sft_context_warmup_and_cosine_schedule_on_cpu(tiny_dir, tmp_path, monkeypatch):

@@ -70,6 +70,8 @@ class LearnerConfig:
     sft_context_warmup_steps (0), sft_context_warmup_tokens (32): sequence length warmup (arXiv:2108.06084):
         the first steps see each demonstration's context cut to its last tokens before the first assistant
         token; small models learn to copy from the prompt much sooner from short contexts.
+    sft_context_warmup_schedule ("step"): "step" keeps sft_context_warmup_tokens for the whole warmup; "linear"
+        grows the kept context from there to the longest demonstration's over the warmup steps.
 
     `model:` keys
 
@@ -137,6 +139,7 @@ class LearnerConfig:
     sft_min_lr_ratio: float = 0.0
     sft_context_warmup_steps: int = 0
     sft_context_warmup_tokens: int = 32
+    sft_context_warmup_schedule: str = "step"
     # model
     model_path: str = "tiny"
     dtype: str = "bf16"
@@ -220,6 +223,7 @@ class LearnerConfig:
                         "min_lr_ratio",
                         "context_warmup_steps",
                         "context_warmup_tokens",
+                        "context_warmup_schedule",
                     )
                     if k in sft
                 },

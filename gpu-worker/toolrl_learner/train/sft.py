@@ -136,6 +136,17 @@ def cut_context(ids: list[int], mask: list[int], keep: int) -> tuple[list[int], 
     return ids[start:], mask[start:]
 
 
+def warmup_keep(step: int, cfg: LearnerConfig, longest: int) -> int | None:
+    """Context tokens kept before the first loss token at `step` (1-based); None: the whole context."""
+    warm = cfg.sft_context_warmup_steps
+    if step > warm:
+        return None
+    tokens = cfg.sft_context_warmup_tokens
+    if cfg.sft_context_warmup_schedule == "linear":
+        return tokens + max(0, longest - tokens) * (step - 1) // warm
+    return tokens
+
+
 def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -> list[dict[str, float]]:
     """cfg.sft_steps AdamW steps of cfg.sft_batch_size demonstrations each (a seeded shuffle, cycling); during
     the first cfg.sft_context_warmup_steps, each demonstration's context is cut (sequence length warmup)."""
@@ -147,6 +158,7 @@ def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -
         tokenize_demonstration(tokenizer, ex, f"{Path(data_path).name} row {i}")
         for i, ex in enumerate(examples)
     ]
+    longest = max((mask.index(1) if 1 in mask else len(mask)) for _, mask in data)
     optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.sft_lr, cfg.weight_decay)
     params = [p for _, p in policy.named_trainable_parameters()]
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -155,12 +167,12 @@ def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -
     for step in range(1, cfg.sft_steps + 1):
         t0 = time.perf_counter()
         picked = []
-        warm = step <= cfg.sft_context_warmup_steps
+        keep = warmup_keep(step, cfg, longest)
         while len(picked) < cfg.sft_batch_size:
             if not order:
                 order = torch.randperm(len(data), generator=gen).tolist()
             ids, mask = data[order.pop()]
-            picked.append(cut_context(ids, mask, cfg.sft_context_warmup_tokens) if warm else (ids, mask))
+            picked.append(cut_context(ids, mask, keep) if keep is not None else (ids, mask))
         lr = lr_at(
             step - 1,
             lr=cfg.sft_lr,

@@ -19,6 +19,11 @@ export const SftConfigSchema = z
      */
     context_warmup_steps: z.number().int().nonnegative().default(0),
     context_warmup_tokens: z.number().int().positive().default(32),
+    /**
+     * `step`: `context_warmup_tokens` throughout the warmup, then the whole context. `linear`: the kept context
+     * grows from `context_warmup_tokens` to the longest demonstration's over the warmup steps (the paper's ramp).
+     */
+    context_warmup_schedule: z.enum(['step', 'linear']).default('step'),
   })
   .strict();
 
