@@ -1,10 +1,21 @@
 // Writes the quickstart's synthetic data (deterministic): arithmetic questions a tiny model cannot answer without
-// the calculator, as train/val Parquet datasets, and SFT demonstrations of the tool-use pattern (call the calculator
-// with the expression, then box its result) as Parquet (messages and tools as JSON strings).
-// Every question is `What is A + B?` or `What is A - B?` with three-digit operands and a three-digit answer: copying
-// a number from one place to another is then a fixed distance back in the token sequence, which a 2-layer model
-// learns in a few hundred steps; with numbers of varying length it needs an induction circuit, which a model this
-// small forms only after thousands (measured while choosing this task: see README.md).
+// the calculator, as train/val Parquet datasets, and mixed-quality SFT demonstrations (messages and tools as JSON
+// strings) for the warm start.
+//
+// Every question is `What is A plus B?` or `What is A minus B?` with three-digit operands and a three-digit answer,
+// so copying a number from one place to another is a fixed distance back in the token sequence. The operator is a
+// word in the question and a symbol in the call (`347 + 281`): a tiny model learns that mapping at once, whereas
+// copying a lone `+`/`-` token it learned only after the digits, if at all. The answer is the bare `\boxed{628}`:
+// the shorter the way back to the tool's result, the sooner a tiny model learns to copy it (with `The answer is`
+// in front, one seed in three had not learned it by the end of the warm start). Both measured while choosing the
+// task; see README.md.
+//
+// The demonstrations teach the call format and reading the result, but not reliably *when* and *how exactly* to
+// call: like demonstrations gathered from people, some answer from memory without the tool (and are wrong), and
+// some copy an operand with one digit wrong and then faithfully box the wrong result. The warm-started policy
+// therefore calls the tool only most of the time and miscopies now and then; the RL stage's outcome reward (which
+// pays nothing for a call that does not reach the answer) is what teaches it to call every time and to copy
+// exactly.
 // Run: npx tsx examples/quickstart/make-data.ts [OUT_DIR]
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -16,12 +27,23 @@ import { samplingStream } from '#shared/policy/rng';
 import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
 
+/** Shares of the demonstrations: a correct call, a call with one operand digit miscopied, no call at all. */
+export const DEMONSTRATION_MIX = { correct: 0.55, miscopied: 0.25, noCall: 0.2 } as const;
+
 const here = dirname(fileURLToPath(import.meta.url));
 const config = parseRunConfig(readFileSync(join(here, 'run.yaml'), 'utf8'), 'run.yaml');
 const rng = samplingStream(20240601, 0, 0);
 const int = (lo: number, hi: number) => lo + Math.floor(rng.next() * (hi - lo + 1));
 
-function question(): { text: string; expression: string; answer: string } {
+interface Question {
+  a: number;
+  op: '+' | '-';
+  b: number;
+  text: string;
+  answer: number;
+}
+
+function question(): Question {
   let a: number;
   let b: number;
   let op: '+' | '-';
@@ -34,36 +56,65 @@ function question(): { text: string; expression: string; answer: string } {
     a = int(200, 999);
     b = int(100, a - 100);
   }
-  const expression = `${a} ${op} ${b}`;
-  const answer = String(op === '+' ? a + b : a - b);
-  return { text: `What is ${expression}?`, expression, answer };
+  const text = `What is ${a} ${op === '+' ? 'plus' : 'minus'} ${b}?`;
+  return { a, op, b, text, answer: op === '+' ? a + b : a - b };
 }
 
-const row = (q: ReturnType<typeof question>, index: number, split: string) => ({
+const row = (q: Question, index: number, split: string) => ({
   data_source: 'quickstart/arithmetic',
   prompt: [{ role: 'user' as const, content: q.text }],
   ability: 'arithmetic',
-  reward_model: { style: 'rule', ground_truth: q.answer },
+  reward_model: { style: 'rule', ground_truth: String(q.answer) },
   extra_info: { index, split },
 });
 
+/** `n` with one of its digits replaced by another (never a leading zero): a slip in copying it. */
+function miscopy(n: number): number {
+  const digits = String(n).split('');
+  const at = int(0, digits.length - 1);
+  let d: string;
+  do d = String(int(at === 0 ? 1 : 0, 9));
+  while (d === digits[at]);
+  digits[at] = d;
+  return Number(digits.join(''));
+}
+
 const registry = await buildToolRegistry(config.tools, { baseDir: here });
 const tools = registry.schemas();
-const demo = (q: ReturnType<typeof question>): { messages: ChatMessage[]; tools: typeof tools } => ({
-  messages: [
-    { role: 'user', content: q.text },
-    {
-      role: 'assistant',
-      content: '',
-      tool_calls: [
-        { type: 'function', function: { name: 'calculator', arguments: { expression: q.expression } } },
-      ],
-    },
-    { role: 'tool', name: 'calculator', content: q.answer },
-    { role: 'assistant', content: `The answer is \\boxed{${q.answer}}.` },
-  ],
-  tools,
-});
+
+function demo(q: Question): { messages: ChatMessage[]; tools: typeof tools } {
+  const kind = rng.next();
+  const user: ChatMessage = { role: 'user', content: q.text };
+  if (kind >= DEMONSTRATION_MIX.correct + DEMONSTRATION_MIX.miscopied) {
+    // From memory: a guess near the answer, and wrong.
+    const guess = q.answer + (rng.next() < 0.5 ? -1 : 1) * int(1, 60);
+    return { messages: [user, { role: 'assistant', content: `\\boxed{${guess}}` }], tools };
+  }
+  let { a, b } = q;
+  if (kind >= DEMONSTRATION_MIX.correct) {
+    if (rng.next() < 0.5) a = miscopy(a);
+    else b = miscopy(b);
+  }
+  const result = q.op === '+' ? a + b : a - b;
+  return {
+    messages: [
+      user,
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [
+          {
+            type: 'function',
+            function: { name: 'calculator', arguments: { expression: `${a} ${q.op} ${b}` } },
+          },
+        ],
+      },
+      { role: 'tool', name: 'calculator', content: String(result) },
+      { role: 'assistant', content: `\\boxed{${result}}` },
+    ],
+    tools,
+  };
+}
 
 const out = process.argv[2] ?? join(here, 'data');
 mkdirSync(out, { recursive: true });

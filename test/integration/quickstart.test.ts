@@ -1,6 +1,10 @@
 // The README's first command at its short length, exactly as other checks run it:
-// `toolrl train examples/quickstart/run.yaml --max-steps 2 --workdir DIR` — the real CLI, the shipped config and
-// data, the SFT warm start, two GRPO steps, validation at the start and the end, and every output the README lists.
+// `toolrl train examples/quickstart/run.yaml --max-steps 16 --workdir DIR` — the real CLI, the shipped config and
+// data, the SFT warm start, 16 GRPO steps, validation at the start and the end, and every output the README lists.
+//
+// It is also the learning guard: in deterministic mode (the shipped config) the same seed gives the same run, and
+// 16 RL steps must raise validation accuracy and reward above the warm start's by margins set well below what those
+// steps give (README.md, "What the first command does"); a change that stops the RL stage from teaching fails it.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,11 +13,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RunStatusSchema } from '#shared/schemas/run-status';
 import { REPO_ROOT } from '../helpers/policy-fixture.ts';
 
+const STEPS = 16;
+/** Accuracy (mean@4) and reward the 16 RL steps must add at least; they add about 3 times that (see README). */
+const MIN_ACCURACY_GAIN = 0.1;
+const MIN_REWARD_GAIN = 0.05;
+
 const work = mkdtempSync(join(tmpdir(), 'toolrl-quickstart-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('examples/quickstart/run.yaml', () => {
-  it('--max-steps 2 trains, validates and writes every output the README lists', {
+  it('--max-steps 16 trains, validates, writes every output the README lists and improves the policy', {
     timeout: 1_200_000,
   }, () => {
     const run = spawnSync(
@@ -23,7 +32,7 @@ describe('examples/quickstart/run.yaml', () => {
         'train',
         'examples/quickstart/run.yaml',
         '--max-steps',
-        '2',
+        String(STEPS),
         '--workdir',
         work,
         '--json',
@@ -32,9 +41,9 @@ describe('examples/quickstart/run.yaml', () => {
     );
     expect(run.status, run.stderr.slice(-3000)).toBe(0);
     const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
-    expect(result).toMatchObject({ status: 'completed', learner: { step: 2, done: true } });
+    expect(result).toMatchObject({ status: 'completed', learner: { step: STEPS, done: true } });
     // Progress went to stderr: the warm start, then the start and end validation.
-    expect(run.stderr).toMatch(/SFT warm start \d+\/300/);
+    expect(run.stderr).toMatch(/SFT warm start \d+\/450/);
     expect(run.stderr).toMatch(
       /start +v0: accuracy [\d.]+% \(mean@4\), pass@4 [\d.]+%, reward [-\d.]+ ± [\d.]+, tool calls\/trajectory/,
     );
@@ -47,7 +56,7 @@ describe('examples/quickstart/run.yaml', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(rows.map((r) => r.step)).toEqual([1, 2]);
+    expect(rows.map((r) => r.step)).toEqual(Array.from({ length: STEPS }, (_, i) => i + 1));
     for (const r of rows)
       for (const k of [
         'policy_version',
@@ -60,15 +69,21 @@ describe('examples/quickstart/run.yaml', () => {
         expect(r[k], k).toEqual(expect.any(Number));
     // Validation at v0 and at the final version, sampled 4 per prompt (val_kwargs) over the 64 shipped prompts.
     const evals = readdirSync(join(dir, 'metrics', 'eval')).sort();
-    expect(evals).toEqual(['v0.json', 'v2.json']);
-    const last = JSON.parse(readFileSync(join(dir, 'metrics', 'eval', 'v2.json'), 'utf8'));
+    expect(evals).toEqual(['v0.json', `v${STEPS}.json`]);
+    const first = JSON.parse(readFileSync(join(dir, 'metrics', 'eval', 'v0.json'), 'utf8'));
+    const last = JSON.parse(readFileSync(join(dir, 'metrics', 'eval', `v${STEPS}.json`), 'utf8'));
     expect(last).toMatchObject({ prompts: 64, trajectories: 256 });
+    // The guard: the RL stage taught the task (same seed, deterministic mode: the same numbers every run here).
+    expect(last.accuracy - first.accuracy, JSON.stringify({ first, last })).toBeGreaterThanOrEqual(
+      MIN_ACCURACY_GAIN,
+    );
+    expect(last.rewardMean - first.rewardMean).toBeGreaterThanOrEqual(MIN_REWARD_GAIN);
     expect(statSync(join(dir, 'metrics', 'reward_curve.png')).size).toBeGreaterThan(1000);
     expect(
       readdirSync(join(dir, 'metrics', 'tensorboard')).some((f) => f.startsWith('events.out.tfevents')),
     ).toBe(true);
     expect(readdirSync(join(dir, 'trajectories')).length).toBeGreaterThan(0);
-    for (const v of [0, 1, 2])
+    for (const v of [0, 1, STEPS])
       expect(existsSync(join(dir, 'policy', `v${v}`, 'manifest.json')), `v${v}`).toBe(true);
     expect(readdirSync(join(dir, 'checkpoints')).length).toBeGreaterThan(0);
   });
