@@ -28,7 +28,8 @@ export interface RunResourcesOptions {
   readonly scratchDir: string;
   /**
    * Builds the tool registry of a config (defaults to shared/tools' buildToolRegistry). `countTokens` counts with
-   * the run's tokenizer (undefined before the run has a policy): `max_tool_response_length` is then in tokens.
+   * the run's tokenizer when `tool_response_truncate_unit` is `tokens` (undefined before the run has a policy, and
+   * for the default unit, characters).
    */
   readonly buildTools?: (
     config: RunConfig,
@@ -126,7 +127,11 @@ export class RunResources {
     return memo(this.tools, `${runId}\u0000${stage}`, async () => {
       const config = await this.config(runId, stage);
       const base = await this.baseDir(runId);
-      const countTokens = await this.tokenCounter(runId);
+      // Characters (verl's unit) need no tokenizer; tokens are counted with the run's own.
+      const countTokens =
+        config.rollout.multi_turn.tool_response_truncate_unit === 'tokens'
+          ? await this.tokenCounter(runId)
+          : undefined;
       return (this.opts.buildTools ?? defaultBuildTools)(config, base, { countTokens });
     });
   }

@@ -1,5 +1,7 @@
-// Cuts a tool result to `max_tool_response_length` on the side `tool_response_truncate_side` names,
-// leaving a visible marker; lengths are tokens when a counter is given, UTF-16 characters otherwise.
+// Cuts a tool result to `max_tool_response_length` the way verl and MindSpeed-RL do: `left` keeps the start
+// (`text[:max] + "...(truncated)"`), `right` keeps the end (`"(truncated)..." + text[-max:]`), `middle` keeps
+// max/2 of each end around `...(truncated)...`. Lengths are characters (Unicode code points, as Python's `len`
+// counts them), or tokens when a counter is given (`tool_response_truncate_unit: tokens`).
 
 export type TruncateSide = 'left' | 'right' | 'middle';
 
@@ -8,9 +10,16 @@ export interface Truncated {
   truncated: boolean;
 }
 
+/** verl's markers, verbatim: a model trained there has seen exactly these. */
+export const TRUNCATION_MARKERS = {
+  left: '...(truncated)',
+  right: '(truncated)...',
+  middle: '...(truncated)...',
+} as const;
+
 /**
- * `right` keeps the start, `left` keeps the end, `middle` keeps both ends. The result, marker
- * included, fits in `max` whenever the marker itself does; below that the text is cut bare.
+ * `max` units of the text are kept and the marker is added on top of them, as in verl (so the result is longer
+ * than `max` by the marker). A text within `max` is returned as it is.
  */
 export function truncateToolOutput(
   text: string,
@@ -19,28 +28,30 @@ export function truncateToolOutput(
   countTokens?: (s: string) => number,
 ): Truncated {
   if (!Number.isInteger(max) || max < 0) throw new Error(`max must be a non-negative integer, got ${max}`);
-  const measure = countTokens ?? ((s: string) => s.length);
-  const total = measure(text);
-  if (total <= max) return { text, truncated: false };
-  const unit = countTokens ? 'tokens' : 'chars';
-  // Worst-case marker (the removed count has at most as many digits as `total`) fixes the budget.
-  const marker = (n: number) => {
-    const core = `[... ${n} ${unit} truncated ...]`;
-    return side === 'right' ? `\n${core}` : side === 'left' ? `${core}\n` : `\n${core}\n`;
-  };
-  const budget = max - measure(marker(total));
-  if (budget <= 0) return { text: takeHead(text, max, measure), truncated: true };
-  if (side === 'right') {
-    const head = takeHead(text, budget, measure);
-    return { text: head + marker(total - measure(head)), truncated: true };
-  }
-  if (side === 'left') {
-    const tail = takeTail(text, budget, measure);
-    return { text: marker(total - measure(tail)) + tail, truncated: true };
-  }
-  const head = takeHead(text, Math.ceil(budget / 2), measure);
-  const tail = takeTail(text.slice(head.length), Math.floor(budget / 2), measure);
-  return { text: head + marker(total - measure(head) - measure(tail)) + tail, truncated: true };
+  if (!countTokens) return truncateCharacters(text, max, side);
+  const measure = countTokens;
+  if (text === '' || measure(text) <= max) return { text, truncated: false };
+  if (side === 'left')
+    return { text: takeHead(text, max, measure) + TRUNCATION_MARKERS.left, truncated: true };
+  if (side === 'right')
+    return { text: TRUNCATION_MARKERS.right + takeTail(text, max, measure), truncated: true };
+  const half = Math.floor(max / 2);
+  const head = takeHead(text, half, measure);
+  const tail = takeTail(text.slice(head.length), half, measure);
+  return { text: head + TRUNCATION_MARKERS.middle + tail, truncated: true };
+}
+
+function truncateCharacters(text: string, max: number, side: TruncateSide): Truncated {
+  // Code points, never halves of a surrogate pair; the UTF-16 length bounds the count, so short texts skip this.
+  if (text.length <= max) return { text, truncated: false };
+  const chars = Array.from(text);
+  if (chars.length <= max) return { text, truncated: false };
+  const head = (n: number) => chars.slice(0, n).join('');
+  const tail = (n: number) => (n === 0 ? '' : chars.slice(-n).join(''));
+  if (side === 'left') return { text: head(max) + TRUNCATION_MARKERS.left, truncated: true };
+  if (side === 'right') return { text: TRUNCATION_MARKERS.right + tail(max), truncated: true };
+  const half = Math.floor(max / 2);
+  return { text: head(half) + TRUNCATION_MARKERS.middle + tail(half), truncated: true };
 }
 
 /** Longest prefix with measure <= budget. */

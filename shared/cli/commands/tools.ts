@@ -53,7 +53,11 @@ export function register(program: Command): void {
       '--max-length <n>',
       'truncate the output to n characters, or n tokens with --tokenizer (max_tool_response_length)',
     )
-    .option('--truncate-side <side>', 'left, right or middle (tool_response_truncate_side)', 'middle')
+    .option(
+      '--truncate-side <side>',
+      "left keeps the start, right the end, middle both ends (tool_response_truncate_side, verl's convention)",
+      'middle',
+    )
     .option(
       '--tokenizer <dir>',
       'count --max-length in tokens of this tokenizer (a rollout bundle or model folder with tokenizer.json)',

@@ -11,9 +11,18 @@ export const MultiTurnConfigSchema = z
     max_parallel_calls: z.number().int().positive().default(2),
     /** Generated + appended tokens after the prompt. */
     max_total_response_length: z.number().int().positive().default(1024),
-    /** A tool result longer than this (tokens with a tokenizer, else characters) is truncated. */
+    /** A tool result longer than this (in `tool_response_truncate_unit`s) is truncated. */
     max_tool_response_length: z.number().int().positive().default(256),
+    /**
+     * As verl and MindSpeed-RL: `left` keeps the start (`text[:max] + "...(truncated)"`), `right` keeps the end
+     * (`"(truncated)..." + text[-max:]`), `middle` keeps max/2 of each end around `...(truncated)...`.
+     */
     tool_response_truncate_side: z.enum(['left', 'right', 'middle']).default('middle'),
+    /**
+     * What max_tool_response_length counts: `characters` (verl's and MindSpeed-RL's unit), or `tokens` of the
+     * run's tokenizer (policy v0's; characters until it is published).
+     */
+    tool_response_truncate_unit: z.enum(['characters', 'tokens']).default('characters'),
     tool_parser_format: z.string().default('hermes'),
   })
   .strict();

@@ -18,7 +18,7 @@ export const EVAL_MULTI_TURN: Partial<MultiTurnConfig> = {
   max_parallel_calls: 16,
   max_total_response_length: 8192,
   max_tool_response_length: 4096,
-  tool_response_truncate_side: 'right',
+  tool_response_truncate_side: 'left',
 };
 
 export interface BfclEvalOptions {

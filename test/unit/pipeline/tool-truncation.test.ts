@@ -1,6 +1,6 @@
 // The tool-call stage cuts a long tool output to `max_tool_response_length` tokens of the run's own tokenizer
 // (policy v0's), from a local folder store and from a remote one (which fetches only the tokenizer files).
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,7 +46,7 @@ afterAll(() => {
 });
 
 /** A folder store holding run.json (max_tool_response_length N, cut on the right) and the tiny bundle as v0. */
-async function runStore(): Promise<FolderBlobStore> {
+async function runStore(unit: 'tokens' | 'characters' = 'tokens'): Promise<FolderBlobStore> {
   const root = tempDir('trunc');
   const blobs = new FolderBlobStore(root);
   const config = resolveRunConfig(
@@ -56,7 +56,11 @@ async function runStore(): Promise<FolderBlobStore> {
       data: { train: 'train.parquet' },
       rollout: {
         n: 1,
-        multi_turn: { max_tool_response_length: N, tool_response_truncate_side: 'right' },
+        multi_turn: {
+          max_tool_response_length: N,
+          tool_response_truncate_side: 'left',
+          tool_response_truncate_unit: unit,
+        },
       },
       tools: { tools: [{ kind: 'code_interpreter' }] },
       reward: { functions: [{ name: 'format' }] },
@@ -96,6 +100,7 @@ const asRemote = (store: FolderBlobStore): BlobStore =>
 
 /** Runs one code_interpreter call through the tool-call stage; returns the tool message sent back to rollout. */
 async function callThroughStage(blobs: BlobStore, scratchDir: string): Promise<string> {
+  mkdirSync(scratchDir, { recursive: true });
   const rollout = new EmbeddedQueue({ name: 'rollout', visibilityTimeoutSec: 30 });
   const resources = new RunResources(blobs, { scratchDir });
   const prompt = [{ role: 'user' as const, content: 'Say it 100 times.' }];
@@ -159,34 +164,37 @@ async function callThroughStage(blobs: BlobStore, scratchDir: string): Promise<s
   return call.result.output;
 }
 
-describe('tool-call stage: max_tool_response_length in tokens of the run tokenizer', () => {
-  it('cuts a long output to at most N tokens, with a token-count marker (local folder store)', async () => {
+describe('tool-call stage: max_tool_response_length in tokens of the run tokenizer (unit: tokens)', () => {
+  it("cuts a long output to its first N tokens, with verl's marker (local folder store)", async () => {
     const blobs = await runStore();
     const output = await callThroughStage(blobs, tempDir('scratch'));
-    const tokens = tokenizer.encode(output).length;
-    // right side: the head of the output, then "\n[... K tokens truncated ...]"; head + marker <= N tokens, and
-    // the head is the longest that fits, so at most a token short of N.
-    expect(tokens).toBeLessThanOrEqual(N);
-    expect(tokens).toBeGreaterThanOrEqual(N - 1);
+    // left side (verl): the head of the output, N tokens of it (the longest prefix that fits), then the marker.
     expect(output).toMatch(/^the quick brown fox the quick/);
-    expect(output.length).toBeGreaterThan(N); // a cut in characters would keep at most N
-    expect(output).toMatch(/\n\[\.\.\. \d+ tokens truncated \.\.\.\]$/);
-    // The marker's K is the tokens removed: total tokens of the full output minus those of the kept head.
-    const head = output.slice(0, output.lastIndexOf('\n[... '));
-    const k = Number(/(\d+) tokens truncated/.exec(output)![1]);
-    expect(k).toBe(tokenizer.encode(FULL).length - tokenizer.encode(head).length);
+    expect(output.endsWith('...(truncated)')).toBe(true);
+    const head = output.slice(0, -'...(truncated)'.length);
+    expect(tokenizer.encode(head).length).toBeLessThanOrEqual(N);
+    expect(tokenizer.encode(head).length).toBeGreaterThanOrEqual(N - 1);
+    expect(head.length).toBeGreaterThan(N); // a cut in characters would keep at most N
+    expect(FULL.startsWith(head)).toBe(true);
   });
 
   it('fetches only the tokenizer files from a remote store into the scratch folder', async () => {
     const scratch = tempDir('scratch');
     const output = await callThroughStage(asRemote(await runStore()), scratch);
-    expect(tokenizer.encode(output).length).toBeLessThanOrEqual(N);
-    expect(output).toMatch(/tokens truncated/);
+    expect(tokenizer.encode(output.slice(0, -'...(truncated)'.length)).length).toBeLessThanOrEqual(N);
+    expect(output.endsWith('...(truncated)')).toBe(true);
     expect(readdirSync(join(scratch, RUN, 'tokenizer')).sort()).toEqual([
       '.complete',
       'tokenizer.json',
       'tokenizer_config.json',
     ]);
+  });
+
+  it('counts characters by default, as verl does, without fetching the tokenizer', async () => {
+    const scratch = tempDir('scratch');
+    const output = await callThroughStage(asRemote(await runStore('characters')), scratch);
+    expect(output).toBe(`${FULL.slice(0, N)}...(truncated)`);
+    expect(existsSync(join(scratch, RUN, 'tokenizer'))).toBe(false);
   });
 
   it('counts characters when the run has no policy yet', async () => {
