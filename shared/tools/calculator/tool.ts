@@ -1,5 +1,6 @@
-// `calculator`: arithmetic with mathjs (>= 15.2, whose expression parser cannot reach JavaScript),
-// restricted to an allow-list of nodes and functions, evaluated in a worker thread whose time and heap
+// `calculator`: arithmetic with mathjs (>= 15.2, whose expression parser cannot reach JavaScript), Python's
+// operators and `math.` names included (`2**10`, `10 // 3`, `math.sqrt(2)`, `25 × 37`), restricted to an
+// allow-list of nodes and functions, evaluated in a worker thread whose time and heap
 // are bounded, so hostile input can neither run code nor hang or exhaust the process.
 import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
@@ -29,7 +30,7 @@ class Calculator implements Tool {
     function: {
       name: 'calculator',
       description:
-        'Evaluate an arithmetic expression, e.g. "17 * 23", "sqrt(2) / 3", "2^10 mod 7", "5 km to mile". Functions: sqrt, log, sin, cos, round, factorial, gcd, min, max, ...',
+        'Evaluate an arithmetic expression, e.g. "17 * 23", "2**10 % 7", "10 // 3", "math.sqrt(2) / 3", "5 km to mile". Functions: sqrt, log, sin, cos, round, factorial, gcd, comb, min, max, ...',
       parameters: {
         type: 'object',
         properties: { expression: { type: 'string', description: 'The expression to evaluate.' } },

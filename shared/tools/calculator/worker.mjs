@@ -5,6 +5,19 @@ import { all, create } from 'mathjs';
 
 const math = create(all, { number: 'number' });
 const parse = math.parse;
+// Python's names for the same things (`math.comb`, `int(...)`, `math.inf`): models write Python arithmetic, and
+// the ToolRL seed's calculator was Python's eval. Each is a plain numeric function, safe like the rest.
+const PYTHON_FUNCTIONS = {
+  comb: math.combinations,
+  perm: math.permutations,
+  isqrt: (x) => Math.floor(Math.sqrt(x)),
+  trunc: math.fix,
+  int: math.fix,
+  float: (x) => Number(x),
+  fabs: math.abs,
+};
+math.import({ ...PYTHON_FUNCTIONS, inf: Number.POSITIVE_INFINITY });
+
 // mathjs's own hardening advice: keep private references, then disable every function that can
 // define functions, units or parse/evaluate strings from inside an expression.
 const disabled = (name) => () => {
@@ -76,7 +89,8 @@ const FUNCTIONS = new Set([
   'cube',
   'square',
 ]);
-const CONSTANTS = new Set(['pi', 'e', 'tau', 'phi', 'PI', 'E', 'Infinity', 'NaN', 'true', 'false']);
+for (const name of Object.keys(PYTHON_FUNCTIONS)) FUNCTIONS.add(name);
+const CONSTANTS = new Set(['pi', 'e', 'tau', 'phi', 'PI', 'E', 'Infinity', 'NaN', 'true', 'false', 'inf']);
 const NODES = new Set([
   'ConstantNode',
   'OperatorNode',
@@ -117,15 +131,39 @@ function describe(node) {
   return names[node.type] ?? node.type;
 }
 
+/** Marks `//` for the parse: mathjs has no floor division, and `./` (element-wise division) has its precedence. */
+const FLOOR_DIVISION = './';
+
+/**
+ * Python and typeset arithmetic as mathjs reads it: `**` is `^`, `a // b` is floor(a / b), `%` is already a
+ * modulo with Python's sign rule, `×`/`÷`/`−` are `*`/`/`/`-`, and the `math.` of `math.sqrt(2)` is dropped.
+ * `^` stays mathjs's power (what a model means by `2^10`), not Python's XOR.
+ */
+export function pythonToMathjs(expression) {
+  let text = expression.replace(/×/g, '*').replace(/÷/g, '/').replace(/−/g, '-');
+  text = text.replace(/\bmath\.(?=[A-Za-z_])/g, '').replace(/\*\*/g, '^');
+  const floorDivision = text.includes('//') && !text.includes(FLOOR_DIVISION);
+  if (floorDivision) text = text.replace(/\/\//g, FLOOR_DIVISION);
+  return { text, floorDivision };
+}
+
 function evaluate(expression) {
-  const node = parse(expression);
+  const { text, floorDivision } = pythonToMathjs(expression);
+  let node = parse(text);
+  if (floorDivision)
+    node = node.transform((n) =>
+      n.type === 'OperatorNode' && n.fn === 'dotDivide'
+        ? new math.FunctionNode(new math.SymbolNode('floor'), [new math.OperatorNode('/', 'divide', n.args)])
+        : n,
+    );
   check(node);
   const value = node.compile().evaluate({});
   if (typeof value === 'function') throw new Error('expression evaluates to a function');
   // Plain digits up to 1e21 (mathjs switches to exponents at 1e5 by default: 182262 would read 1.82262e+5).
-  const text = math.format(value, { precision: 14, lowerExp: -9, upperExp: 21 });
-  if (text.length > MAX_RESULT_CHARS) throw new Error(`result is longer than ${MAX_RESULT_CHARS} characters`);
-  return text;
+  const result = math.format(value, { precision: 14, lowerExp: -9, upperExp: 21 });
+  if (result.length > MAX_RESULT_CHARS)
+    throw new Error(`result is longer than ${MAX_RESULT_CHARS} characters`);
+  return result;
 }
 
 parentPort.on('message', ({ id, expression }) => {

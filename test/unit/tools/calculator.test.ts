@@ -29,6 +29,26 @@ describe('calculator', { timeout: 600_000 }, () => {
     ['821 * 222', '182262'],
     ['3 * 0.000001', '0.000003'],
     ['10^30', '1e+30'], // past 1e21 the exponent is shorter than the digits
+    // Python's operators and math module, and typeset signs: what the ToolRL seed's eval() took and models write
+    ['2**10', '1024'],
+    ['-2**2', '-4'], // Python: ** binds tighter than unary minus
+    ['2**3**2', '512'], // right-associative
+    ['10 // 3', '3'],
+    ['-7 // 2', '-4'], // floor, not truncation
+    ['7.5 // 2', '3'],
+    ['10 % 3', '1'],
+    ['-7 % 3', '2'], // Python's sign rule
+    ['2 * 10 // 3 + 1', '7'], // // binds like * and /, left to right: (20 // 3) + 1
+    ['25 × 37', '925'],
+    ['100 ÷ 8', '12.5'],
+    ['7 − 10', '-3'],
+    ['math.sqrt(16) + math.pi * 0', '4'],
+    ['math.floor(7 / 2) + math.ceil(0.2)', '4'],
+    ['math.comb(5, 2)', '10'],
+    ['math.factorial(5)', '120'],
+    ['math.log(8, 2)', '3'],
+    ['int(7.9) + math.isqrt(17)', '11'], // 7 + 4
+    ['abs(-3) + pow(2, 3)', '11'],
   ])('%s = %s', async (expression, expected) => {
     expect(await calc(expression)).toEqual({ ok: true, output: expected, error: null, truncated: false });
   });
@@ -47,6 +67,11 @@ describe('calculator', { timeout: 600_000 }, () => {
     ['1:1e9', /a range is not allowed/],
     ['sqrt', /unknown symbol sqrt/],
     ['x + 1', /unknown symbol x/],
+    // Python's syntax brings no way out: attribute access beyond `math.`, calls of unknown names, imports
+    ['__import__("os")', /not available|unknown|Syntax|Unexpected/],
+    ['math.__class__', /unknown symbol|not allowed|Syntax|Unexpected/],
+    ['os.system("ls")', /not allowed|not available|unknown/],
+    ['(lambda: 1)()', /Value expected|not allowed|unknown/],
   ])('refuses %s', async (expression, message) => {
     const r = await calc(expression);
     expect(r.ok).toBe(false);
