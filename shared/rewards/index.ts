@@ -2,6 +2,7 @@
 export {
   AnswerFormatSchema,
   answerTag,
+  equationValue,
   extractAnswer,
   finalAnswerLine,
   goldAnswers,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   answerTag,
+  equationValue,
   extractAnswer,
   finalAnswerLine,
   goldAnswers,
@@ -33,10 +34,34 @@ describe('answer extraction', () => {
     expect(finalAnswerLine('no conclusion')).toBeNull();
   });
 
+  it('reads Chinese lead-ins, up to the end of the sentence', () => {
+    expect(finalAnswerLine('答案是 925。')).toBe('925');
+    expect(finalAnswerLine('计算器返回了 925，所以答案是 925。')).toBe('925');
+    expect(finalAnswerLine('答案：925')).toBe('925');
+    expect(finalAnswerLine('答案:925')).toBe('925');
+    expect(finalAnswerLine('最终答案为 3/4。因为……')).toBe('3/4');
+    expect(finalAnswerLine('结果是：**42**')).toBe('42');
+    expect(finalAnswerLine('二十五乘以三十七等于925')).toBe('925');
+    expect(finalAnswerLine('北京是中国的首都。')).toBeNull();
+  });
+
+  it('reads the value of a closing `expr = value`', () => {
+    expect(equationValue('25 * 37 = 925')).toBe('925');
+    expect(equationValue('所以 25 × 37 = 925。')).toBe('925');
+    expect(equationValue('first 2 + 2 = 4\nthen 4 * 3 = 12.')).toBe('12');
+    expect(equationValue('$x = \\frac{1}{2}$')).toBe('\\frac{1}{2}');
+    expect(equationValue('a == b and c <= d, x != y')).toBeNull();
+    expect(equationValue('no equation')).toBeNull();
+    expect(equationValue('dangling =')).toBeNull();
+  });
+
   it('auto tries answer tag, boxed, final-answer line, then the whole content', () => {
     expect(extractAnswer('\\boxed{1} <answer>2</answer>')).toBe('2');
     expect(extractAnswer('Final answer: 3 \\boxed{4}')).toBe('4');
     expect(extractAnswer('Final answer: 3')).toBe('3');
+    expect(extractAnswer('答案是 925。')).toBe('925');
+    expect(extractAnswer('The product:\n25 * 37 = 925')).toBe('925');
+    expect(extractAnswer('答案是 925，而 25 * 37 = 925')).toBe('925');
     expect(extractAnswer('  Paris ')).toBe('Paris');
     expect(extractAnswer('   ')).toBeNull();
     expect(extractAnswer('Paris', 'boxed')).toBeNull();

@@ -35,8 +35,29 @@ describe('format', () => {
     endedOnCall.turns.pop();
     expect(score('format', endedOnCall).components.final_answer).toBe(0);
   });
-  it('an episode with no turns scores 0.5 (no malformed call, no answer)', () => {
-    expect(score('format', fixture('calc-correct.json', { turns: [] })).score).toBe(0.5);
+  it('an episode with no turns scores 0', () => {
+    expect(score('format', fixture('calc-correct.json', { turns: [] })).score).toBe(0);
+  });
+  it('no credit for answering without a call where a call is expected (EnvTuning: score * is_tool_call)', () => {
+    // turn 2 alone: an answer, no call attempted; a call is expected by default -> 0
+    const answerOnly = fixture('calc-correct.json');
+    answerOnly.turns.shift();
+    expect(score('format', answerOnly)).toEqual({
+      score: 0,
+      components: { well_formed: 0, final_answer: 1 },
+    });
+    // the row says no tool is needed: nothing to be malformed, an answer -> (1 + 1) / 2
+    const noToolNeeded = fixture('calc-correct.json', { ground_truth: { answer: '391', need_tool: false } });
+    noToolNeeded.turns.shift();
+    expect(score('format', noToolNeeded).score).toBe(1);
+    // or the config says so for rows that do not
+    expect(score('format', answerOnly, { need_tool: false }).score).toBe(1);
+    // a row naming its tools expects a call even with need_tool: false in the config
+    const toolsListed = fixture('calc-correct.json', {
+      ground_truth: { answer: '391', tools: ['calculator'] },
+    });
+    toolsListed.turns.shift();
+    expect(score('format', toolsListed, { need_tool: false }).score).toBe(0);
   });
 });
 
@@ -219,6 +240,35 @@ describe('toolcall: a call earns credit only when it serves the task', () => {
   });
 });
 
+describe('toolcall: answers in Chinese and as `expr = value`', () => {
+  // calc-chinese: calculator(25 * 37) -> "925"; then "计算器返回了 925，所以答案是 925。"; gt "925".
+  // calc-equation: the same call; then "The calculator agrees.\n25 * 37 = 925".
+  it.each(['calc-chinese.json', 'calc-equation.json'])(
+    '%s earns every part, final answer included',
+    (name) => {
+      // correctness 1, necessity 1, result_use 1 (925 is in the output), final_answer 1 (925 = 925), coherence 1
+      const r = score('toolcall', fixture(name));
+      expect(r.components).toEqual({
+        correctness: 1,
+        necessity: 1,
+        result_use: 1,
+        final_answer: 1,
+        coherence: 1,
+      });
+      expect(r.score).toBe(1);
+    },
+  );
+
+  it('a wrong Chinese answer still loses the final-answer part', () => {
+    const wrong = fixture('calc-chinese.json');
+    wrong.turns[1]!.content = '所以答案是 952。';
+    // final_answer 0 and result_use 0 (952 is in no output): 1 - 0.2 - 0.2
+    const r = score('toolcall', wrong);
+    expect(r.components.final_answer).toBe(0);
+    expect(r.score).toBeCloseTo(0.6, 9);
+  });
+});
+
 describe('retool', () => {
   it('+1 for the boxed correct answer', () => {
     expect(score('retool', fixture('calc-correct.json'))).toEqual({
@@ -358,8 +408,8 @@ describe('reasoning blocks', () => {
       turns: [{ text: '<think>17*23 = \\boxed{391}</think>' }],
     });
     expect(score('retool', thinkingOnly).components.answer_found).toBe(0);
-    // well_formed 1 (no call attempted), final_answer 0 -> 0.5
-    expect(score('format', thinkingOnly).score).toBe(0.5);
+    // no call needed: well_formed 1 (nothing attempted), final_answer 0 -> 0.5
+    expect(score('format', thinkingOnly, { need_tool: false }).score).toBe(0.5);
   });
 });
 
