@@ -6,25 +6,63 @@ import { z } from 'zod';
 import { looksLikePath } from '../data/prompts/templates.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
 import { keys } from '../topology.ts';
+import { AliasError, applyConfigAliases, isPlain, type Plain } from './config-aliases.ts';
+import { applyOverrides } from './config-overrides.ts';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Parses and validates a run config; throws ConfigError listing every problem with its field path. */
-export function parseRunConfig(text: string, source: string): RunConfig {
+export interface LoadedRunConfig {
+  /** Validated, with every default filled in: what the run uses (and run.json records). */
+  config: RunConfig;
+  /** The config as written, in toolrl's names, with the overrides applied: what is uploaded as config.yaml. */
+  effective: Plain;
+  /** One line per key accepted but ignored (another system's setting with no meaning here). */
+  notices: string[];
+}
+
+/**
+ * Reads a run config: YAML, other systems' names resolved (config-aliases.ts), command-line overrides applied
+ * (config-overrides.ts), then validated; throws ConfigError listing every problem with its field path.
+ */
+export function loadRunConfig(
+  text: string,
+  source: string,
+  overrides: readonly string[] = [],
+): LoadedRunConfig {
   let raw: unknown;
   try {
     raw = parseYaml(text);
   } catch (err) {
     throw new ConfigError(`${source} is not valid YAML: ${(err as Error).message}`);
   }
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+  if (!isPlain(raw))
     throw new ConfigError(`${source} must be a YAML mapping of sections (model, data, rollout, …)`);
-  const parsed = RunConfigSchema.safeParse(raw);
+  let effective: Plain;
+  const notices: string[] = [];
+  try {
+    const aliased = applyConfigAliases(raw);
+    notices.push(...aliased.notices);
+    const overridden = applyOverrides(aliased.config, overrides);
+    notices.push(...overridden.notices);
+    // A second pass translates names and values the overrides spelled another way (kl_loss_type=low_var_kl).
+    effective = applyConfigAliases(overridden.config).config;
+  } catch (err) {
+    if (err instanceof AliasError) throw new ConfigError(`${source}: ${err.message}`);
+    throw err;
+  }
+  const parsed = RunConfigSchema.safeParse(effective);
   if (!parsed.success)
-    throw new ConfigError(`${source} is not a valid run config:\n${z.prettifyError(parsed.error)}`);
-  return parsed.data;
+    throw new ConfigError(
+      `${source}${overrides.length ? ' (with the command-line overrides)' : ''} is not a valid run config:\n${z.prettifyError(parsed.error)}`,
+    );
+  return { config: parsed.data, effective, notices };
+}
+
+/** Parses and validates a run config; throws ConfigError listing every problem with its field path. */
+export function parseRunConfig(text: string, source: string): RunConfig {
+  return loadRunConfig(text, source).config;
 }
 
 const asList = (v: string | string[] | undefined): string[] =>

@@ -1,0 +1,490 @@
+// The names verl, MindSpeed-RL and the seed projects use for toolrl's, in one table: run-config keys (and the
+// values they spell differently), tool class names, reward names, prompt types and tool-call formats. The
+// README's "Coming from verl / MindSpeed-RL / TRL" lists every entry (a test holds the two together).
+
+/** Where a name comes from, as the README cites it. */
+export type AliasOrigin =
+  | 'verl'
+  | 'MindSpeed-RL'
+  | 'Search-R1'
+  | 'ToolBench seed'
+  | 'EnvTuning'
+  | 'toolrl (earlier name)';
+
+/** A run-config key spelled another way: moved to `to`, or, with `to: null`, accepted and dropped with a notice. */
+export interface KeyAlias {
+  /** Dotted path in the run config as the other system writes it. */
+  readonly from: string;
+  /** The toolrl path(s) it sets (clip_ratio sets both clip bounds); null: no meaning here. */
+  readonly to: string | readonly string[] | null;
+  readonly origin: AliasOrigin;
+  /** For `to: null`: why nothing is needed (the notice); otherwise what differs, if anything. */
+  readonly note?: string;
+  /** A conversion of the value (e.g. MindSpeed's token_level_loss: true -> loss_agg_mode: token-mean). */
+  readonly value?: (v: unknown) => unknown;
+  /** Settings that come with it (Search-R1's max_obs_length counts tokens). */
+  readonly with?: Readonly<Record<string, unknown>>;
+  /** Applied only where nothing else sets the path (verl's rollout.n under Search-R1's n_agent). */
+  readonly soft?: boolean;
+}
+
+/** A whole branch of another system's tree that lands on one of ours (`actor_rollout_ref.rollout.` -> `rollout.`). */
+export interface PrefixAlias {
+  readonly from: string;
+  readonly to: string;
+  readonly origin: AliasOrigin;
+}
+
+/**
+ * Top-level sections of verl's and MindSpeed-RL's configs. A key under one of them that the table does not map has
+ * no counterpart here: it is accepted and listed in one notice, so a pasted block works as it is. (An unknown key
+ * in one of toolrl's own sections is still an error: that is a typo.)
+ */
+export const FOREIGN_SECTIONS: Readonly<Record<string, AliasOrigin>> = {
+  actor_rollout_ref: 'verl',
+  critic: 'verl',
+  reward_model: 'verl',
+  custom_reward_function: 'verl',
+  ray_init: 'verl',
+  hydra: 'verl',
+  defaults: 'verl',
+  retriever: 'Search-R1',
+  rl_config: 'MindSpeed-RL',
+  megatron_training: 'MindSpeed-RL',
+  actor_config: 'MindSpeed-RL',
+  generate_config: 'MindSpeed-RL',
+};
+
+/** Values another system spells differently at a toolrl path (`low_var_kl` -> `k3`). */
+export interface ValueAlias {
+  readonly path: string;
+  readonly from: string | number;
+  readonly to: string | number;
+  readonly origin: AliasOrigin;
+}
+
+/** A tool class of another system that is one of toolrl's built-in tool kinds, with the config it implies. */
+export interface ToolClassAlias {
+  readonly from: string;
+  readonly kind: string;
+  /** Settings the class implies (ReTool's code preprocessing); the user's config wins where both set a key. */
+  readonly config?: Readonly<Record<string, unknown>>;
+  readonly origin: AliasOrigin;
+}
+
+/** A config key of one tool kind (`toolbench_url` of the ToolBench seed is the toolbench kind's service_url). */
+export interface ToolConfigAlias {
+  readonly kind: string;
+  readonly from: string;
+  /** The kind's own key; null: accepted and dropped (with the reason in `note`). */
+  readonly to: string | null;
+  readonly origin: AliasOrigin;
+  readonly note?: string;
+  readonly value?: (v: unknown) => unknown;
+}
+
+/** Another system's name for a reward, prompt type or tool-call format. */
+export interface NameAlias {
+  readonly from: string;
+  readonly to: string;
+  readonly origin: AliasOrigin;
+  readonly note?: string;
+}
+
+const MULTI_TURN = 'rollout.multi_turn';
+/** Places a MindSpeed-RL `rl_config` key may land when its block is pasted: the top level, `rollout:`, `multi_turn:`. */
+const RL_CONFIG_PLACES = ['', 'rollout.', `${MULTI_TURN}.`];
+const at = (places: readonly string[], key: string) => places.map((p) => `${p}${key}`);
+
+const ALWAYS_MULTI_TURN = 'multi-turn tool use is always on here';
+
+function keyAliases(): KeyAlias[] {
+  const out: KeyAlias[] = [];
+  const add = (from: string | string[], rest: Omit<KeyAlias, 'from'>) => {
+    for (const f of Array.isArray(from) ? from : [from]) out.push({ from: f, ...rest });
+  };
+  // verl's multi_turn block (actor_rollout_ref.rollout.multi_turn; see the prefix below)
+  add(`${MULTI_TURN}.enable`, { to: null, origin: 'verl', note: ALWAYS_MULTI_TURN });
+  add(`${MULTI_TURN}.max_assistant_turns`, { to: `${MULTI_TURN}.max_turns`, origin: 'verl' });
+  add(`${MULTI_TURN}.format`, { to: `${MULTI_TURN}.tool_parser_format`, origin: 'verl' });
+  add(`${MULTI_TURN}.max_user_turns`, {
+    to: null,
+    origin: 'verl',
+    note: 'user turns come from the data (a BFCL row feeds its next question when the model answers); max_turns bounds the episode',
+  });
+  add(`${MULTI_TURN}.interaction_config_path`, {
+    to: null,
+    origin: 'verl',
+    note: "interactions have no config file here: BFCL's environment and user turns are the `bfcl` tool kind",
+  });
+  add(`${MULTI_TURN}.use_inference_chat_template`, {
+    to: null,
+    origin: 'verl',
+    note: 'the rollout always appends the exact sampled tokens; the chat template renders prompts and tool results',
+  });
+  add(`${MULTI_TURN}.tokenization_sanity_check_mode`, {
+    to: null,
+    origin: 'verl',
+    note: 'every turn is checked against a fresh render of the conversation (finish/error counts mismatches)',
+  });
+  // MindSpeed-RL's rl_config multi-turn keys, wherever the pasted block lands
+  add(at(RL_CONFIG_PLACES, 'multi_turn_enable'), {
+    to: null,
+    origin: 'MindSpeed-RL',
+    note: ALWAYS_MULTI_TURN,
+  });
+  add(at(RL_CONFIG_PLACES, 'async_engine'), {
+    to: null,
+    origin: 'MindSpeed-RL',
+    note: 'rollouts are always asynchronous here (bounded by trainer.max_staleness)',
+  });
+  add(at(RL_CONFIG_PLACES, 'tool_config_path'), { to: 'tools.config_file', origin: 'MindSpeed-RL' });
+  for (const key of [
+    'max_tool_calls',
+    'max_parallel_calls',
+    'max_total_response_length',
+    'max_tool_response_length',
+    'tool_response_truncate_side',
+    'tool_parser_format',
+  ])
+    add(at(['', 'rollout.'], key), { to: `${MULTI_TURN}.${key}`, origin: 'MindSpeed-RL' });
+  add(at(['', 'rollout.'], 'n_samples_per_prompt'), { to: 'rollout.n', origin: 'MindSpeed-RL' });
+  add(['verifier_function', 'reward.verifier_function'], {
+    to: 'reward.functions',
+    origin: 'MindSpeed-RL',
+    note: 'with verifier_weight beside it: [{name, weight}] per verifier (retool_reward is `retool`)',
+  });
+  // MindSpeed-RL's algorithm keys, at the top of its rl_config block
+  for (const key of [
+    'adv_estimator',
+    'gamma',
+    'lam',
+    'entropy_coeff',
+    'clip_ratio_low',
+    'clip_ratio_high',
+    'use_kl_in_reward',
+    'kl_penalty',
+  ])
+    add(key, { to: `algorithm.${key}`, origin: 'MindSpeed-RL' });
+  add('max_prompt_length', { to: 'data.max_prompt_length', origin: 'MindSpeed-RL' });
+  add('use_tensorboard', { to: 'logging.tensorboard', origin: 'MindSpeed-RL' });
+  add(['overlong_buffer_enable', 'overlong_buffer', 'overlong_buffer_penalty_factor', 'rollout_max_tokens'], {
+    to: null,
+    origin: 'MindSpeed-RL',
+    note: "DAPO's overlong penalty is not implemented; responses stop at max_total_response_length",
+  });
+  add(['filter_groups_metric', 'filter_groups_max_batches', 'filter_groups_train_batch_size'], {
+    to: null,
+    origin: 'MindSpeed-RL',
+    note: 'filter_groups drops groups whose rewards are all equal; refill_filtered_groups keeps reading until the batch is full',
+  });
+  add(['rule_reward', 'reward.rule_reward'], {
+    to: null,
+    origin: 'MindSpeed-RL',
+    note: 'rewards are rule (function) rewards here; a reward model is not supported',
+  });
+  add(['algorithm.clip_ratio', 'clip_ratio'], {
+    to: ['algorithm.clip_ratio_low', 'algorithm.clip_ratio_high'],
+    origin: 'MindSpeed-RL',
+    note: 'sets both bounds; clip_ratio_low/high beside it win',
+  });
+  add(['algorithm.clip_higher_enable', 'clip_higher_enable'], {
+    to: null,
+    origin: 'MindSpeed-RL',
+    note: 'clip-higher is on whenever clip_ratio_high differs from clip_ratio_low',
+  });
+  add(['algorithm.token_level_loss', 'token_level_loss'], {
+    to: 'algorithm.loss_agg_mode',
+    origin: 'MindSpeed-RL',
+    value: (v) => (v === true ? 'token-mean' : v === false ? 'seq-mean-token-mean' : v),
+  });
+  add(['algorithm.filter_groups_enable', 'filter_groups_enable'], {
+    to: 'algorithm.filter_groups',
+    origin: 'MindSpeed-RL',
+  });
+  add(['algorithm.advantage_whiten'], {
+    to: null,
+    origin: 'MindSpeed-RL',
+    note: 'advantages follow adv_estimator (grpo normalises by the group std; set norm_adv_by_std_in_grpo)',
+  });
+  add(['guarantee_order', 'use_integrated_worker', 'blocking', 'num_cpus_for_local_task'], {
+    to: null,
+    origin: 'MindSpeed-RL',
+    note: 'Ray scheduling has no counterpart: stages are queue consumers',
+  });
+  // Search-R1 and the ToolBench seed (verl forks)
+  add(['rollout.n_agent', 'actor_rollout_ref.rollout.n_agent'], { to: 'rollout.n', origin: 'Search-R1' });
+  add(['max_turns'], { to: `${MULTI_TURN}.max_turns`, origin: 'ToolBench seed' });
+  add(['do_search', 'use_toolbench'], {
+    to: null,
+    origin: 'ToolBench seed',
+    note: 'tools are on when tools: lists them (the toolbench kind for ToolBench)',
+  });
+  add('toolbench_url', {
+    to: 'tools.tools',
+    origin: 'ToolBench seed',
+    note: 'becomes the toolbench tool (`/virtual` appended to the server root)',
+    value: (v) => [{ kind: 'toolbench', config: { toolbench_url: v } }],
+  });
+  add(['toolbench_key', 'default_category'], {
+    to: null,
+    origin: 'ToolBench seed',
+    note: 'set on the toolbench tool: toolbench_key_env names the variable holding the key, category the default category',
+  });
+  add('data.max_obs_length', {
+    to: `${MULTI_TURN}.max_tool_response_length`,
+    origin: 'Search-R1',
+    with: { [`${MULTI_TURN}.tool_response_truncate_unit`]: 'tokens' },
+  });
+  add('data.shuffle_train_dataloader', { to: 'data.shuffle', origin: 'Search-R1' });
+  add(
+    [
+      'data.tokenizer',
+      'data.prompt_key',
+      'data.max_start_length',
+      'data.val_batch_size',
+      'data.train_data_num',
+      'data.val_data_num',
+      'data.return_raw_input_ids',
+    ],
+    {
+      to: null,
+      origin: 'Search-R1',
+      note: "rows are verl's Parquet rows, read whole; the policy's tokenizer renders them",
+    },
+  );
+  add(['algorithm.no_think_rl', 'algorithm.state_masking'], {
+    to: null,
+    origin: 'Search-R1',
+    note: 'tool results are never trained on (loss mask 1 only on sampled tokens)',
+  });
+  // verl's trainer, data and actor keys (Hydra override paths work the same way)
+  add('trainer.total_epochs', { to: 'trainer.epochs', origin: 'verl' });
+  add('trainer.total_training_steps', { to: 'trainer.max_steps', origin: 'verl' });
+  add('trainer.save_freq', { to: 'trainer.save_every', origin: 'verl' });
+  add('trainer.test_freq', { to: 'trainer.eval_every', origin: 'verl' });
+  add('trainer.experiment_name', { to: 'name', origin: 'verl' });
+  add(
+    [
+      'trainer.critic_warmup',
+      'trainer.default_local_dir',
+      'trainer.default_hdfs_dir',
+      'trainer.rollout_data_dir',
+      'trainer.val_before_train',
+      'trainer.resume_mode',
+      'trainer.balance_batch',
+      'trainer.log_val_generations',
+    ],
+    {
+      to: null,
+      origin: 'verl',
+      note: 'runs write everything under runs/<runId>/ (checkpoints, trajectories, metrics), validate at v0 when eval_every is set, and resume with --resume',
+    },
+  );
+  add('critic.cliprange_value', { to: 'algorithm.cliprange_value', origin: 'verl' });
+  add(['trainer.project_name', 'trainer.logger', 'trainer.nnodes', 'trainer.n_gpus_per_node'], {
+    to: null,
+    origin: 'verl',
+    note: 'runs are named by `name`, log to metrics.jsonl and TensorBoard (logging:), and size their GPU by the deployment',
+  });
+  add('data.train_files', { to: 'data.train', origin: 'verl' });
+  add('data.val_files', { to: 'data.val', origin: 'verl' });
+  add('data.train_batch_size', { to: 'trainer.batch_prompts', origin: 'verl' });
+  add(['data.max_response_length'], { to: `${MULTI_TURN}.max_total_response_length`, origin: 'verl' });
+  add(['data.return_raw_chat', 'data.filter_overlong_prompts', 'data.truncation'], {
+    to: null,
+    origin: 'verl',
+    note: 'prompts stay chat messages; one longer than data.max_prompt_length fails the run at start',
+  });
+  add('actor_rollout_ref.model.path', { to: 'model.path', origin: 'verl' });
+  add('actor_rollout_ref.model.enable_gradient_checkpointing', {
+    to: 'model.gradient_checkpointing',
+    origin: 'verl',
+  });
+  add('actor_rollout_ref.actor.optim.lr', { to: 'trainer.lr', origin: 'verl' });
+  add('actor_rollout_ref.actor.optim.weight_decay', { to: 'trainer.weight_decay', origin: 'verl' });
+  add('actor_rollout_ref.actor.optim.lr_warmup_steps', { to: 'trainer.warmup_steps', origin: 'verl' });
+  add('actor_rollout_ref.actor.ppo_epochs', { to: 'trainer.ppo_epochs', origin: 'verl' });
+  add('actor_rollout_ref.actor.grad_clip', { to: 'trainer.grad_clip', origin: 'verl' });
+  for (const key of [
+    'use_kl_loss',
+    'kl_loss_coef',
+    'kl_loss_type',
+    'entropy_coeff',
+    'clip_ratio_low',
+    'clip_ratio_high',
+    'clip_ratio_c',
+    'loss_agg_mode',
+  ])
+    add(`actor_rollout_ref.actor.${key}`, { to: `algorithm.${key}`, origin: 'verl' });
+  add('actor_rollout_ref.actor.clip_ratio', {
+    to: ['algorithm.clip_ratio_low', 'algorithm.clip_ratio_high'],
+    origin: 'verl',
+  });
+  add('algorithm.kl_ctrl.kl_coef', { to: 'algorithm.kl_coef', origin: 'verl' });
+  add('algorithm.kl_ctrl.type', { to: null, origin: 'verl', note: 'the in-reward KL coefficient is fixed' });
+  for (const key of ['temperature', 'top_p', 'top_k'])
+    add(`actor_rollout_ref.rollout.${key}`, { to: `rollout.${key}`, origin: 'verl' });
+  add('actor_rollout_ref.rollout.n', { to: 'rollout.n', origin: 'verl', soft: true });
+  // MindSpeed-RL's other sections (its rl_config keys are read as top-level keys, see PREFIX_ALIASES)
+  add('actor_config.lr', { to: 'trainer.lr', origin: 'MindSpeed-RL' });
+  add('actor_config.weight_decay', { to: 'trainer.weight_decay', origin: 'MindSpeed-RL' });
+  add('actor_config.clip_grad', { to: 'trainer.grad_clip', origin: 'MindSpeed-RL' });
+  add('megatron_training.global_batch_size', { to: 'trainer.batch_prompts', origin: 'MindSpeed-RL' });
+  add('megatron_training.train_iters', { to: 'trainer.max_steps', origin: 'MindSpeed-RL' });
+  add('megatron_training.save_interval', { to: 'trainer.save_every', origin: 'MindSpeed-RL' });
+  for (const key of ['temperature', 'top_p', 'top_k'])
+    add(`generate_config.sampling_config.${key}`, { to: `rollout.${key}`, origin: 'MindSpeed-RL' });
+  add('generate_config.sampling_config.max_tokens', { to: 'rollout.max_new_tokens', origin: 'MindSpeed-RL' });
+  return out;
+}
+
+export const KEY_ALIASES: readonly KeyAlias[] = keyAliases();
+
+export const PREFIX_ALIASES: readonly PrefixAlias[] = [
+  { from: 'rl_config.', to: '', origin: 'MindSpeed-RL' },
+  { from: 'actor_rollout_ref.rollout.multi_turn.', to: `${MULTI_TURN}.`, origin: 'verl' },
+  { from: 'actor_rollout_ref.rollout.val_kwargs.', to: 'rollout.val_kwargs.', origin: 'verl' },
+];
+
+export const VALUE_ALIASES: readonly ValueAlias[] = [
+  { path: 'algorithm.adv_estimator', from: 'group_norm', to: 'grpo', origin: 'MindSpeed-RL' },
+  { path: 'algorithm.adv_estimator', from: 'reinforce_plus_plus', to: 'reinforce_pp', origin: 'verl' },
+  ...(['algorithm.kl_loss_type', 'algorithm.kl_penalty'] as const).flatMap((path) => [
+    { path, from: 'low_var_kl', to: 'k3', origin: 'verl' as const },
+    { path, from: 'kl', to: 'k1', origin: 'verl' as const },
+    { path, from: 'mse', to: 'k2', origin: 'verl' as const },
+  ]),
+  // verl samples with top_k -1 meaning "off" (vLLM's spelling); off is 0 here
+  { path: 'rollout.top_k', from: -1, to: 0, origin: 'verl' },
+  { path: 'rollout.val_kwargs.top_k', from: -1, to: 0, origin: 'verl' },
+];
+
+/** ReTool's tool strips a ```python fence and prints a trailing expression (MindSpeed-RL, verl's recipe). */
+const RETOOL_PREPROCESSING = { strip_code_fence: true, print_last_expression: true } as const;
+
+export const TOOL_CLASS_ALIASES: readonly ToolClassAlias[] = [
+  {
+    from: 'mindspeed_rl.tools.retool.ReTool',
+    kind: 'code_interpreter',
+    config: RETOOL_PREPROCESSING,
+    origin: 'MindSpeed-RL',
+  },
+  {
+    from: 'mindspeed_rl.tools.sandbox_fusion_tool.SandboxFusionTool',
+    kind: 'code_interpreter',
+    origin: 'MindSpeed-RL',
+  },
+  { from: 'mindspeed_rl.tools.search_tool.SearchTool', kind: 'search', origin: 'MindSpeed-RL' },
+  { from: 'verl.tools.sandbox_fusion_tools.SandboxFusionTool', kind: 'code_interpreter', origin: 'verl' },
+  {
+    from: 'recipe.retool.retool.CustomSandboxFusionTool',
+    kind: 'code_interpreter',
+    config: RETOOL_PREPROCESSING,
+    origin: 'verl',
+  },
+  { from: 'verl.tools.search_tool.SearchTool', kind: 'search', origin: 'verl' },
+  // Undotted names, as configs and earlier toolrl versions wrote them
+  { from: 'ReTool', kind: 'code_interpreter', config: RETOOL_PREPROCESSING, origin: 'MindSpeed-RL' },
+  { from: 'SandboxFusionTool', kind: 'code_interpreter', origin: 'verl' },
+  { from: 'SearchTool', kind: 'search', origin: 'verl' },
+  ...['sandbox_fusion', 'CodeInterpreterTool', 'python'].map((from) => ({
+    from,
+    kind: 'code_interpreter',
+    origin: 'toolrl (earlier name)' as const,
+  })),
+  { from: 'CalculatorTool', kind: 'calculator', origin: 'toolrl (earlier name)' },
+  ...['weather', 'WeatherTool'].map((from) => ({
+    from,
+    kind: 'weather_query',
+    origin: 'toolrl (earlier name)' as const,
+  })),
+  ...['time', 'TimeTool'].map((from) => ({
+    from,
+    kind: 'get_current_time',
+    origin: 'toolrl (earlier name)' as const,
+  })),
+  ...['ToolBenchTool', 'stabletoolbench'].map((from) => ({
+    from,
+    kind: 'toolbench',
+    origin: 'toolrl (earlier name)' as const,
+  })),
+  ...['HttpTool', 'http_post'].map((from) => ({
+    from,
+    kind: 'http',
+    origin: 'toolrl (earlier name)' as const,
+  })),
+  ...['BfclTool', 'BFCLTool', 'bfcl_multi_turn'].map((from) => ({
+    from,
+    kind: 'bfcl',
+    origin: 'toolrl (earlier name)' as const,
+  })),
+];
+
+/** StableToolBench's server root (the seed posts to `<toolbench_url>/virtual`); ours names the endpoint. */
+const virtualEndpoint = (v: unknown): unknown =>
+  typeof v === 'string' && !/\/virtual\/?$/.test(v) ? `${v.replace(/\/+$/, '')}/virtual` : v;
+
+export const TOOL_CONFIG_ALIASES: readonly ToolConfigAlias[] = [
+  {
+    kind: 'toolbench',
+    from: 'toolbench_url',
+    to: 'service_url',
+    origin: 'ToolBench seed',
+    value: virtualEndpoint,
+    note: '`/virtual` is appended to the server root',
+  },
+  { kind: 'toolbench', from: 'default_category', to: 'category', origin: 'ToolBench seed' },
+];
+
+export const REWARD_ALIASES: readonly NameAlias[] = [
+  { from: 'retool_reward', to: 'retool', origin: 'MindSpeed-RL' },
+  { from: 'toolbench_reward', to: 'toolbench', origin: 'ToolBench seed' },
+  { from: 'qa_em', to: 'exact_match', origin: 'Search-R1' },
+  {
+    from: 'format_reward',
+    to: 'format',
+    origin: 'EnvTuning',
+    note: 'no credit without a call where one is expected',
+  },
+];
+
+/** The ToolBench seed's reward_model weights, accepted in the `toolbench` reward's config. */
+export const REWARD_CONFIG_ALIASES: readonly (NameAlias & { reward: string })[] = [
+  { reward: 'toolbench', from: 'format_reward_weight', to: 'format', origin: 'ToolBench seed' },
+  { reward: 'toolbench', from: 'function_call_reward_weight', to: 'function_call', origin: 'ToolBench seed' },
+  { reward: 'toolbench', from: 'finish_reward_weight', to: 'finish', origin: 'ToolBench seed' },
+];
+
+export const PROMPT_TYPE_ALIASES: readonly NameAlias[] = [
+  { from: 'qwen_retool', to: 'retool', origin: 'MindSpeed-RL' },
+  { from: 'qwen_search_tool', to: 'search', origin: 'MindSpeed-RL' },
+  { from: 'search_r1', to: 'search', origin: 'Search-R1' },
+];
+
+export const PARSER_ALIASES: readonly NameAlias[] = [
+  {
+    from: 'qwen',
+    to: 'hermes',
+    origin: 'EnvTuning',
+    note: "verl/SGLang's Qwen parser reads the same <tool_call> JSON",
+  },
+  { from: 'qwen25', to: 'hermes', origin: 'verl' },
+];
+
+const byFrom = <T extends { from: string }>(list: readonly T[]) => new Map(list.map((a) => [a.from, a]));
+const TOOL_CLASSES = byFrom(TOOL_CLASS_ALIASES);
+const REWARDS = byFrom(REWARD_ALIASES);
+const PROMPT_TYPES = byFrom(PROMPT_TYPE_ALIASES);
+const PARSERS = byFrom(PARSER_ALIASES);
+
+/**
+ * The built-in kind a tool class name stands for, with the config the class implies; undefined for a name that
+ * is not in the table (a kind's own name is not an alias: the caller checks those first).
+ */
+export const toolClassAlias = (name: string): ToolClassAlias | undefined => TOOL_CLASSES.get(name);
+
+/** toolrl's name of a reward, prompt type or tool-call format; the name itself when it is not an alias. */
+export const rewardName = (name: string): string => REWARDS.get(name)?.to ?? name;
+export const promptTypeName = (name: string): string => PROMPT_TYPES.get(name)?.to ?? name;
+export const parserFormatName = (name: string): string => PARSERS.get(name)?.to ?? name;
