@@ -1,4 +1,5 @@
 // Tool-call formats keyed by the run config's `rollout.multi_turn.tool_parser_format`.
+import { parserFormatName } from '#shared/schemas/config/aliases';
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan } from './depth.ts';
 import { hermesParser } from './hermes.ts';
 import type { ParseError, ParseResult, ToolCallParser } from './types.ts';
@@ -15,7 +16,7 @@ export const parserFormats = (): string[] => [...parsers.keys()].sort();
 
 /** The parser of a format; an unknown format is a configuration error and names the known ones. */
 export function getParser(format: string): ToolCallParser {
-  const parser = parsers.get(format);
+  const parser = parsers.get(parserFormatName(format));
   if (!parser) {
     throw new Error(
       `unknown tool_parser_format ${JSON.stringify(format)}; known: ${parserFormats().join(', ')}`,

@@ -1,23 +1,26 @@
 // The config keys every tool accepts (verl's tool-config names) and the parse of a tool's own keys,
 // with errors that name the tool and the key.
 import { z } from 'zod';
+import { TOOL_CONFIG_ALIASES } from '#shared/schemas/config/aliases';
 
 /**
  * Limits applied by the registry around every tool.
- * `timeout` (seconds; verl's `default_timeout` is accepted), `num_workers` (concurrent calls),
- * `rate_limit` (calls per second, token bucket; verl uses it as a concurrency cap, we keep it a rate),
- * `enable_global_rate_limit` (verl's key): true makes every registry in this process that configures the tool with
- * the same `rate_limit` draw from one bucket, as verl's named "rate-limiter" actor is shared by every tool instance;
- * false or absent gives each registry (one per run and curriculum stage) its own. Unlike verl the default is false:
- * a process here is one Lambda container among many, so no bucket is global to a run anyway, and runs that share
- * the embedded runtime should not slow each other down unless asked to.
+ * `timeout` (seconds; verl's `default_timeout` is accepted, and a code tool's run is given that long), `num_workers`
+ * (concurrent calls of this tool instance), `rate_limit` (concurrent calls, as verl and MindSpeed-RL mean it: their
+ * "rate limiter" is a semaphore of that many slots), `calls_per_second` (a true rate, a token bucket: for paid or
+ * throttled APIs), `enable_global_rate_limit` (verl's key): true makes every registry in this process that configures
+ * the tool with the same limits share one semaphore (and bucket), as verl's named "rate-limiter" actor is shared by
+ * every tool instance; false or absent gives each registry (one per run and curriculum stage) its own. Unlike verl
+ * the default is false: a process here is one Lambda container among many, so no limit is global to a run anyway,
+ * and runs that share the embedded runtime should not slow each other down unless asked to.
  * `max_retries` (transient HTTP failures only). `type: native` from verl configs is accepted and ignored.
  */
 export const CommonToolConfigSchema = z.object({
   timeout: z.number().positive().optional(),
   default_timeout: z.number().positive().optional(),
   num_workers: z.number().int().positive().optional(),
-  rate_limit: z.number().positive().optional(),
+  rate_limit: z.number().int().positive().optional(),
+  calls_per_second: z.number().positive().optional(),
   enable_global_rate_limit: z.boolean().optional(),
   max_retries: z.number().int().nonnegative().optional(),
   retry_backoff: z.number().nonnegative().optional(),
@@ -29,9 +32,11 @@ const COMMON_KEYS = new Set(Object.keys(CommonToolConfigSchema.shape));
 export interface ToolLimits {
   timeoutMs: number;
   numWorkers: number;
-  /** Calls per second, or null for unlimited. */
-  rateLimit: number | null;
-  /** One rate-limit bucket for every registry of this process that has the tool (`enable_global_rate_limit`). */
+  /** Calls in flight at once (`rate_limit`, verl's meaning), or null for no cap beyond numWorkers. */
+  concurrencyCap: number | null;
+  /** Calls per second (`calls_per_second`), or null for unlimited. */
+  callsPerSecond: number | null;
+  /** One cap (and bucket) for every registry of this process that has the tool (`enable_global_rate_limit`). */
   globalRateLimit: boolean;
   maxRetries: number;
   retryBaseMs: number;
@@ -41,7 +46,16 @@ export interface LimitDefaults {
   timeoutS: number;
   numWorkers: number;
   maxRetries?: number;
+  /**
+   * Seconds the registry waits beyond the tool's own time limit, so that the tool's limit fires first and its
+   * answer (a sandbox's "time limit exceeded" with the output so far) reaches the model. Only kinds that enforce a
+   * time limit themselves set it.
+   */
+  timeoutGraceS?: number;
 }
+
+/** The time limit a tool enforces itself, from its own options (a code tool's run_timeout), if it has one. */
+export type OwnTimeout = (options: Record<string, unknown>) => number | undefined;
 
 /** Splits a tool's `config` into the registry's limits and the tool's own keys (parsed strictly). */
 export function parseToolConfig<S extends z.ZodObject>(
@@ -49,25 +63,57 @@ export function parseToolConfig<S extends z.ZodObject>(
   config: Record<string, unknown>,
   own: S,
   defaults: LimitDefaults,
+  ownTimeout?: OwnTimeout,
 ): { limits: ToolLimits; options: z.infer<S> } {
   const common: Record<string, unknown> = {};
   const rest: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(config)) (COMMON_KEYS.has(k) ? common : rest)[k] = v;
+  for (const [k, v] of Object.entries(withToolConfigAliases(kind, config)))
+    (COMMON_KEYS.has(k) ? common : rest)[k] = v;
   const c = parseOrThrow(kind, CommonToolConfigSchema.strict(), common);
-  if (c.enable_global_rate_limit && c.rate_limit === undefined)
+  if (c.enable_global_rate_limit && c.rate_limit === undefined && c.calls_per_second === undefined)
     throw new Error(
-      `tool ${kind}: bad config: enable_global_rate_limit shares the rate_limit bucket, but no rate_limit (calls per second) is set`,
+      `tool ${kind}: bad config: enable_global_rate_limit shares the rate limit, but neither rate_limit (calls at once) nor calls_per_second is set`,
     );
+  // A kind that takes a common key as its own too (the code tool runs its program for `default_timeout`) gets it.
+  for (const k of Object.keys(common)) if (k in own.shape) rest[k] = common[k];
   const options = parseOrThrow(kind, own.strict(), rest) as z.infer<S>;
+  // An explicit `timeout` is the registry's hard limit; otherwise the tool's own limit (or verl's default_timeout)
+  // plus the grace that lets the tool report it first.
+  const timeoutS =
+    c.timeout ??
+    (ownTimeout?.(options as Record<string, unknown>) ?? c.default_timeout ?? defaults.timeoutS) +
+      (defaults.timeoutGraceS ?? 0);
   const limits: ToolLimits = {
-    timeoutMs: (c.timeout ?? c.default_timeout ?? defaults.timeoutS) * 1000,
+    timeoutMs: timeoutS * 1000,
     numWorkers: c.num_workers ?? defaults.numWorkers,
-    rateLimit: c.rate_limit ?? null,
+    concurrencyCap: c.rate_limit ?? null,
+    callsPerSecond: c.calls_per_second ?? null,
     globalRateLimit: c.enable_global_rate_limit ?? false,
     maxRetries: c.max_retries ?? defaults.maxRetries ?? 2,
     retryBaseMs: (c.retry_backoff ?? 0.2) * 1000,
   };
   return { limits, options };
+}
+
+/** A tool's config with other systems' key names (the ToolBench seed's `toolbench_url`) as its own. */
+function withToolConfigAliases(kind: string, config: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(config)) {
+    const alias = TOOL_CONFIG_ALIASES.find((a) => a.kind === kind && a.from === k);
+    if (!alias) {
+      if (k in out)
+        throw new Error(`tool ${kind}: bad config: ${k} is set twice (once under another system's name)`);
+      out[k] = v;
+      continue;
+    }
+    if (alias.to === null) continue;
+    if (alias.to in out || alias.to in config)
+      throw new Error(
+        `tool ${kind}: bad config: ${k} (${alias.origin}'s name for ${alias.to}) and ${alias.to} are both set`,
+      );
+    out[alias.to] = alias.value ? alias.value(v) : v;
+  }
+  return out;
 }
 
 export function parseOrThrow<S extends z.ZodType>(kind: string, schema: S, value: unknown): z.infer<S> {

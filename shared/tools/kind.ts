@@ -23,12 +23,13 @@ export interface BuiltTools {
 }
 
 export interface ToolKind<S extends z.ZodObject = z.ZodObject> {
+  /** The name `kind:` takes; other systems' class names for it are in schemas/config/aliases.ts. */
   kind: string;
-  /** Other names accepted in `kind:`/`class_name:` (matched on the last dotted segment, e.g. verl's class names). */
-  aliases: string[];
   defaults: LimitDefaults;
   /** The tool's own config keys (snake_case), parsed strictly. */
   config: S;
+  /** The time limit the tool enforces itself (seconds), which the registry's timeout then covers. */
+  ownTimeout?: (options: z.infer<S>) => number | undefined;
   build(options: z.infer<S>, ctx: { env: ToolEnv; limits: ToolLimits }): Promise<BuiltTools> | BuiltTools;
 }
 

@@ -1,4 +1,4 @@
-// Per-tool execution limits: timeout, concurrency (the seeds' `num_workers`), rate limit (calls per
+// Per-tool execution limits: timeout, concurrency (the seeds' `num_workers` and `rate_limit`), a rate (calls per
 // second, a token bucket) and retries with exponential backoff for transient failures only.
 import { ToolFailure } from './types.ts';
 
@@ -75,7 +75,7 @@ export class RateLimiter {
     readonly burst = Math.max(1, ratePerSecond),
     private readonly now: () => number = Date.now,
   ) {
-    if (!(ratePerSecond > 0)) throw new Error(`rate_limit must be > 0, got ${ratePerSecond}`);
+    if (!(ratePerSecond > 0)) throw new Error(`calls_per_second must be > 0, got ${ratePerSecond}`);
     this.tokens = burst;
     this.last = now();
   }

@@ -9,9 +9,9 @@ import {
   type ToolsConfig,
 } from '#shared/schemas/config/tools';
 import type { ToolCall, ToolResult } from '#shared/schemas/tool-result';
-import { parseOrThrow, parseToolConfig, type ToolLimits } from './config.ts';
+import { type OwnTimeout, parseOrThrow, parseToolConfig, type ToolLimits } from './config.ts';
 import type { RowTools } from './kind.ts';
-import { DEFAULT_TOOL_SPECS, resolveKind } from './kinds.ts';
+import { DEFAULT_TOOL_SPECS, resolveToolKind } from './kinds.ts';
 import { RateLimiter, Semaphore, withTimeout } from './limits.ts';
 import { toolEnvironment } from './secrets.ts';
 import { type TruncateSide, truncateToolOutput } from './truncate.ts';
@@ -28,7 +28,7 @@ export interface ToolRegistry {
   names(): string[];
   /** Runs one call; every failure is `{ok: false, error}`, never an exception. */
   call(call: ToolCall, ctx?: CallContext): Promise<ToolResult>;
-  /** Runs calls concurrently within each tool's `num_workers` and `rate_limit`; results in call order. */
+  /** Runs calls concurrently within each tool's `num_workers`, `rate_limit` and `calls_per_second`; results in call order. */
   callMany(calls: ToolCall[], ctx?: CallContext): Promise<ToolResult[]>;
   /** A view that adds the tools a dataset row brings (ToolBench), sharing this registry's limits. */
   forRow(row: RowTools): ToolRegistry;
@@ -52,19 +52,21 @@ export interface BuildOptions {
 /** Error messages are cut to this many characters: they are read by the model too. */
 const MAX_ERROR_MESSAGE = 2000;
 
-interface Entry {
-  tool: Tool;
-  validate: ArgumentValidator;
+/** How a tool's calls are held back: its own workers, the `rate_limit` cap (maybe shared) and a rate bucket. */
+interface Throttle {
   limits: ToolLimits;
   semaphore: Semaphore;
+  cap: Semaphore | null;
   limiter: RateLimiter | null;
 }
 
-interface RowFactory {
+interface Entry extends Throttle {
+  tool: Tool;
+  validate: ArgumentValidator;
+}
+
+interface RowFactory extends Throttle {
   build: (schema: ToolSchema, row: RowTools) => Tool;
-  limits: ToolLimits;
-  semaphore: Semaphore;
-  limiter: RateLimiter | null;
 }
 
 export async function buildToolRegistry(
@@ -93,23 +95,31 @@ export async function buildToolRegistry(
   let rowFactory: RowFactory | null = null;
   try {
     for (const s of specs) {
-      const name = s.kind ?? s.class_name ?? '';
-      const kind = resolveKind(name);
-      const { limits, options } = parseToolConfig(kind.kind, s.config, kind.config, kind.defaults);
+      const { kind, preset } = resolveToolKind(s.kind ?? s.class_name ?? '');
+      const { limits, options } = parseToolConfig(
+        kind.kind,
+        { ...preset, ...s.config },
+        kind.config,
+        kind.defaults,
+        kind.ownTimeout as OwnTimeout | undefined,
+      );
       const built = await kind.build(options, { env, limits });
       owned.push(...built.tools);
       if (s.tool_schema && built.tools.length !== 1)
         throw new Error(`tool ${kind.kind}: tool_schema applies to a kind that builds exactly one tool`);
-      const semaphore = new Semaphore(limits.numWorkers);
-      const limiter = rateLimiterFor(kind.kind, built.tools, limits);
+      const throttle: Throttle = {
+        limits,
+        semaphore: new Semaphore(limits.numWorkers),
+        ...sharedLimits(kind.kind, built.tools, limits),
+      };
       for (const built1 of built.tools) {
         const tool = s.tool_schema ? withSchema(built1, s.tool_schema) : built1;
         const toolName = tool.schema.function.name;
         if (entries.has(toolName)) throw new Error(`two tools are named ${toolName}; names must be unique`);
         const validate = compileArgumentValidator(toolName, tool.schema.function.parameters);
-        entries.set(toolName, { tool, validate, limits, semaphore, limiter });
+        entries.set(toolName, { tool, validate, ...throttle });
       }
-      if (built.rowTool) rowFactory = { build: built.rowTool, limits, semaphore, limiter };
+      if (built.rowTool) rowFactory = { build: built.rowTool, ...throttle };
     }
   } catch (err) {
     await Promise.allSettled(owned.map((t) => t.close?.()));
@@ -143,12 +153,14 @@ function makeRegistry(
   const run = async (entry: Entry, rawArgs: unknown, ctx: CallContext): Promise<string> => {
     const args = entry.validate(rawArgs);
     if (entry.limiter) await entry.limiter.acquire(Date.now() + entry.limits.timeoutMs, ctx.signal);
-    // The timeout starts once a worker slot is held: waiting behind `num_workers` is not the tool's fault.
-    return entry.semaphore.run(() =>
-      withTimeout(entry.limits.timeoutMs, ctx.signal, (signal) =>
-        entry.tool.execute(args, { signal, clock: env.clock }),
-      ),
-    );
+    // The timeout starts once a slot is held: waiting behind `num_workers` or `rate_limit` is not the tool's fault.
+    const execute = () =>
+      entry.semaphore.run(() =>
+        withTimeout(entry.limits.timeoutMs, ctx.signal, (signal) =>
+          entry.tool.execute(args, { signal, clock: env.clock }),
+        ),
+      );
+    return entry.cap ? entry.cap.run(execute) : execute();
   };
 
   const registry: ToolRegistry = {
@@ -204,22 +216,33 @@ function makeRegistry(
   return registry;
 }
 
-/** Buckets of `enable_global_rate_limit` tools, shared by every registry of the process. */
+/** Caps and buckets of `enable_global_rate_limit` tools, shared by every registry of the process. */
+const globalCaps = new Map<string, Semaphore>();
 const globalLimiters = new Map<string, RateLimiter>();
 
-/** The spec's bucket: its own, or the process-wide one of the same tool and rate. */
-function rateLimiterFor(kind: string, tools: readonly Tool[], limits: ToolLimits): RateLimiter | null {
-  if (!limits.rateLimit) return null;
-  if (!limits.globalRateLimit) return new RateLimiter(limits.rateLimit);
+/** The spec's `rate_limit` cap and `calls_per_second` bucket: its own, or the process-wide ones of the same tool. */
+function sharedLimits(
+  kind: string,
+  tools: readonly Tool[],
+  limits: ToolLimits,
+): { cap: Semaphore | null; limiter: RateLimiter | null } {
   // The same tool: its kind and the names it offers (two http tools at different URLs have different names).
   const names = tools.map((t) => t.schema.function.name).sort();
-  const key = JSON.stringify([kind, names, limits.rateLimit]);
-  let limiter = globalLimiters.get(key);
-  if (!limiter) {
-    limiter = new RateLimiter(limits.rateLimit);
-    globalLimiters.set(key, limiter);
-  }
-  return limiter;
+  const shared = <T>(pool: Map<string, T>, value: number | null, make: (v: number) => T): T | null => {
+    if (value === null) return null;
+    if (!limits.globalRateLimit) return make(value);
+    const key = JSON.stringify([kind, names, value]);
+    let found = pool.get(key);
+    if (found === undefined) {
+      found = make(value);
+      pool.set(key, found);
+    }
+    return found;
+  };
+  return {
+    cap: shared(globalCaps, limits.concurrencyCap, (n) => new Semaphore(n)),
+    limiter: shared(globalLimiters, limits.callsPerSecond, (r) => new RateLimiter(r)),
+  };
 }
 
 function withSchema(tool: Tool, schema: ToolSchema): Tool {
@@ -242,12 +265,14 @@ function unavailableRowTool(schema: ToolSchema): Entry {
     limits: {
       timeoutMs: 1000,
       numWorkers: 1,
-      rateLimit: null,
+      concurrencyCap: null,
+      callsPerSecond: null,
       globalRateLimit: false,
       maxRetries: 0,
       retryBaseMs: 0,
     },
     semaphore: new Semaphore(1),
+    cap: null,
     limiter: null,
   };
 }

@@ -179,7 +179,7 @@ export function register(program: Command): void {
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
-      const found = all.find(({ template }) => template.name === name || template.aliases.includes(name))!;
+      const found = all.find(({ template }) => template.name === loadPromptTemplate(name).name)!;
       process.stdout.write(readFileSync(found.path, 'utf8'));
     });
 }

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { ChatMessage } from '#shared/schemas/chat';
+import { promptTypeName } from '#shared/schemas/config/aliases';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 
 /** Where the built-in templates live; bundles that cannot ship this folder next to the code set TOOLRL_PROMPTS_DIR. */
@@ -19,7 +20,7 @@ export const PromptTemplateSchema = z
   .object({
     name: z.string().min(1),
     description: z.string().default(''),
-    /** Other names it answers to (the seed systems' names, e.g. `qwen_retool`). */
+    /** Other names it answers to (the seed systems' names for the built-ins are in schemas/config/aliases.ts). */
     aliases: z.array(z.string()).default([]),
     /** Replaces the row's leading system message, or is put first when the row has none. */
     system: z.string().optional(),
@@ -80,8 +81,9 @@ export function loadPromptTemplate(promptType: string, baseDir = process.cwd()):
     path = isAbsolute(promptType) ? promptType : resolve(baseDir, promptType);
     if (!existsSync(path)) throw new Error(`prompt template file ${path} does not exist`);
   } else {
+    const name = promptTypeName(promptType);
     const found = listPromptTemplates().find(
-      ({ template }) => template.name === promptType || template.aliases.includes(promptType),
+      ({ template }) => template.name === name || template.aliases.includes(name),
     );
     if (!found) {
       const names = listPromptTemplates().map(({ template }) => template.name);

@@ -28,7 +28,6 @@ const Config = z.object({
 
 export const bfclKind = defineToolKind({
   kind: 'bfcl',
-  aliases: ['BfclTool', 'BFCLTool', 'bfcl_multi_turn'],
   // Calls of one trajectory are ordered by the session below, not by the worker pool.
   defaults: { timeoutS: 60, numWorkers: 64 },
   config: Config,

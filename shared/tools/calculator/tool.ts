@@ -18,7 +18,6 @@ const Config = z.object({
 
 export const calculatorKind = defineToolKind({
   kind: 'calculator',
-  aliases: ['CalculatorTool'],
   defaults: { timeoutS: 15, numWorkers: 8 },
   config: Config,
   build: (options) => ({ tools: [new Calculator(options.max_eval_ms, options.max_heap_mb)] }),

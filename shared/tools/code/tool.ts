@@ -1,5 +1,6 @@
 // `code_interpreter`: runs the model's Python in the built-in sandbox, or in SandboxFusion when
-// `sandbox_fusion_url` is set (verl's SandboxFusionTool config keys are accepted). On AWS, where the tool-call
+// `sandbox_fusion_url` is set (verl's SandboxFusionTool config keys are accepted, `default_timeout` and
+// `memory_limit_mb` as the run's limits), optionally with ReTool's preprocessing (preprocess.ts). On AWS, where the tool-call
 // function names a code runner (TOOLRL_CODE_RUNNER_FUNCTION), the built-in sandbox runs there instead of here.
 import { z } from 'zod';
 import { FUNCTION_ENV } from '#shared/aws/function-env';
@@ -8,6 +9,7 @@ import { readToolSecret } from '../secrets.ts';
 import { ToolFailure } from '../types.ts';
 import { runCodeRemote } from './client.ts';
 import { defaultInvoke, runCodeOnLambda } from './lambda-runner.ts';
+import { printLastExpression, stripCodeFence } from './preprocess.ts';
 import { LIMIT_MESSAGES, type RunCodeResponse, toRunCodeResponse } from './run-code-api.ts';
 import { DEFAULT_SANDBOX_LIMITS, PythonSandbox } from './sandbox.ts';
 
@@ -18,11 +20,20 @@ const Config = z.object({
    * TOOLRL_TOOL_SECRETS, or a key of the tool secret on AWS). */
   sandbox_fusion_token_env: z.string().optional(),
   default_language: z.literal('python').default('python'),
-  /** Wall clock per run, seconds. */
-  run_timeout: z.number().positive().default(DEFAULT_SANDBOX_LIMITS.wallS),
+  /**
+   * Wall clock per run, seconds: `run_timeout`, else verl's `default_timeout`, which verl hands to the sandbox as
+   * the run's limit; 10 s when neither is set. (`timeout`, common to every tool, is the registry's hard limit.)
+   */
+  run_timeout: z.number().positive().optional(),
+  default_timeout: z.number().positive().optional(),
+  /** The run's memory (SandboxFusion's memory_limit_MB; the built-in sandbox caps the program with it). */
   memory_limit_mb: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.memoryMb),
-  /** Built-in sandbox only: */
-  cpu_time: z.number().positive().default(DEFAULT_SANDBOX_LIMITS.cpuS),
+  /** ReTool's preprocessing (on for its tool classes): run the code inside a ```python fence, not the fence. */
+  strip_code_fence: z.boolean().default(false),
+  /** ReTool's preprocessing: print the value of a trailing expression, as a notebook cell shows it. */
+  print_last_expression: z.boolean().default(false),
+  /** Built-in sandbox only: CPU seconds (default: the wall clock limit). */
+  cpu_time: z.number().positive().optional(),
   max_processes: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxProcesses),
   max_output_bytes: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxOutputBytes),
   max_file_mb: z.number().int().positive().default(DEFAULT_SANDBOX_LIMITS.maxFileMb),
@@ -54,15 +65,28 @@ export function interpretRun(res: RunCodeResponse): string {
   return output === '' ? '(no output; print() the values you want to see)' : output;
 }
 
+/** The run's wall clock limit, seconds (see Config.run_timeout). */
+const wallSeconds = (o: z.infer<typeof Config>): number =>
+  o.run_timeout ?? o.default_timeout ?? DEFAULT_SANDBOX_LIMITS.wallS;
+
+/** The code as the configured preprocessing leaves it (ReTool's: fence stripped, last expression printed). */
+function prepareCode(raw: string, o: z.infer<typeof Config>): string {
+  const code = o.strip_code_fence ? stripCodeFence(raw) : raw;
+  return o.print_last_expression ? printLastExpression(code) : code;
+}
+
 export const codeInterpreterKind = defineToolKind({
   kind: 'code_interpreter',
-  aliases: ['SandboxFusionTool', 'sandbox_fusion', 'CodeInterpreterTool', 'python'],
-  defaults: { timeoutS: 30, numWorkers: 4 },
+  // The sandbox enforces the run's limit itself; the registry waits a little longer, so that its
+  // "time limit exceeded" (with the output so far) is what the model reads.
+  defaults: { timeoutS: DEFAULT_SANDBOX_LIMITS.wallS, numWorkers: 4, timeoutGraceS: 10 },
   config: Config,
+  ownTimeout: wallSeconds,
   build: (options, { env, limits }) => {
+    const wallS = wallSeconds(options);
     const sandboxLimits = {
-      wallS: options.run_timeout,
-      cpuS: options.cpu_time,
+      wallS,
+      cpuS: options.cpu_time ?? wallS,
       memoryMb: options.memory_limit_mb,
       maxProcesses: options.max_processes,
       maxOutputBytes: options.max_output_bytes,
@@ -102,7 +126,7 @@ export const codeInterpreterKind = defineToolKind({
             },
           },
           execute: async (args, ctx) => {
-            const code = String(args.code);
+            const code = prepareCode(String(args.code), options);
             if (codeRunner)
               return interpretRun(
                 await runCodeOnLambda(
@@ -116,7 +140,7 @@ export const codeInterpreterKind = defineToolKind({
               return interpretRun(
                 await runCodeRemote(
                   options.sandbox_fusion_url!,
-                  { code, run_timeout: options.run_timeout, memory_limit_MB: options.memory_limit_mb },
+                  { code, run_timeout: wallS, memory_limit_MB: options.memory_limit_mb },
                   {
                     signal: ctx.signal,
                     maxRetries: limits.maxRetries,

@@ -23,7 +23,6 @@ const Config = z.object({
 
 export const httpKind = defineToolKind({
   kind: 'http',
-  aliases: ['HttpTool', 'http_post'],
   defaults: { timeoutS: 30, numWorkers: 8 },
   config: Config,
   build: (options, { env, limits }) => {

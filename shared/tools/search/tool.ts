@@ -48,7 +48,6 @@ const RetrieveResponseSchema = z.object({
 
 export const searchKind = defineToolKind({
   kind: 'search',
-  aliases: ['SearchTool'],
   defaults: { timeoutS: 30, numWorkers: 8 },
   config: Config,
   build: (options, { env, limits }) => {

@@ -42,7 +42,6 @@ export function isValidTimeZone(zone: string): boolean {
 
 export const timeKind = defineToolKind({
   kind: 'get_current_time',
-  aliases: ['time', 'TimeTool'],
   defaults: { timeoutS: 2, numWorkers: 16 },
   config: Config,
   build: (options, { env }) => {

@@ -39,7 +39,6 @@ const VirtualResponseSchema = z
 
 export const toolbenchKind = defineToolKind({
   kind: 'toolbench',
-  aliases: ['ToolBenchTool', 'stabletoolbench'],
   defaults: { timeoutS: 30, numWorkers: 8 },
   config: Config,
   build: (options, { env, limits }) => {

@@ -15,7 +15,6 @@ const Config = z.object({
 
 export const weatherKind = defineToolKind({
   kind: 'weather_query',
-  aliases: ['weather', 'WeatherTool'],
   defaults: { timeoutS: 10, numWorkers: 8 },
   config: Config,
   build: (options, { limits }) => ({

@@ -2,8 +2,8 @@
 // files (test/fixtures/seeds, quoted verbatim) with only a model and a data file added, and the Hydra override
 // lines of their run scripts.
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml, stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify } from 'yaml';
 import { applyConfigAliases } from '#shared/pipeline/config-aliases';
 import { applyOverrides, parseOverride } from '#shared/pipeline/config-overrides';
 import { ConfigError, loadRunConfig } from '#shared/pipeline/run-config';
@@ -24,7 +24,10 @@ const MINIMAL = 'model: {path: tiny}\ndata: {train: train.parquet}\n';
 
 describe('MindSpeed-RL: the ReTool run config as shipped', () => {
   // configs/dapo_qwen25_7b_A2_multi_turn.yaml verbatim, plus a model and data.
-  const loaded = loadRunConfig(`${seed('mindspeed-rl/dapo_qwen25_7b_A2_multi_turn.yaml')}\n${MINIMAL}`, 'dapo.yaml');
+  const loaded = loadRunConfig(
+    `${seed('mindspeed-rl/dapo_qwen25_7b_A2_multi_turn.yaml')}\n${MINIMAL}`,
+    'dapo.yaml',
+  );
   const c = loaded.config;
 
   it('reads rl_config: verifier, multi-turn block, tool config path', () => {
@@ -56,7 +59,14 @@ describe('MindSpeed-RL: the ReTool run config as shipped', () => {
   });
 
   it('reads the optimiser, batch and sampling keys of its other sections', () => {
-    expect(c.trainer).toMatchObject({ lr: 1e-6, weight_decay: 0.01, grad_clip: 1, batch_prompts: 32, max_steps: 1000, save_every: 100 });
+    expect(c.trainer).toMatchObject({
+      lr: 1e-6,
+      weight_decay: 0.01,
+      grad_clip: 1,
+      batch_prompts: 32,
+      max_steps: 1000,
+      save_every: 100,
+    });
     expect(c.rollout).toMatchObject({ temperature: 1, top_p: 1, top_k: 0, max_new_tokens: 2048 });
     expect(c.logging.tensorboard).toBe(true);
   });
@@ -64,9 +74,13 @@ describe('MindSpeed-RL: the ReTool run config as shipped', () => {
   it('accepts async_engine, multi_turn_enable and the Ray/Megatron keys with a one-line notice each', () => {
     expect(loaded.notices).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^rl_config\.multi_turn_enable \(MindSpeed-RL\) has no meaning here.*always on/),
+        expect.stringMatching(
+          /^rl_config\.multi_turn_enable \(MindSpeed-RL\) has no meaning here.*always on/,
+        ),
         expect.stringMatching(/^rl_config\.async_engine \(MindSpeed-RL\) has no meaning here.*asynchronous/),
-        expect.stringMatching(/^MindSpeed-RL settings with no counterpart here are ignored: .*megatron_training\.use_flash_attn/),
+        expect.stringMatching(
+          /^MindSpeed-RL settings with no counterpart here are ignored: .*megatron_training\.use_flash_attn/,
+        ),
       ]),
     );
     for (const n of loaded.notices) expect(n).not.toContain('\n');
@@ -122,7 +136,11 @@ describe('EnvTuning: stage 1 config and its run script overrides', () => {
     'trainer.test_freq=1',
     'trainer.total_epochs=20',
   ];
-  const { config, notices } = loadRunConfig(seed('envtuning/multi_turn_fc_grpo_stage1.yaml'), 'stage1.yaml', overrides);
+  const { config, notices } = loadRunConfig(
+    seed('envtuning/multi_turn_fc_grpo_stage1.yaml'),
+    'stage1.yaml',
+    overrides,
+  );
 
   it('reads the actor and algorithm blocks: KL low_var_kl is k3, kl penalty kl is k1, dual clip 10', () => {
     expect(config.algorithm).toMatchObject({
@@ -138,12 +156,27 @@ describe('EnvTuning: stage 1 config and its run script overrides', () => {
       kl_coef: 0,
       cliprange_value: 0.5,
     });
-    expect(config.trainer).toMatchObject({ lr: 1e-6, grad_clip: 1, batch_prompts: 16, epochs: 20, save_every: 5, eval_every: 1 });
+    expect(config.trainer).toMatchObject({
+      lr: 1e-6,
+      grad_clip: 1,
+      batch_prompts: 16,
+      epochs: 20,
+      save_every: 5,
+      eval_every: 1,
+    });
   });
 
   it('reads the data and rollout keys and the overrides', () => {
-    expect(config.data).toMatchObject({ train: 'bfcl_train_base.parquet', val: 'bfcl_val.parquet', max_prompt_length: 8192 });
-    expect(config.rollout.multi_turn).toMatchObject({ max_turns: 100, tool_parser_format: 'hermes', max_total_response_length: 10000 });
+    expect(config.data).toMatchObject({
+      train: 'bfcl_train_base.parquet',
+      val: 'bfcl_val.parquet',
+      max_prompt_length: 8192,
+    });
+    expect(config.rollout.multi_turn).toMatchObject({
+      max_turns: 100,
+      tool_parser_format: 'hermes',
+      max_total_response_length: 10000,
+    });
     expect(config.rollout.n).toBe(16);
     expect(config.model).toMatchObject({ path: 'tiny', gradient_checkpointing: true });
   });
@@ -180,7 +213,11 @@ describe('the ToolBench seed: trainer config and scripts/grpo.sh overrides', () 
     'trainer.total_epochs=10',
     'trainer.save_freq=25',
   ];
-  const { config, notices } = loadRunConfig(seed('toolbench-seed/grpo_toolbench_trainer.yaml'), 'grpo.yaml', overrides);
+  const { config, notices } = loadRunConfig(
+    seed('toolbench-seed/grpo_toolbench_trainer.yaml'),
+    'grpo.yaml',
+    overrides,
+  );
 
   it('n_agent is the group size (over verl n: 1), toolbench_url the toolbench tool at /virtual', () => {
     expect(config.rollout.n).toBe(4);
@@ -194,18 +231,31 @@ describe('the ToolBench seed: trainer config and scripts/grpo.sh overrides', () 
       tool_response_truncate_unit: 'tokens', // Search-R1's max_obs_length counts tokens
       max_total_response_length: 1024,
     });
-    expect(config.algorithm).toMatchObject({ kl_loss_type: 'k3', kl_loss_coef: 0.001, use_kl_loss: true, entropy_coeff: 0.001 });
-    expect(config.trainer).toMatchObject({ lr: 1e-6, epochs: 10, save_every: 25, eval_every: 10, batch_prompts: 64 });
+    expect(config.algorithm).toMatchObject({
+      kl_loss_type: 'k3',
+      kl_loss_coef: 0.001,
+      use_kl_loss: true,
+      entropy_coeff: 0.001,
+    });
+    expect(config.trainer).toMatchObject({
+      lr: 1e-6,
+      epochs: 10,
+      save_every: 25,
+      eval_every: 10,
+      batch_prompts: 64,
+    });
     expect(notices.join('\n')).toMatch(/reward_model\.reward_server_url \(verl\) has no counterpart/);
   });
 });
 
 describe('conflicts and unknown keys', () => {
   it('two names for one setting are an error naming both', () => {
+    expect(() => loadRunConfig(`${MINIMAL}rollout: {n: 4, n_agent: 5}\n`, 'run.yaml')).toThrow(
+      /rollout\.n and rollout\.n_agent both set rollout\.n/,
+    );
     expect(() =>
-      loadRunConfig(`${MINIMAL}rollout: {n: 4, n_agent: 5}\n`, 'run.yaml'),
-    ).toThrow(/rollout\.n and rollout\.n_agent both set rollout\.n/);
-    expect(() => loadRunConfig(`model: {path: tiny}\ndata: {train: a.parquet, train_files: b.parquet}\n`, 'run.yaml')).toThrow(ConfigError);
+      loadRunConfig(`model: {path: tiny}\ndata: {train: a.parquet, train_files: b.parquet}\n`, 'run.yaml'),
+    ).toThrow(ConfigError);
   });
 
   it('a typo in a toolrl section is still refused by name', () => {
@@ -214,13 +264,19 @@ describe('conflicts and unknown keys', () => {
 
   it('verifier_function and verifier_weight must pair up', () => {
     expect(() =>
-      loadRunConfig(`${MINIMAL}reward: {verifier_function: [retool_reward, format], verifier_weight: [1.0]}\n`, 'run.yaml'),
+      loadRunConfig(
+        `${MINIMAL}reward: {verifier_function: [retool_reward, format], verifier_weight: [1.0]}\n`,
+        'run.yaml',
+      ),
     ).toThrow(/2 verifier_function\(s\) but 1 verifier_weight/);
     const { config } = loadRunConfig(
       `${MINIMAL}reward: {verifier_function: [retool_reward, format_reward], verifier_weight: [1.0, 0.5]}\n`,
       'run.yaml',
     );
-    expect(config.reward.functions.map((f) => [f.name, f.weight])).toEqual([['retool', 1], ['format', 0.5]]);
+    expect(config.reward.functions.map((f) => [f.name, f.weight])).toEqual([
+      ['retool', 1],
+      ['format', 0.5],
+    ]);
   });
 
   it('renames inside curriculum stages too', () => {
@@ -233,7 +289,9 @@ describe('conflicts and unknown keys', () => {
   });
 
   it('the alias pass is idempotent on a toolrl config', () => {
-    const once = applyConfigAliases(parseYaml(`${MINIMAL}rollout: {n: 3}\nreward: {functions: [{name: toolcall}]}`));
+    const once = applyConfigAliases(
+      parseYaml(`${MINIMAL}rollout: {n: 3}\nreward: {functions: [{name: toolcall}]}`),
+    );
     expect(applyConfigAliases(once.config).config).toEqual(once.config);
   });
 });
@@ -258,20 +316,28 @@ describe('Hydra-style overrides', () => {
   });
 
   it('refuse unknown keys by name, with a suggestion and the keys that exist there', () => {
-    expect(() => parseOverride('trainer.lrr=1e-6')).toThrow(/unknown key trainer\.lrr \(did you mean trainer\.lr\?\); trainer has batch_prompts, lr,/);
+    expect(() => parseOverride('trainer.lrr=1e-6')).toThrow(
+      /unknown key trainer\.lrr \(did you mean trainer\.lr\?\); trainer has batch_prompts, lr,/,
+    );
     expect(() => parseOverride('traner.lr=1')).toThrow(/unknown key traner\.lr \(did you mean trainer\?\)/);
-    expect(() => parseOverride('rollout.multi_turn.max_turn=3')).toThrow(/did you mean rollout\.multi_turn\.max_turns/);
+    expect(() => parseOverride('rollout.multi_turn.max_turn=3')).toThrow(
+      /did you mean rollout\.multi_turn\.max_turns/,
+    );
   });
 
   it('refuse a value of the wrong type with the path', () => {
-    expect(() => loadRunConfig(MINIMAL, 'run.yaml', ['rollout.n=five'])).toThrow(/with the command-line overrides[\s\S]*rollout\.n/);
+    expect(() => loadRunConfig(MINIMAL, 'run.yaml', ['rollout.n=five'])).toThrow(
+      /with the command-line overrides[\s\S]*rollout\.n/,
+    );
   });
 
   it('add (+), remove (~), open records, and not-key=value text', () => {
     const { config } = applyOverrides(base, ['+trainer.max_steps=3', '~data.train']);
     expect(config).toMatchObject({ trainer: { max_steps: 3 } });
     expect((config.data as Record<string, unknown>).train).toBeUndefined();
-    expect(applyOverrides(base, ['reward.functions=[{name: toolcall, config: {need_tool: false}}]']).config.reward).toEqual({
+    expect(
+      applyOverrides(base, ['reward.functions=[{name: toolcall, config: {need_tool: false}}]']).config.reward,
+    ).toEqual({
       functions: [{ name: 'toolcall', config: { need_tool: false } }],
     });
     expect(() => parseOverride('trainer.lr')).toThrow(/has no value/);
@@ -288,7 +354,8 @@ describe('the alias table', () => {
   it('every alias lands on a path the schema has, once', () => {
     for (const a of KEY_ALIASES) {
       const targets = a.to === null ? [] : typeof a.to === 'string' ? [a.to] : a.to;
-      for (const t of targets) expect(() => parseOverride(`${t}=null`), `${a.from} -> ${t}`).not.toThrow(/unknown key/);
+      for (const t of targets)
+        expect(() => parseOverride(`${t}=null`), `${a.from} -> ${t}`).not.toThrow(/unknown key/);
     }
     const froms = KEY_ALIASES.map((a) => a.from);
     expect(new Set(froms).size).toBe(froms.length);
@@ -305,7 +372,9 @@ describe('the alias table', () => {
       ...PROMPT_TYPE_ALIASES.map((a) => a.from),
       ...PARSER_ALIASES.map((a) => a.from),
     ];
-    const missing = [...new Set(names)].filter((n) => !readme.includes(`\`${n}\``) && !readme.includes(n.split('.').pop()!));
+    const missing = [...new Set(names)].filter(
+      (n) => !readme.includes(`\`${n}\``) && !readme.includes(n.split('.').pop()!),
+    );
     expect(missing).toEqual([]);
   });
 });

@@ -1,6 +1,8 @@
 // code_interpreter through the built-in sandbox in-process, and through the SandboxFusion client
 // against `toolrl sandbox serve` (a real server process), giving the same results.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { interpretRun } from '#shared/tools/code/tool';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import { type CliServer, startCliServer } from './cli-server.ts';
@@ -86,5 +88,84 @@ describe('code_interpreter', () => {
     expect(() => interpretRun({ status: 'SandboxError', message: 'no pods', files: {} })).toThrow(
       /sandbox error: no pods/,
     );
+  });
+});
+
+describe("verl's and MindSpeed-RL's code tool configs", () => {
+  /** MindSpeed-RL's retool_config.yaml verbatim, its SandboxFusion URL pointed at this test's server. */
+  const retoolConfig = (url: string | null) => {
+    const file = parseYaml(
+      readFileSync(new URL('../../fixtures/seeds/mindspeed-rl/retool_config.yaml', import.meta.url), 'utf8'),
+    ) as { tools: { class_name: string; config: Record<string, unknown> }[] };
+    const [tool] = file.tools;
+    const config = { ...tool!.config };
+    if (url === null) delete config.sandbox_fusion_url;
+    else config.sandbox_fusion_url = url;
+    return { tools: [{ ...tool!, config }] };
+  };
+
+  it('ReTool (mindspeed_rl.tools.retool.ReTool) strips the ```python fence and prints a trailing expression', async () => {
+    const local1 = await buildToolRegistry(retoolConfig(null));
+    const remote1 = await buildToolRegistry(retoolConfig(server.url));
+    try {
+      for (const reg of [local1, remote1]) {
+        const fenced = 'Let me compute.\n```python\nimport math\nx = math.comb(10, 3)\nx * 2\n```';
+        expect(await run(reg, fenced)).toMatchObject({ ok: true, output: '240\n' });
+        // a trailing call that prints returns None: printed once; an assignment last prints nothing
+        expect((await run(reg, 'print(7)')).output).toBe('7\n');
+        expect((await run(reg, 'y = 3')).output).toBe('(no output; print() the values you want to see)');
+        // a multi-line trailing expression (ReTool's line rewrite would break it)
+        expect((await run(reg, 'sorted(\n  [3, 1, 2]\n)')).output).toBe('[1, 2, 3]\n');
+        // errors read as plain python's: the line of the user's code, no wrapper frame
+        const err = await run(reg, 'a = 1\n1 / 0');
+        expect(err.error?.type).toBe('execution_error');
+        expect(err.output).toMatch(
+          /^Traceback \(most recent call last\):\n {2}File "main.py", line 2, in <module>\n {4}1 \/ 0/,
+        );
+        expect(err.output).not.toContain('__toolrl');
+        const syntax = await run(reg, 'x = (');
+        expect(syntax.output).toMatch(/File "main.py", line 1[\s\S]*SyntaxError/);
+      }
+    } finally {
+      await Promise.all([local1.close(), remote1.close()]);
+    }
+  });
+
+  it('the plain SandboxFusionTool runs code as it is (no fence stripping, nothing printed for it)', async () => {
+    const reg = await buildToolRegistry({
+      tools: [
+        { class_name: 'verl.tools.sandbox_fusion_tools.SandboxFusionTool', config: { type: 'native' } },
+      ],
+    });
+    try {
+      expect((await run(reg, '6 * 7')).output).toBe('(no output; print() the values you want to see)');
+      expect((await run(reg, '```python\nprint(1)\n```')).error?.type).toBe('execution_error');
+    } finally {
+      await reg.close();
+    }
+  });
+
+  it('default_timeout and memory_limit_mb reach the sandbox', async () => {
+    const reg = (config: Record<string, unknown>) =>
+      buildToolRegistry({ tools: [{ kind: 'code_interpreter', config }] });
+    // The CPU limit the program runs under is the run's time limit: verl's default_timeout: 30, not 10.
+    const thirty = await reg({ default_timeout: 30, memory_limit_mb: 1024 });
+    const short = await reg({ default_timeout: 1, memory_limit_mb: 128 });
+    try {
+      expect(
+        (await run(thirty, 'import resource\nprint(resource.getrlimit(resource.RLIMIT_CPU)[0])')).output,
+      ).toBe('30\n');
+      // The sandbox stops the program at 1 s and says so (the registry's own timeout comes later).
+      expect((await run(short, 'import time\ntime.sleep(5)')).error).toEqual({
+        type: 'timeout',
+        message: 'the program ran past its time limit and was stopped',
+      });
+      // 200 MB fits 1024 MB and not 128 MB.
+      const alloc = 'x = bytearray(200 * 1024 * 1024)\nprint(len(x) // 2**20)';
+      expect((await run(thirty, alloc)).output).toBe('200\n');
+      expect((await run(short, alloc)).error?.type).toBe('resource_limit');
+    } finally {
+      await Promise.all([thirty.close(), short.close()]);
+    }
   });
 });

@@ -64,6 +64,29 @@ const echoTool = (config: Record<string, unknown> = {}, path = '/echo') => ({
   },
 });
 
+describe("the seeds' tool configs, verbatim", () => {
+  const seedFile = (path: string) => new URL(`../../fixtures/seeds/${path}`, import.meta.url).pathname;
+  it.each([
+    ['mindspeed-rl/retool_config.yaml', 'code_interpreter'],
+    ['mindspeed-rl/search_tool_config.yaml', 'search'],
+    ['verl/sandbox_fusion_tool_config.yaml', 'code_interpreter'],
+    ['verl/search_tool_config.yaml', 'search'],
+  ])('%s builds its %s tool with the schema it declares', async (file, name) => {
+    const reg = await buildToolRegistry({ config_file: seedFile(file) });
+    expect(reg.names()).toEqual([name]);
+    expect(reg.schemas()[0]!.function.description).toMatch(/^(A tool for executing code\.|Searches the web)/);
+    await reg.close();
+  });
+
+  it('a tool class that is not in the alias table is an error naming the ones that are', async () => {
+    await expect(
+      buildToolRegistry({ tools: [{ class_name: 'my_pkg.tools.SearchTool', config: {} }] }),
+    ).rejects.toThrow(
+      /unknown tool kind "my_pkg\.tools\.SearchTool": not a built-in kind \(calculator, .*\) nor a tool class toolrl knows \(mindspeed_rl\.tools\.retool\.ReTool, /,
+    );
+  });
+});
+
 describe('buildToolRegistry', () => {
   it("has the issue's defaults with no config", async () => {
     const reg = await buildToolRegistry();
@@ -212,8 +235,8 @@ describe('ToolRegistry.call', () => {
     await reg.close();
   });
 
-  it('holds a tool to its rate limit', async () => {
-    const reg = await buildToolRegistry({ tools: [echoTool({ rate_limit: 10, num_workers: 10 })] });
+  it('holds a tool to calls_per_second', async () => {
+    const reg = await buildToolRegistry({ tools: [echoTool({ calls_per_second: 10, num_workers: 10 })] });
     const t0 = Date.now();
     await reg.callMany(Array.from({ length: 13 }, () => ({ name: 'echo', arguments: { text: 'x' } })));
     // 10 calls/s with a burst of 10: calls 11..13 wait 100, 200, 300 ms for their tokens.
@@ -221,14 +244,38 @@ describe('ToolRegistry.call', () => {
     await reg.close();
   });
 
-  it('enable_global_rate_limit shares one bucket between registries; without it each has its own', async () => {
-    // rate_limit 2/s, burst 2, timeout 0.2 s: a third call within the second would wait 500 ms for a token,
+  it("rate_limit caps calls in flight, as verl's semaphore does; enable_global_rate_limit shares the cap", async () => {
+    const calls = Array.from({ length: 6 }, (_, i) => ({ name: 'echo', arguments: { text: String(i) } }));
+    const capped = (global: boolean) =>
+      buildToolRegistry({
+        tools: [echoTool({ rate_limit: 2, num_workers: 8, enable_global_rate_limit: global }, '/count')],
+      });
+    // One registry: 6 calls, 8 workers, but at most 2 at once.
+    peak = 0;
+    const one = await capped(false);
+    expect((await one.callMany(calls)).every((r) => r.ok)).toBe(true);
+    expect(peak).toBe(2);
+    // Two registries of their own: 2 each at once.
+    peak = 0;
+    const [a, b] = [await capped(false), await capped(false)];
+    await Promise.all([a.callMany(calls), b.callMany(calls)]);
+    expect(peak).toBe(4);
+    // Sharing the cap: 2 at once over both.
+    peak = 0;
+    const [c, d] = [await capped(true), await capped(true)];
+    await Promise.all([c.callMany(calls), d.callMany(calls)]);
+    expect(peak).toBe(2);
+    await Promise.all([one, a, b, c, d].map((r) => r.close()));
+  });
+
+  it('enable_global_rate_limit shares one calls_per_second bucket between registries; without it each has its own', async () => {
+    // calls_per_second 2, burst 2, timeout 0.2 s: a third call within the second would wait 500 ms for a token,
     // past its deadline, so it fails as rate_limited instead of waiting.
     const limited = (global: boolean) =>
       buildToolRegistry({
         tools: [
           echoTool(
-            { rate_limit: 2, timeout: 0.2, enable_global_rate_limit: global, num_workers: 4 },
+            { calls_per_second: 2, timeout: 0.2, enable_global_rate_limit: global, num_workers: 4 },
             '/limited',
           ),
         ],
@@ -247,11 +294,11 @@ describe('ToolRegistry.call', () => {
     await Promise.all([a, b, c, d].map((r) => r.close()));
   });
 
-  it('refuses enable_global_rate_limit without a rate_limit to share', async () => {
+  it('refuses enable_global_rate_limit without a limit to share', async () => {
     await expect(
       buildToolRegistry({ tools: [echoTool({ enable_global_rate_limit: true })] }),
     ).rejects.toThrow(
-      /tool http: bad config: enable_global_rate_limit shares the rate_limit bucket, but no rate_limit/,
+      /tool http: bad config: enable_global_rate_limit shares the rate limit, but neither rate_limit \(calls at once\) nor calls_per_second/,
     );
   });
 
