@@ -129,6 +129,9 @@ export const consumedQueue = (fn: FunctionName): QueueName =>
 /** S3 notifications: which object keys go to which queue. Suffixes differ, so the rules never overlap. */
 export const NOTIFICATIONS: readonly { queue: QueueName; prefix: string; suffix: string }[] = [
   { queue: 'run-events', prefix: 'runs/', suffix: '.parquet' },
+  // JSON Lines datasets uploaded by hand (toolrl submit converts them to Parquet); the learner's metrics.jsonl
+  // notifies too and is ignored. `.json` cannot notify: it would overlap the LATEST.json and state.json rules.
+  { queue: 'run-events', prefix: 'runs/', suffix: '.jsonl' },
   { queue: 'policy-events', prefix: 'runs/', suffix: 'LATEST.json' },
   // Each committed learner step also wakes the feeder, so flow control never waits on the next publish
   // (publish_every > 1) and the run is marked complete as soon as the learner says done.

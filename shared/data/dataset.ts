@@ -4,6 +4,8 @@
 
 import type { z } from 'zod';
 import { type DatasetRow, type DatasetRowInput, DatasetRowSchema } from '#shared/schemas/dataset-row';
+import { bfclDocToToolSchema } from './converters/bfcl-schema.ts';
+import { adaptForeignRow } from './foreign-rows.ts';
 import {
   encodeParquet,
   iterateParquetRows,
@@ -75,9 +77,14 @@ function withIndex(raw: Row, rowNumber: number): Row {
   return raw;
 }
 
-/** Parses one raw row; returns the row or its problems (each naming the field). */
+const bfclDocs = (docs: unknown[]): unknown[] => docs.map(bfclDocToToolSchema);
+
+/**
+ * Parses one raw row (other systems' row shapes adapted first, see foreign-rows.ts); returns the row or its
+ * problems (each naming the field).
+ */
 export function parseRow(raw: Row, rowNumber: number): { row: DatasetRow } | { problems: DatasetProblem[] } {
-  const parsed = DatasetRowSchema.safeParse(withIndex(raw, rowNumber));
+  const parsed = DatasetRowSchema.safeParse(withIndex(adaptForeignRow(raw, bfclDocs), rowNumber));
   if (parsed.success) return { row: parsed.data };
   return { problems: formatIssues(parsed.error).map((message) => ({ row: rowNumber, message })) };
 }

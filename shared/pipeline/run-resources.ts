@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { readDataset } from '../data/dataset.ts';
+import { readDatasetObject } from '../data/dataset-file.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { RewardFn } from '../rewards/types.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
@@ -97,7 +97,7 @@ export class RunResources {
     return memo(this.datasets, key, async () => {
       const data = await this.blobs.get(key);
       if (!data) throw new PermanentError(`dataset ${key} not found`);
-      return readDataset(data);
+      return readDatasetObject(key, data);
     });
   }
 

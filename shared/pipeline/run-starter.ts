@@ -2,7 +2,12 @@
 // datasets, then either fail the run with a readable reason in run.json (no retries, no rollouts) or start
 // it: resolved config and plan in run.json (created once: a second event for the same upload starts
 // nothing) and the learner job submitted.
-import { DatasetError, type DatasetProblem, formatProblem, readDataset } from '../data/dataset.ts';
+// The upload contract (what `toolrl submit` and `toolrl train` do): config.yaml first, then the other files it
+// names, the validation datasets, and the training datasets last; the run starts when the last dataset the config
+// names has arrived. An upload that cannot start a run ends it at once with the reason in run.json: a dataset
+// before (or without) its config, a dataset the config does not name, a dataset outside input/.
+import { DatasetError, type DatasetProblem, formatProblem } from '../data/dataset.ts';
+import { datasetFormat, readDatasetObject } from '../data/dataset-file.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import { parseInputKey, type RunEvent, RunIdSchema } from '../schemas/messages/run-event.ts';
@@ -13,7 +18,14 @@ import { putJsonIfAbsent } from './blob-json.ts';
 import type { StageContext } from './context.ts';
 import { PermanentError } from './errors.ts';
 import { groupsPlanned, planStages } from './plan.ts';
-import { ConfigError, datasetPaths, parseRunConfig, resolveRunConfig } from './run-config.ts';
+import {
+  ConfigError,
+  datasetPaths,
+  inputName,
+  parseRunConfig,
+  referencedFiles,
+  resolveRunConfig,
+} from './run-config.ts';
 import { stageConfig } from './run-resources.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
@@ -36,16 +48,32 @@ export async function handleRunEvent(ctx: RunStarterContext, event: RunEvent): P
   for (const { key } of notifiedKeys(event)) await startRunFromUpload(ctx, key);
 }
 
+/** Folders the pipeline itself writes under runs/<runId>/ (metrics.jsonl is one of its uploads, not a user's). */
+const PIPELINE_FOLDERS = /^runs\/[^/]+\/(metrics|trajectories|groups|policy|checkpoints|learner|messages|feeder)\//;
+
 export async function startRunFromUpload(ctx: RunStarterContext, key: string): Promise<void> {
-  const input = parseInputKey(key);
-  if (!input || !key.endsWith('.parquet')) {
-    ctx.log.info('ignored: not a dataset under runs/<runId>/input/', { key });
+  if (PIPELINE_FOLDERS.test(key) || datasetFormat(key) === null) {
+    ctx.log.debug('ignored: not an upload under runs/<runId>/', { key });
     return;
   }
-  const idCheck = RunIdSchema.safeParse(input.runId);
+  const input = parseInputKey(key);
+  const runId = input?.runId ?? /^runs\/([^/]+)\//.exec(key)?.[1];
+  if (runId === undefined) {
+    ctx.log.info('ignored: not under runs/<runId>/', { key });
+    return;
+  }
+  const idCheck = RunIdSchema.safeParse(runId);
   if (!idCheck.success)
     throw new PermanentError(`${key}: invalid run id: ${idCheck.error.issues[0]?.message}`);
-  const { runId } = input;
+  if (!input) {
+    // A dataset next to input/ rather than in it: the run would wait for it forever.
+    if (!(await readRunStatus(ctx.blobs, runId)))
+      await failRun(ctx, {
+        ...baseStatus(ctx, runId),
+        reason: `${key} is not under ${keys.inputPrefix(runId)}: a run's config and datasets go there (toolrl submit puts them there)`,
+      });
+    return;
+  }
 
   const existing = await readRunStatus(ctx.blobs, runId);
   if (existing) {
@@ -61,7 +89,7 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
   if (!configBytes) {
     await failRun(ctx, {
       ...base,
-      reason: `${keys.config(runId)} is missing: upload the run config before the dataset`,
+      reason: `${keys.config(runId)} is missing: upload the run config before the dataset (toolrl submit uploads config.yaml first, the datasets last; start again under a new run id)`,
     });
     return;
   }
@@ -81,6 +109,16 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
   }
   const paths = datasetPaths(config);
   const withConfig = { ...base, config, input: { ...base.input, train: paths.train, val: paths.val } };
+
+  // An upload the config does not name (a misspelt file, a wrong folder) would leave the run waiting forever.
+  const named = new Set([...paths.train, ...paths.val, ...otherInputKeys(config, runId)]);
+  if (!named.has(key)) {
+    await failRun(ctx, {
+      ...withConfig,
+      reason: `${key} was uploaded, but config.yaml names the datasets ${[...paths.train, ...paths.val].join(', ')}: upload those (or fix data.train / data.val)`,
+    });
+    return;
+  }
 
   // Start only once every dataset the config names is present; the last upload's event starts the run.
   for (const k of [...paths.train, ...paths.val]) {
@@ -141,9 +179,9 @@ async function validateDataset(
 ): Promise<number | DatasetProblem[]> {
   const data = await blobs.get(key);
   if (!data) return [{ row: null, message: 'not found' }];
-  let rows: Awaited<ReturnType<typeof readDataset>>;
+  let rows: Awaited<ReturnType<typeof readDatasetObject>>;
   try {
-    rows = await readDataset(data);
+    rows = await readDatasetObject(key, data);
   } catch (err) {
     if (err instanceof DatasetError) return err.problems;
     throw err;
@@ -187,4 +225,9 @@ async function failRun(ctx: RunStarterContext, status: RunStatus): Promise<void>
   const failed: RunStatus = { ...status, status: 'failed', updatedAt: at, completedAt: at };
   const put = await putJsonIfAbsent(ctx.blobs, keys.runJson(status.runId), failed);
   ctx.log.warn('run failed at start', { runId: status.runId, reason: status.reason, recorded: put.written });
+}
+
+/** Keys of the run's other inputs (tool configs, reward modules, SFT data): uploads that start nothing. */
+function otherInputKeys(config: RunConfig, runId: string): string[] {
+  return referencedFiles(config).other.map((p) => `${keys.inputPrefix(runId)}${inputName(p)}`);
 }

@@ -2,19 +2,14 @@
 // blob store the way `toolrl submit` uploads them to S3 (the dataset last: its notification starts the run),
 // runs the pipeline and the learner until the run completes, fails, or is interrupted (Ctrl-C: everything
 // stops cleanly and `--resume RUN_ID` continues from the queues' journals and the learner's checkpoint).
-import { createWriteStream, existsSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { readJson } from '../pipeline/blob-json.ts';
 import { type EvalSummary, EvalSummarySchema } from '../pipeline/eval.ts';
 import { jsonLinesLog } from '../pipeline/log.ts';
-import {
-  ConfigError,
-  checkInputNames,
-  inputName,
-  parseRunConfig,
-  referencedFiles,
-} from '../pipeline/run-config.ts';
+import { ConfigError } from '../pipeline/run-config.ts';
+import { inputBytes, prepareInputs } from '../pipeline/run-inputs.ts';
 import { readRunStatus, transitionRun } from '../pipeline/run-status.ts';
 import type { QueueSet } from '../ports/queue-set.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
@@ -27,6 +22,8 @@ import type { InvocationResult } from './event-source-mapping.ts';
 
 export interface TrainOptions {
   readonly configPath: string;
+  /** Hydra-style `key=value` overrides of the config (see pipeline/config-overrides.ts). */
+  readonly overrides?: readonly string[];
   /** Blob store root; the run's files go under `<workdir>/runs/<runId>/`. */
   readonly workdir: string;
   readonly maxSteps?: number;
@@ -75,21 +72,9 @@ export function newRunId(config: RunConfig, now = new Date()): string {
 
 export async function train(opts: TrainOptions): Promise<TrainResult> {
   const started = Date.now();
-  const configPath = resolve(opts.configPath);
-  const configDir = dirname(configPath);
-  let configText: string;
-  try {
-    configText = readFileSync(configPath, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`cannot read ${opts.configPath}: ${(err as Error).message}`);
-  }
-  const config = parseRunConfig(configText, opts.configPath);
-  checkInputNames(config);
-  const files = referencedFiles(config);
-  const local = (p: string) => (isAbsolute(p) ? p : join(configDir, p));
-  for (const p of [...files.train, ...files.val, ...files.other])
-    if (!existsSync(local(p)))
-      throw new ConfigError(`${opts.configPath} names ${p}, which does not exist (${local(p)})`);
+  const configDir = dirname(resolve(opts.configPath));
+  const inputs = prepareInputs(opts.configPath, { overrides: opts.overrides ?? [] });
+  const { config, configText } = inputs;
 
   const workdir = resolve(opts.workdir);
   const runId = opts.resume ?? opts.runId ?? newRunId(config);
@@ -139,11 +124,9 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       if (run && (run.status === 'starting' || run.status === 'running')) pipeline.startLearner(runId);
     } else {
       await pipeline.blobs.put(keys.config(runId), configText);
-      const put = (p: string) =>
-        pipeline.blobs.put(`${keys.inputPrefix(runId)}${inputName(p)}`, readFileSync(local(p)));
-      for (const p of files.other) await put(p);
-      for (const p of files.val) await put(p);
-      for (const p of files.train) await put(p);
+      // Other inputs, then validation, then training datasets: the last upload starts the run.
+      for (const f of inputs.files)
+        await pipeline.blobs.put(`${keys.inputPrefix(runId)}${f.name}`, inputBytes(f));
     }
     interrupted = await waitForEnd(pipeline, runId, opts.signal, (run) => emit({ kind: 'running', run }));
   } finally {

@@ -12,15 +12,30 @@ export function register(program: Command): void {
     )
     .requiredOption('--env <env>', 'environment name, as deployed with `npx cdk deploy --all -c env=ENV`')
     .requiredOption('--config <file>', 'run config (YAML)')
+    .argument(
+      '[overrides...]',
+      'Hydra-style overrides: trainer.lr=1e-6 rollout.n=5 (verl paths too); +key=v adds, ~key removes',
+    )
+    .option('--print-config', 'print the effective config (overrides applied, defaults filled in) as YAML and exit')
     .option(
       '--dataset <file>',
-      "training dataset (Parquet); repeatable; replaces the config's data.train",
+      "training dataset (.parquet, .jsonl or .json); repeatable; replaces the config's data.train",
       (v: string, prev: string[] = []) => [...prev, v],
     )
     .option('--run-id <id>', 'choose the run id (default: <name>-<time>-<4 hex>)')
     .option('--json', 'print {runId, bucket, uploaded} as JSON instead of text')
     .action(
-      async (o: { env: string; config: string; dataset?: string[]; runId?: string; json?: boolean }) => {
+      async (
+        overrides: string[],
+        o: {
+          env: string;
+          config: string;
+          dataset?: string[];
+          runId?: string;
+          json?: boolean;
+          printConfig?: boolean;
+        },
+      ) => {
         const { submitRun } = await import('../../aws/submit.ts');
         const { assertEnvName } = await import('../../aws/names.ts');
         const { EnvironmentNotFoundError, awsSetupError } = await import('../../aws/environment.ts');
@@ -30,10 +45,25 @@ export function register(program: Command): void {
         } catch (err) {
           throw new UsageError((err as Error).message);
         }
+        const { prepareInputs } = await import('../../pipeline/run-inputs.ts');
+        let prepared: ReturnType<typeof prepareInputs>;
+        try {
+          prepared = prepareInputs(o.config, { overrides, ...(o.dataset ? { datasets: o.dataset } : {}) });
+        } catch (err) {
+          if (err instanceof ConfigError) throw new UsageError(err.message);
+          throw err;
+        }
+        if (!o.json) for (const n of prepared.notices) process.stderr.write(`note: ${n}\n`);
+        if (o.printConfig) {
+          const { stringify } = await import('yaml');
+          process.stdout.write(stringify(prepared.config));
+          return;
+        }
         try {
           const r = await submitRun({
             env: o.env,
             configPath: o.config,
+            overrides,
             ...(o.dataset ? { datasets: o.dataset } : {}),
             ...(o.runId ? { runId: o.runId } : {}),
             onUpload: o.json

@@ -1,5 +1,6 @@
-// `toolrl train CONFIG [--max-steps N] [--workdir DIR] [--resume RUN_ID]`: a whole run on this machine with no
-// server (embedded queues and blobs, handlers in-process, the learner as a Python subprocess).
+// `toolrl train CONFIG [key=value ...] [--max-steps N] [--workdir DIR] [--resume RUN_ID] [--print-config]`: a whole
+// run on this machine with no server (embedded queues and blobs, handlers in-process, the learner as a Python
+// subprocess); overrides in Hydra's style, the effective config uploaded as the run's config.yaml.
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 
@@ -14,6 +15,11 @@ export function register(program: Command): void {
     .command('train')
     .description('Train on this machine: embedded pipeline, handlers in-process, the learner as a subprocess')
     .argument('<config>', 'run config (YAML), e.g. examples/quickstart/run.yaml')
+    .argument(
+      '[overrides...]',
+      'Hydra-style overrides: trainer.lr=1e-6 rollout.n=5 (verl paths too: actor_rollout_ref.rollout.n=5); +key=v adds, ~key removes',
+    )
+    .option('--print-config', 'print the effective config (overrides applied, defaults filled in) as YAML and exit')
     .option('--max-steps <n>', 'stop after this many learner steps', positiveInt('--max-steps'))
     .option('--workdir <dir>', 'where runs/<runId>/ is written', '.')
     .option('--resume <runId>', 'continue an interrupted run in the workdir')
@@ -26,11 +32,33 @@ export function register(program: Command): void {
     .action(
       async (
         config: string,
-        o: { maxSteps?: number; workdir: string; resume?: string; threads?: number; json?: boolean },
+        overrides: string[],
+        o: {
+          maxSteps?: number;
+          workdir: string;
+          resume?: string;
+          threads?: number;
+          json?: boolean;
+          printConfig?: boolean;
+        },
       ) => {
         const { train } = await import('../../runtime/train.ts');
         const { TrainProgress, formatEval } = await import('../../runtime/progress.ts');
         const { ConfigError } = await import('../../pipeline/run-config.ts');
+        const { prepareInputs } = await import('../../pipeline/run-inputs.ts');
+        let prepared: ReturnType<typeof prepareInputs>;
+        try {
+          prepared = prepareInputs(config, { overrides });
+        } catch (err) {
+          if (err instanceof ConfigError) throw new UsageError(err.message);
+          throw err;
+        }
+        for (const n of prepared.notices) process.stderr.write(`note: ${n}\n`);
+        if (o.printConfig) {
+          const { stringify } = await import('yaml');
+          process.stdout.write(stringify(prepared.config));
+          return;
+        }
         const stop = new AbortController();
         let interrupts = 0;
         const onSigint = () => {
@@ -47,6 +75,7 @@ export function register(program: Command): void {
         try {
           result = await train({
             configPath: config,
+            overrides,
             workdir: o.workdir,
             signal: stop.signal,
             ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
@@ -77,7 +106,7 @@ export function register(program: Command): void {
         out.write(`  tensorboard --logdir ${result.runDir}/metrics/tensorboard\n`);
         if (result.status === 'interrupted')
           out.write(
-            `  resume with: toolrl train ${config} --workdir ${o.workdir} --resume ${result.runId}\n`,
+            `  resume with: toolrl train ${config}${overrides.length ? ` ${overrides.join(' ')}` : ''} --workdir ${o.workdir} --resume ${result.runId}\n`,
           );
         if (o.json) process.stdout.write(`${JSON.stringify(result)}\n`);
         process.exitCode = result.status === 'completed' ? 0 : result.status === 'interrupted' ? 130 : 1;

@@ -12,35 +12,13 @@ import { basename, dirname, join } from 'node:path';
 import type { ToolSchema } from '#shared/schemas/chat';
 import { BfclPrepareError, prepareBfclEntries } from '#shared/tools/bfcl/prepare';
 import { InputError, isObject, readRecords, recordObject } from '../records.ts';
+import { bfclSchemaToJsonSchema } from './bfcl-schema.ts';
 import { chatMessages } from './messages.ts';
 import type { ConvertContext, ConvertedRow, Converter, ConvertResult } from './types.ts';
 
 const BFCL_FILE = /^BFCL_v\d+_multi_turn_.*\.jsonl?$/;
-const BFCL_TYPES: Record<string, string | undefined> = {
-  dict: 'object',
-  float: 'number',
-  tuple: 'array',
-  any: undefined,
-};
 
-/** BFCL's Python-flavoured JSON Schema (`dict`, `float`, `tuple`, `any`) as standard JSON Schema. */
-export function bfclSchemaToJsonSchema(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(bfclSchemaToJsonSchema);
-  if (!isObject(schema)) return schema;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(schema)) {
-    if (k === 'type' && typeof v === 'string') {
-      const mapped = v in BFCL_TYPES ? BFCL_TYPES[v] : v;
-      if (mapped !== undefined) out.type = mapped;
-    } else if (k === 'properties' && isObject(v)) {
-      out.properties = Object.fromEntries(Object.entries(v).map(([p, s]) => [p, bfclSchemaToJsonSchema(s)]));
-    } else if (k === 'items' || k === 'additionalProperties') {
-      out[k] = bfclSchemaToJsonSchema(v);
-    } else out[k] = v;
-  }
-  return out;
-}
-
+export { bfclSchemaToJsonSchema };
 function functionDocToTool(doc: unknown, where: string): ToolSchema {
   if (!isObject(doc) || typeof doc.name !== 'string')
     throw new InputError(`${where}: a "function" entry has no name`);

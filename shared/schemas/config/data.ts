@@ -1,11 +1,23 @@
-// `data:` of the run config: the training and validation Parquet files (verl's row format).
+// `data:` of the run config: the training and validation files (verl's row format, as Parquet, JSON Lines or JSON).
 import { z } from 'zod';
+
+/** A dataset file: Parquet, or JSON Lines / a JSON array that `train` and `submit` convert to Parquet as they upload. */
+const DatasetPathSchema = z
+  .string()
+  .min(1)
+  .refine((p) => /\.(parquet|jsonl|json)$/i.test(p), {
+    error: (i) =>
+      `${JSON.stringify(i.input)} is not a dataset file: use .parquet, .jsonl or .json (\`npx toolrl dataset convert\` makes Parquet from other formats)`,
+  });
 
 export const DataConfigSchema = z
   .object({
-    /** Parquet file(s), relative to the config file (embedded) or uploaded next to it (AWS). */
-    train: z.union([z.string(), z.array(z.string()).min(1)]),
-    val: z.union([z.string(), z.array(z.string())]).optional(),
+    /**
+     * Dataset file(s), relative to the config file (embedded) or uploaded next to it (AWS): .parquet, or .jsonl /
+     * .json converted on upload (verl rows, the multi-turn seed's chat lines, ToolBench data).
+     */
+    train: z.union([DatasetPathSchema, z.array(DatasetPathSchema).min(1)]),
+    val: z.union([DatasetPathSchema, z.array(DatasetPathSchema)]).optional(),
     /**
      * Prompts longer than this (tokens, as rendered with the tools) fail the run's dataset check at start; one
      * limit for the whole run, curriculum stages included.
