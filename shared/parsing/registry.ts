@@ -2,9 +2,13 @@
 import { parserFormatName } from '#shared/schemas/config/aliases';
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan } from './depth.ts';
 import { hermesParser } from './hermes.ts';
+import { reactParser } from './react.ts';
 import type { ParseError, ParseResult, ToolCallParser } from './types.ts';
 
-const parsers = new Map<string, ToolCallParser>([[hermesParser.format, withBoundedArguments(hermesParser)]]);
+const parsers = new Map<string, ToolCallParser>([
+  [hermesParser.format, withBoundedArguments(hermesParser)],
+  [reactParser.format, withBoundedArguments(reactParser)],
+]);
 
 /** Adds a format; registering a taken name is an error so a plugin cannot silently replace `hermes`. */
 export function registerParser(parser: ToolCallParser): void {
@@ -36,6 +40,7 @@ export const parseToolCalls = (text: string, format = 'hermes'): ParseResult => 
 function withBoundedArguments(parser: ToolCallParser): ToolCallParser {
   return {
     format: parser.format,
+    ...(parser.toolsInTemplate !== undefined ? { toolsInTemplate: parser.toolsInTemplate } : {}),
     render: (calls) => parser.render(calls),
     parse: (text) => bounded(parser.parse(text), text),
   };

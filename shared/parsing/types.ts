@@ -25,4 +25,10 @@ export interface ToolCallParser {
   parse(text: string): ParseResult;
   /** Renders calls the way a model of this format writes them (for prompts, SFT data and tests). */
   render(calls: ToolCall[]): string;
+  /**
+   * Whether the chat template renders the tool schemas (default true). A format whose prompts list the tools in
+   * their own text (ReAct, as ToolLLaMA's system prompt does) sets false, so the template adds no other format's
+   * instructions.
+   */
+  readonly toolsInTemplate?: boolean;
 }

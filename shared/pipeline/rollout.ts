@@ -1,9 +1,11 @@
 // The rollout stage: generates turns with the policy engine — the first turn of all G samples of a group
 // with one shared prefill, or the next turn of one trajectory after its tool results — and routes each
 // trajectory on: to tool-call when its turn asked for tools, to reward when the episode is over.
+
 import { appendedTokens, failEpisode, onAssistantTurn, startEpisode } from '../episode/episode.ts';
 import type { EpisodeState } from '../episode/state.ts';
 import { episodeRowTools, userTurnsOf } from '../episode/user-turns.ts';
+import { getParser } from '../parsing/registry.ts';
 import type { TurnSample } from '../policy/policy.ts';
 import type { SamplingParams } from '../policy/sampler.ts';
 import type { TokenState } from '../policy/token-state.ts';
@@ -83,7 +85,12 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
     throw new PermanentError(`group ${g.groupId}: bad dataset row: ${(err as Error).message}`);
   }
   const registry = await ctx.resources.toolRegistry(g.runId, g.stage);
-  const tools = registry.forRow(rowTools).schemas();
+  // What the chat template renders: the row's tools, unless the call format lists them in the prompt's own text
+  // (ReAct); they are callable either way.
+  const tools =
+    getParser(config.rollout.multi_turn.tool_parser_format).toolsInTemplate === false
+      ? []
+      : registry.forRow(rowTools).schemas();
   const lease = await ctx.policies.acquire(g.runId, g.policyVersion, { fresh: true });
   try {
     const promptText = lease.policy.tokenizer.render(row.prompt, tools, { addGenerationPrompt: true });

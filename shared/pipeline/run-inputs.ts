@@ -7,7 +7,7 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { DatasetError, encodeDataset } from '../data/dataset.ts';
 import { datasetFormat, parquetName, readJsonDataset } from '../data/dataset-file.ts';
-import { RunConfigSchema, type RunConfig } from '../schemas/config/run.ts';
+import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
 import { isPlain, type Plain } from './config-aliases.ts';
 import { ConfigError, checkInputNames, inputName, loadRunConfig, referencedFiles } from './run-config.ts';
 
@@ -96,7 +96,10 @@ export function prepareInputs(configPath: string, opts: PrepareOptions = {}): Pr
       accessSync(path, constants.R_OK);
       readable = statSync(path).isFile();
     } catch {}
-    if (!readable) throw new ConfigError(`${configPath} names ${source ? basename(source) : p}, which is not a readable file (${path})`);
+    if (!readable)
+      throw new ConfigError(
+        `${configPath} names ${source ? basename(source) : p}, which is not a readable file (${path})`,
+      );
     if (source) {
       readJsonDatasetOrThrow(source); // refused here, before any upload
       notices.push(`${basename(source)} is converted to Parquet and uploaded as input/${inputName(p)}`);

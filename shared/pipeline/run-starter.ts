@@ -49,7 +49,8 @@ export async function handleRunEvent(ctx: RunStarterContext, event: RunEvent): P
 }
 
 /** Folders the pipeline itself writes under runs/<runId>/ (metrics.jsonl is one of its uploads, not a user's). */
-const PIPELINE_FOLDERS = /^runs\/[^/]+\/(metrics|trajectories|groups|policy|checkpoints|learner|messages|feeder)\//;
+const PIPELINE_FOLDERS =
+  /^runs\/[^/]+\/(metrics|trajectories|groups|policy|checkpoints|learner|messages|feeder)\//;
 
 export async function startRunFromUpload(ctx: RunStarterContext, key: string): Promise<void> {
   if (PIPELINE_FOLDERS.test(key) || datasetFormat(key) === null) {

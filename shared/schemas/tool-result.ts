@@ -12,6 +12,8 @@ export const ToolErrorTypeSchema = z.enum([
   'resource_limit',
   'parse_error',
   'internal_error',
+  /** A cached API server (StableToolBench's cache, `toolrl toolbench serve`) has no answer for this call. */
+  'not_cached',
 ]);
 export type ToolErrorType = z.infer<typeof ToolErrorTypeSchema>;
 

@@ -16,7 +16,10 @@ export function register(program: Command): void {
       '[overrides...]',
       'Hydra-style overrides: trainer.lr=1e-6 rollout.n=5 (verl paths too); +key=v adds, ~key removes',
     )
-    .option('--print-config', 'print the effective config (overrides applied, defaults filled in) as YAML and exit')
+    .option(
+      '--print-config',
+      'print the effective config (overrides applied, defaults filled in) as YAML and exit',
+    )
     .option(
       '--dataset <file>',
       "training dataset (.parquet, .jsonl or .json); repeatable; replaces the config's data.train",

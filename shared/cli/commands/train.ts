@@ -19,7 +19,10 @@ export function register(program: Command): void {
       '[overrides...]',
       'Hydra-style overrides: trainer.lr=1e-6 rollout.n=5 (verl paths too: actor_rollout_ref.rollout.n=5); +key=v adds, ~key removes',
     )
-    .option('--print-config', 'print the effective config (overrides applied, defaults filled in) as YAML and exit')
+    .option(
+      '--print-config',
+      'print the effective config (overrides applied, defaults filled in) as YAML and exit',
+    )
     .option('--max-steps <n>', 'stop after this many learner steps', positiveInt('--max-steps'))
     .option('--workdir <dir>', 'where runs/<runId>/ is written', '.')
     .option('--resume <runId>', 'continue an interrupted run in the workdir')

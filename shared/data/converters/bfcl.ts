@@ -19,6 +19,7 @@ import type { ConvertContext, ConvertedRow, Converter, ConvertResult } from './t
 const BFCL_FILE = /^BFCL_v\d+_multi_turn_.*\.jsonl?$/;
 
 export { bfclSchemaToJsonSchema };
+
 function functionDocToTool(doc: unknown, where: string): ToolSchema {
   if (!isObject(doc) || typeof doc.name !== 'string')
     throw new InputError(`${where}: a "function" entry has no name`);

@@ -2,7 +2,9 @@
 // evaluation expect: a function `<api>_for_<tool>` (standardised names, the last 64 characters), RapidAPI
 // parameter types mapped to JSON Schema, `required`/`optional` lists, and the `Finish` function every
 // ToolBench episode ends with.
+
 import type { ToolSchema } from '#shared/schemas/chat';
+import { FINISH_SCHEMA } from '#shared/tools/toolbench/finish';
 
 const DESCRIPTION_MAX = 256;
 const NAME_MAX = 64;
@@ -88,23 +90,5 @@ export function rapidApiToTool(api: RapidApi): { tool: ToolSchema; route: ApiRou
 }
 
 /** The function a ToolBench episode must end with: give the answer, or give up. */
-export const FINISH_TOOL: ToolSchema = {
-  type: 'function',
-  function: {
-    name: 'Finish',
-    description:
-      'Call this at the end of the task. With return_type "give_answer", final_answer is all the user will see, ' +
-      'so it must fully answer the request; with "give_up_and_restart", you are unable to complete the task from here.',
-    parameters: {
-      type: 'object',
-      properties: {
-        return_type: { type: 'string', enum: ['give_answer', 'give_up_and_restart'] },
-        final_answer: {
-          type: 'string',
-          description: 'The answer shown to the user; required when return_type is "give_answer".',
-        },
-      },
-      required: ['return_type'],
-    },
-  },
-};
+/** ToolBench's Finish, as the toolbench tool kind defines and runs it. */
+export const FINISH_TOOL: ToolSchema = FINISH_SCHEMA;

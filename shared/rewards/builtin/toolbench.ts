@@ -10,6 +10,10 @@
 //                  contains a golden answer (normalised text)
 //   score = format*w_format + function_call*w_function_call + finish*w_finish + error_rate*error_penalty
 //           + finish_bonus*w_finish_bonus        (defaults 0.1, 0.2, 0.3, -0.5, 0.5: range [-0.5, 1.1])
+// A call the API cache could not answer (tool error `not_cached`) is the environment's gap, not the model's: it
+// counts in neither function_call nor error_rate, and `not_cached` (such calls / API calls) logs how often.
+// The seed's names for the weights (format_reward_weight, function_call_reward_weight, finish_reward_weight) are
+// accepted in the config (schemas/config/aliases.ts).
 import { z } from 'zod';
 import { goldAnswers } from '../answer.ts';
 import type { ScoredCall } from '../input.ts';
@@ -49,12 +53,18 @@ export const toolbenchReward = defineReward({
   create: (config) => (input) => {
     const calls = allCalls(input);
     const attempts = attemptCount(input);
-    const apiCalls = calls.filter((c) => c.name !== config.finish_tool);
+    const notCached = (c: ScoredCall) => c.result?.error?.type === 'not_cached';
+    const allApiCalls = calls.filter((c) => c.name !== config.finish_tool);
+    const apiCalls = allApiCalls.filter((c) => !notCached(c));
     const format = attempts === 0 ? 0 : calls.length / attempts;
     const functionCall = apiCalls.length === 0 ? 0 : apiCalls.filter(succeeded).length / apiCalls.length;
     const answer = finishAnswer(calls.filter((c) => c.name === config.finish_tool).at(-1));
     const finish = answer !== null ? 1 : 0;
-    const errorRate = attempts === 0 ? 0 : (parseErrorCount(input) + calls.filter(failed).length) / attempts;
+    const judged = attempts - (allApiCalls.length - apiCalls.length);
+    const errors = parseErrorCount(input) + calls.filter((c) => failed(c) && !notCached(c)).length;
+    const errorRate = judged === 0 ? 0 : errors / judged;
+    const uncached =
+      allApiCalls.length === 0 ? 0 : (allApiCalls.length - apiCalls.length) / allApiCalls.length;
     const golds = goldAnswers(input.groundTruth)
       .map(normaliseText)
       .filter((g) => g !== '');
@@ -69,7 +79,14 @@ export const toolbenchReward = defineReward({
         [config.error_penalty, errorRate],
         [config.finish_bonus, bonus],
       ]),
-      components: { format, function_call: functionCall, finish, error_rate: errorRate, finish_bonus: bonus },
+      components: {
+        format,
+        function_call: functionCall,
+        finish,
+        error_rate: errorRate,
+        finish_bonus: bonus,
+        not_cached: uncached,
+      },
     };
   },
 });

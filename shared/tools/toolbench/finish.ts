@@ -1,4 +1,5 @@
-// ToolBench's `Finish` function: how a ToolBench episode ends, with an answer or by giving up.
+// ToolBench's `Finish` function: how a ToolBench episode ends, with an answer or by giving up. Defined here once:
+// the dataset converter writes this schema into rows, and the toolbench tool kind runs it.
 import type { Tool } from '../types.ts';
 import { ToolFailure } from '../types.ts';
 
@@ -11,7 +12,8 @@ export const FINISH_SCHEMA = {
     parameters: {
       type: 'object',
       properties: {
-        return_type: { type: 'string', enum: ['give_answer', 'give_up_and_restart'] },
+        // ToolBench's two ways to end, and the ToolBench seed's spelling of giving up
+        return_type: { type: 'string', enum: ['give_answer', 'give_up_and_restart', 'give_up'] },
         final_answer: {
           type: 'string',
           description: 'The answer for the user; required when return_type is "give_answer".',
@@ -25,7 +27,7 @@ export const FINISH_SCHEMA = {
 export const finishTool: Tool = {
   schema: FINISH_SCHEMA,
   async execute(args) {
-    if (args.return_type === 'give_up_and_restart')
+    if (args.return_type === 'give_up_and_restart' || args.return_type === 'give_up')
       return JSON.stringify({ response: 'chose to give up and restart' });
     if (typeof args.final_answer !== 'string' || args.final_answer.trim() === '')
       throw new ToolFailure(

@@ -17,6 +17,9 @@ export const VirtualRequestSchema = z.object({
   toolbench_key: z.string().default(''),
 });
 
+/** How a miss starts: the toolbench tool turns such an answer into a `not_cached` tool error. */
+export const NOT_CACHED = 'not cached: no response is cached for';
+
 type CacheFile = { byRepr: Map<string, unknown>; byCanonical: Map<string, unknown> };
 
 export class ToolBenchCache {
@@ -45,7 +48,7 @@ export class ToolBenchCache {
     }
     this.misses++;
     return {
-      error: `No cached response for ${parts.join('/')} with input ${pythonRepr(input).slice(0, 200)}`,
+      error: `${NOT_CACHED} ${parts.join('/')} with input ${pythonRepr(input).slice(0, 200)}`,
       response: '',
     };
   }

@@ -9,6 +9,7 @@ import { readToolSecret } from '../secrets.ts';
 import { type Tool, ToolFailure } from '../types.ts';
 import { finishTool } from './finish.ts';
 import { functionName, splitFunctionName } from './names.ts';
+import { NOT_CACHED } from './server.ts';
 
 const ApiSchema = z.object({
   category: z.string().default(''),
@@ -107,6 +108,9 @@ async function callVirtual(
     throw new ToolFailure('http_error', 'the ToolBench server answered without {error, response}');
   // The model reads the whole {error, response} object, as in ToolBench's own rollouts.
   const observation = JSON.stringify({ error: r.data.error, response: r.data.response });
+  // A cache without this call is the environment's gap, not the model's mistake: its own type, which the
+  // toolbench reward leaves out of the error rate.
+  if (r.data.error.startsWith(NOT_CACHED)) throw new ToolFailure('not_cached', r.data.error, observation);
   if (r.data.error) throw new ToolFailure('execution_error', r.data.error, observation);
   return observation;
 }

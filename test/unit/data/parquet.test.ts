@@ -89,7 +89,9 @@ describe('reading what pyarrow and pandas write (verl files)', () => {
     expect(rows.map((r) => r.extra_info.index)).toEqual([0, 1, 2]);
     expect(rows[0]!.extra_info.source_index).toBe('a6c3a4ea-5e4f-4b68-9f1c-0c9d3e1f2a10');
     expect(rows[0]!.reward_model).toEqual({ ground_truth: '925', style: 'rule-lighteval/MATH_v2' });
-    expect(rows[0]!.extra_info.tools_kwargs).toEqual({ code_interpreter: { create_kwargs: { ground_truth: '925' } } });
+    expect(rows[0]!.extra_info.tools_kwargs).toEqual({
+      code_interpreter: { create_kwargs: { ground_truth: '925' } },
+    });
   });
 
   it("reads the ToolBench seed's rows: `from` messages, the API list of the system prompt as the row's tools", async () => {
@@ -97,8 +99,16 @@ describe('reading what pyarrow and pandas write (verl files)', () => {
     expect(rows[0]!.prompt.map((m) => m.role)).toEqual(['system', 'user']);
     expect(rows[0]!.prompt[1]!.content).toBe('\nWhat is the weather in Paris right now?\n');
     expect(rows[0]!.reward_model.style).toBe('function');
-    expect(rows[0]!.extra_info).toMatchObject({ index: 0, sample_id: 11, category: 'Weather', api: 'current_weather_for_weatherapi' });
-    expect(rows[0]!.extra_info.tools?.map((t) => t.function.name)).toEqual(['current_weather_for_weatherapi', 'Finish']);
+    expect(rows[0]!.extra_info).toMatchObject({
+      index: 0,
+      sample_id: 11,
+      category: 'Weather',
+      api: 'current_weather_for_weatherapi',
+    });
+    expect(rows[0]!.extra_info.tools?.map((t) => t.function.name)).toEqual([
+      'current_weather_for_weatherapi',
+      'Finish',
+    ]);
   });
 
   it("reads EnvTuning's BFCL rows: BFCL's fields lifted from interaction_kwargs, the functions from the prompt", async () => {
@@ -109,7 +119,7 @@ describe('reading what pyarrow and pandas write (verl files)', () => {
     expect((e.question as unknown[]).length).toBeGreaterThan(1);
     expect(e.tools?.some((t) => t.function.name === 'authenticate_twitter')).toBe(true);
     // BFCL's `dict` is JSON Schema's object
-    expect(e.tools?.[0]!.function.parameters.type).toBe('object');
+    expect(e.tools![0]!.function.parameters.type).toBe('object');
   });
 
   it('fills extra_info.index with the row number when a file has none', async () => {

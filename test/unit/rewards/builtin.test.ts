@@ -311,7 +311,14 @@ describe('toolbench', () => {
     // format 2/2 = 1, function_call 1/1, finish 1, error_rate 0, finish_bonus 1 (no ground truth)
     // -> 0.1 + 0.2 + 0.3 - 0.5*0 + 0.5 = 1.1
     const r = score('toolbench', fixture('toolbench-finish.json'));
-    expect(r.components).toEqual({ format: 1, function_call: 1, finish: 1, error_rate: 0, finish_bonus: 1 });
+    expect(r.components).toEqual({
+      format: 1,
+      function_call: 1,
+      finish: 1,
+      error_rate: 0,
+      finish_bonus: 1,
+      not_cached: 0,
+    });
     expect(r.score).toBe(1.1); // not 0.6000000000000001 + 0.5
   });
   it('the bonus needs the golden answer in the final answer', () => {
@@ -356,6 +363,7 @@ describe('toolbench', () => {
       finish: 0,
       error_rate: 0.5,
       finish_bonus: 0,
+      not_cached: 0,
     });
     expect(r.score).toBe(-0.075);
     // weights {format: 1, error_penalty: -1, others 0}: 0.75 - 0.5 = 0.25
@@ -366,6 +374,54 @@ describe('toolbench', () => {
     expect(
       score('toolbench', fixture('toolbench-finish.json', { turns: [{ text: 'It is warm.' }] })).score,
     ).toBe(0);
+  });
+  it("a call the cache cannot answer is the environment's gap: in neither function_call nor error_rate", () => {
+    // api ok, api not_cached, Finish with an answer: attempts 3; judged 2 (the uncached call left out)
+    // format 3/3, function_call 1/1, finish 1, error_rate 0/2, bonus 1, not_cached 1/2 -> 1.1
+    const notCached = {
+      ok: false,
+      error: { type: 'not_cached', message: 'not cached: no response is cached for …' },
+    };
+    const input = fixture('toolbench-finish.json', {
+      turns: [
+        {
+          text: 'a',
+          toolCalls: [
+            {
+              name: 'get_weather_for_city',
+              arguments: { city: 'Paris' },
+              result: { ok: true, output: '18' },
+            },
+            { name: 'get_weather_for_city', arguments: { city: 'Oslo' }, result: notCached },
+          ],
+        },
+        {
+          text: 'b',
+          toolCalls: [
+            {
+              name: 'Finish',
+              arguments: { return_type: 'give_answer', final_answer: '18' },
+              result: { ok: true },
+            },
+          ],
+        },
+      ],
+    });
+    const r = score('toolbench', input);
+    expect(r.components).toMatchObject({ function_call: 1, error_rate: 0, not_cached: 0.5, finish: 1 });
+    expect(r.score).toBe(1.1);
+  });
+  it("takes the ToolBench seed's weight names", () => {
+    const input = fixture('toolbench-finish.json');
+    // only the format part weighs: 1 * format 1
+    const seedWeights = {
+      format_reward_weight: 1,
+      function_call_reward_weight: 0,
+      finish_reward_weight: 0,
+      error_penalty: 0,
+      finish_bonus: 0,
+    };
+    expect(score('toolbench', input, seedWeights).score).toBe(1);
   });
 });
 
