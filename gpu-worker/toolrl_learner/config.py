@@ -83,6 +83,8 @@ class LearnerConfig:
         without adapters and published weights are merged.
     rollout_quantization ("none"): weight-only quantisation of the published bundle.
     rollout_quantization_block_size (32): weights per quantisation block (int8/int4); larger decodes faster on CPU.
+    chat_template (None): Jinja text replacing the model's chat template (`model.chat_template`, resolved to its
+        text when the run starts), so SFT demonstrations render as the rollouts do.
 
     From `rollout:` / `logging:`: temperature (1.0, the behaviour log-probs are of logits / T),
     max_total_response_length (1024), tensorboard (True), wandb_project / wandb_entity (None).
@@ -158,6 +160,7 @@ class LearnerConfig:
     )
     rollout_quantization: str = "none"
     rollout_quantization_block_size: int = 32
+    chat_template: str | None = None
     # rollout / logging
     temperature: float = 1.0
     max_total_response_length: int = 1024
@@ -234,6 +237,7 @@ class LearnerConfig:
             "gradient_checkpointing",
             "rollout_quantization",
             "rollout_quantization_block_size",
+            "chat_template",
         ):
             if k in model:
                 kw[k] = model[k]

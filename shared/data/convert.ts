@@ -31,6 +31,8 @@ export interface ConvertOptions {
   answers?: string;
   /** ToolBench: category of rows whose data names none (ToolLLaMA conversations). */
   category?: string;
+  /** ToolBench queries: the call format the prompt asks for (`react`: ToolLLaMA's, tools in the prompt text). */
+  callFormat?: 'hermes' | 'react';
   /** BFCL: interpreter with bfcl-eval for entries without function docs (default: `toolrl bfcl setup`'s). */
   bfclPython?: string;
 }
@@ -79,6 +81,7 @@ export function convertDataset(opts: ConvertOptions): ConvertSummary {
     answers: opts.answers,
     bfclPython: opts.bfclPython,
     category: opts.category,
+    callFormat: opts.callFormat,
   });
   const kept = opts.maxSamples !== undefined ? converted.slice(0, opts.maxSamples) : converted;
   if (kept.length === 0) throw new InputError(`${opts.input}: no rows to write`);

@@ -62,6 +62,13 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
     ctx.log.info('no policy published yet', { runId });
     return;
   }
+  // A chat template that drops tool schemas or results cannot train tool use: refuse the run before any rollout.
+  const refusal = await ctx.resources.chatTemplateRefusal(runId);
+  if (refusal) {
+    await transitionRun(ctx.blobs, runId, 'failed', ctx.now(), () => ({ reason: refusal }));
+    ctx.log.error('run failed: its chat template drops tool use', { runId, reason: refusal });
+    return;
+  }
   const learner = (await readJson(ctx.blobs, keys.learnerState(runId), LearnerStateSchema))?.value;
   const config = run.config;
   const rowCounts = new Map<string, number>();

@@ -1,6 +1,7 @@
 // Policies for the rollout stage: the newest version a run has published (re-read when LATEST.json moves)
 // or a pinned one (validation), loaded once per process and shared by concurrent rollouts. Bundles are used
 // in place in a local folder store, and copied to the scratch folder (/tmp on Lambda) from a remote one.
+
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -10,6 +11,7 @@ import type { BlobStore } from '../ports/blob-store.ts';
 import { PolicyPointerSchema } from '../schemas/policy.ts';
 import { keys } from '../topology.ts';
 import { readJson } from './blob-json.ts';
+import { readRunStatus } from './run-status.ts';
 
 /** What the rollout stage uses of a loaded policy (shared/policy's Policy; a stub in bench/pipeline). */
 export type RolloutPolicy = Pick<Policy, 'startGroup' | 'continueTrajectory' | 'dispose'> & {
@@ -141,11 +143,18 @@ export class BlobPolicyProvider implements PolicyProvider {
   /** A new version builds only its decoder session: the tokenizer and sampling graph come from an earlier one. */
   private async load(runId: string, version: number): Promise<Policy> {
     const dir = await this.bundleDir(runId, version);
-    const opts: LoadPolicyOptions = { version, ...(this.opts.threads ? { threads: this.opts.threads } : {}) };
+    // The run's model.chat_template (its text, in run.json) replaces the bundle's.
+    const chatTemplate = (await readRunStatus(this.blobs, runId))?.config?.model.chat_template;
+    const opts: LoadPolicyOptions = {
+      version,
+      ...(this.opts.threads ? { threads: this.opts.threads } : {}),
+      ...(chatTemplate !== undefined ? { chatTemplate } : {}),
+    };
     if (this.opts.load) return this.opts.load(dir, opts);
     const engine = await import('../policy/policy.ts');
     const { readBundle } = await import('../policy/bundle.ts');
-    const key = engine.policyPartsKey((await readBundle(dir)).manifest);
+    // The tokenizer carries the template, so versions share parts only under the same one.
+    const key = `${engine.policyPartsKey((await readBundle(dir)).manifest)}|${chatTemplate ?? ''}`;
     let parts = this.parts.get(key);
     if (!parts) {
       parts = engine.loadPolicyParts(dir, opts);

@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { looksLikePath } from '../data/prompts/templates.ts';
+import { ChatTemplateError, resolveChatTemplate } from '../policy/chat-templates.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
 import { keys } from '../topology.ts';
 import { AliasError, applyConfigAliases, isPlain, type Plain } from './config-aliases.ts';
@@ -30,6 +31,8 @@ export function loadRunConfig(
   text: string,
   source: string,
   overrides: readonly string[] = [],
+  /** The config file's folder, where a `model.chat_template` file is read from (client side only). */
+  baseDir?: string,
 ): LoadedRunConfig {
   let raw: unknown;
   try {
@@ -57,7 +60,18 @@ export function loadRunConfig(
     throw new ConfigError(
       `${source}${overrides.length ? ' (with the command-line overrides)' : ''} is not a valid run config:\n${z.prettifyError(parsed.error)}`,
     );
-  return { config: parsed.data, effective, notices };
+  const config = parsed.data;
+  if (config.model.chat_template !== undefined) {
+    // The template's text, wherever it came from: run.json, the rollouts and the learner read the same one.
+    try {
+      config.model.chat_template = resolveChatTemplate(config.model.chat_template, baseDir);
+    } catch (err) {
+      if (err instanceof ChatTemplateError) throw new ConfigError(`${source}: ${err.message}`);
+      throw err;
+    }
+    if (isPlain(effective.model)) effective.model.chat_template = config.model.chat_template;
+  }
+  return { config, effective, notices };
 }
 
 /** Parses and validates a run config; throws ConfigError listing every problem with its field path. */

@@ -60,7 +60,7 @@ export function prepareInputs(configPath: string, opts: PrepareOptions = {}): Pr
     throw new ConfigError(`cannot read ${configPath}: ${(err as Error).message}`);
   }
   const configDir = dirname(resolve(configPath));
-  const loaded = loadRunConfig(text, configPath, opts.overrides ?? []);
+  const loaded = loadRunConfig(text, configPath, opts.overrides ?? [], configDir);
   const effective = structuredClone(loaded.effective);
   const localPaths = new Map<string, string>();
   if (opts.datasets?.length) {

@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { readDatasetObject } from '../data/dataset-file.ts';
+import { chatTemplateRefusal } from '../policy/chat-templates.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { RewardFn } from '../rewards/types.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
@@ -15,7 +16,7 @@ import type { TokenCounter } from '../tools/token-counter.ts';
 import { keys } from '../topology.ts';
 import { PermanentError } from './errors.ts';
 import { readRunStatus } from './run-status.ts';
-import { runTokenCounter } from './run-tokenizer.ts';
+import { runTokenCounter, runTokenizerDir } from './run-tokenizer.ts';
 
 /** The tool registry of shared/tools. */
 export type ToolsHandle = ToolRegistry;
@@ -70,6 +71,7 @@ export class RunResources {
   private readonly tools = new Map<string, Promise<ToolsHandle>>();
   private readonly rewards = new Map<string, Promise<RewardScorer>>();
   private readonly tokenCounters = new Map<string, Promise<TokenCounter | undefined>>();
+  private readonly templateChecks = new Map<string, Promise<string | null | undefined>>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -142,6 +144,25 @@ export class RunResources {
    */
   tokenCounter(runId: string): Promise<TokenCounter | undefined> {
     return memo(this.tokenCounters, runId, () => runTokenCounter(this.blobs, runId, this.opts.scratchDir));
+  }
+
+  /**
+   * Why the run's chat template (model.chat_template, else policy v0's) cannot train tool use, or null when it
+   * renders tool schemas and tool results; undefined while the run has no policy v0 to read it from.
+   */
+  chatTemplateRefusal(runId: string): Promise<string | null | undefined> {
+    return memo(this.templateChecks, runId, async () => {
+      const dir = await runTokenizerDir(this.blobs, runId, this.opts.scratchDir);
+      if (dir === null) {
+        this.templateChecks.delete(runId); // ask again once v0 is published
+        return undefined;
+      }
+      const config = await this.config(runId);
+      const override = config.model.chat_template;
+      const { ChatTokenizer } = await import('../policy/tokenizer.ts');
+      const tok = await ChatTokenizer.load(dir, override !== undefined ? { chatTemplate: override } : {});
+      return chatTemplateRefusal(config.model.path, tok, override !== undefined);
+    });
   }
 
   reward(runId: string, stage: string | null): Promise<RewardScorer> {

@@ -224,7 +224,10 @@ async function localPromptCounter(config: RunConfig): Promise<PromptTokenCounter
   if (!existsSync(join(dir, 'tokenizer.json')) || !existsSync(join(dir, 'tokenizer_config.json')))
     return undefined;
   const { ChatTokenizer } = await import('../policy/tokenizer.ts');
-  const tok = await ChatTokenizer.load(dir);
+  const tok = await ChatTokenizer.load(
+    dir,
+    config.model.chat_template !== undefined ? { chatTemplate: config.model.chat_template } : {},
+  );
   return async (row) =>
     tok.encode(tok.render(row.prompt, row.extra_info.tools ?? [], { addGenerationPrompt: true })).length;
 }

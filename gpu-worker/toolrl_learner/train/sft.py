@@ -153,6 +153,8 @@ def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(policy.model_dir))
+    if cfg.chat_template is not None:
+        tokenizer.chat_template = cfg.chat_template  # model.chat_template: as the rollouts render
     examples = load_demonstrations(data_path)
     data = [
         tokenize_demonstration(tokenizer, ex, f"{Path(data_path).name} row {i}")

@@ -1,7 +1,7 @@
 // `toolrl dataset inspect|validate|convert|templates`: look at, check, and make training datasets
 // (verl's Parquet row format).
 import { existsSync } from 'node:fs';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { UsageError } from '../errors.ts';
 import { printJson } from '../io.ts';
 
@@ -97,12 +97,12 @@ export function register(program: Command): void {
       if (!result.ok) process.exitCode = 1;
     });
 
-  dataset
+  const convert = dataset
     .command('convert')
     .description('Convert jsonl, toolbench, math, qa or bfcl input into a Parquet dataset')
     .requiredOption('--from <format>', 'jsonl | toolbench | math | qa | bfcl')
-    .argument('<input>', 'input file (BFCL: a file or a folder of BFCL_v3_multi_turn_*.json)')
-    .requiredOption('--out <file>', 'output Parquet file (the training split with --split)')
+    .argument('[input]', 'input file (BFCL: a file or a folder of BFCL_v3_multi_turn_*.json)')
+    .option('--out <file>', 'output Parquet file (the training split with --split)')
     .option('--split', 'split into train (--out) and validation (--val-out) files')
     .option('--train-ratio <r>', 'fraction of rows for training with --split', '0.9')
     .option('--val-out <file>', 'validation Parquet file (with --split)')
@@ -122,8 +122,41 @@ export function register(program: Command): void {
       '--bfcl-python <path>',
       "BFCL: Python with bfcl-eval, which adds the classes' function docs to raw entries (default: TOOLRL_BFCL_PYTHON, else the `toolrl bfcl setup` environment)",
     )
-    .option('--json', 'print the summary as JSON')
-    .action(async (input: string, opts: Record<string, string | number | boolean | undefined>) => {
+    .option(
+      '--call-format <format>',
+      'ToolBench queries: hermes (tools for the chat template, <tool_call> calls) or react (the tools listed in a ToolLLaMA-style system prompt, Thought/Action/Action Input; train with tool_parser_format: react)',
+      'hermes',
+    )
+    .option('--json', 'print the summary as JSON');
+  // The seed converters' spellings (convert_toolbench_to_verl.py: --input, --output, --train_ratio, --max_samples,
+  // --train_output, --val_output), accepted as they are.
+  for (const [flag, what] of [
+    ['--input <file>', "input file (the seed converters' --input)"],
+    ['--output <file>', 'as --out'],
+    ['--train_ratio <r>', 'as --train-ratio'],
+    ['--max_samples <n>', 'as --max-samples'],
+    ['--train_output <file>', 'as --out with --split'],
+    ['--val_output <file>', 'as --val-out'],
+  ] as const)
+    convert.addOption(new Option(flag, what).hideHelp());
+  convert.action(
+    async (positional: string | undefined, opts: Record<string, string | number | boolean | undefined>) => {
+      const seedFlag = (ours: string, theirs: string, a: unknown, b: unknown): unknown => {
+        if (a !== undefined && b !== undefined && a !== b)
+          throw new UsageError(`${ours} and ${theirs} give different values; give one`);
+        return a ?? b;
+      };
+      const input = seedFlag('the input argument', '--input', positional, opts.input) as string | undefined;
+      if (!input) throw new UsageError('name the input file (an argument, or --input FILE)');
+      opts.out = seedFlag('--out', '--output / --train_output', opts.out, opts.output ?? opts.train_output) as
+        | string
+        | undefined;
+      if (!opts.out) throw new UsageError('name the output Parquet file with --out FILE');
+      opts.valOut = seedFlag('--val-out', '--val_output', opts.valOut, opts.val_output) as string | undefined;
+      if (opts.train_ratio !== undefined) opts.trainRatio = opts.train_ratio;
+      if (opts.max_samples !== undefined) opts.maxSamples = int('--max_samples')(String(opts.max_samples));
+      if (!['hermes', 'react'].includes(String(opts.callFormat)))
+        throw new UsageError(`--call-format must be hermes or react, not ${opts.callFormat}`);
       const trainRatio = Number(opts.trainRatio);
       if (!(trainRatio > 0 && trainRatio < 1))
         throw new UsageError(`--train-ratio must be in (0, 1), got ${opts.trainRatio}`);
@@ -146,6 +179,7 @@ export function register(program: Command): void {
           answers: opts.answers as string | undefined,
           bfclPython: opts.bfclPython as string | undefined,
           category: opts.category as string | undefined,
+          callFormat: opts.callFormat as 'hermes' | 'react',
         });
       } catch (err) {
         if (err instanceof InputError) {
@@ -159,7 +193,8 @@ export function register(program: Command): void {
       const val = summary.val_out ? `, ${summary.val_rows} rows -> ${summary.val_out}` : '';
       const notes = summary.notes.map((n) => `note: ${n}\n`).join('');
       process.stdout.write(`${notes}${summary.format}: ${summary.rows} rows -> ${summary.out}${val}\n`);
-    });
+    },
+  );
 
   dataset
     .command('templates')

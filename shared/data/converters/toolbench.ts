@@ -35,6 +35,26 @@ export const TOOLBENCH_SYSTEM_PROMPT =
   'call Finish: with return_type "give_answer" and a final_answer that contains everything the user needs, or ' +
   'with "give_up_and_restart" if the functions keep failing or the task cannot be done.';
 
+/**
+ * The system prompt of query rows in ToolLLaMA's ReAct format (`--call-format react`, parsed by the `react`
+ * tool-call format): the instructions, then the functions as a JSON list, as ToolLLaMA's prompt lists its APIs.
+ */
+export function toolbenchReactSystemPrompt(tools: readonly ToolSchema[]): string {
+  const functions = tools.map((t) => ({
+    name: t.function.name,
+    description: t.function.description,
+    parameters: t.function.parameters,
+  }));
+  return (
+    "You handle the user's request in real time with the functions listed below, one step at a time. At each " +
+    'step write three lines:\nThought: what you know so far and what to do next\nAction: the name of one ' +
+    "function, exactly as listed\nAction Input: its arguments as one JSON object\nthen stop: the function's " +
+    'result comes back to you. At the end, always call Finish: with return_type "give_answer" and a final_answer ' +
+    'that contains everything the user needs, or with "give_up_and_restart" if the task cannot be done.\n' +
+    `Specifically, you have access to the following APIs: ${JSON.stringify(functions)}`
+  );
+}
+
 function toolFromFunctionDoc(doc: unknown, where: string): ToolSchema {
   if (!isObject(doc) || typeof doc.name !== 'string') {
     throw new InputError(
@@ -138,7 +158,7 @@ function fromConversation(
   };
 }
 
-function fromQuery(obj: Record<string, unknown>, where: string): RowDraft {
+function fromQuery(obj: Record<string, unknown>, where: string, callFormat: 'hermes' | 'react'): RowDraft {
   if (typeof obj.query !== 'string' || obj.query.trim() === '')
     throw new InputError(`${where}: "query" must be a non-empty string`);
   const apiList = obj.api_list;
@@ -163,8 +183,9 @@ function fromQuery(obj: Record<string, unknown>, where: string): RowDraft {
       ? [apiFunctionName(pair[1], pair[0])]
       : [],
   );
+  const tools = [...converted.map((c) => c.tool), FINISH_TOOL];
   const extra: Record<string, unknown> = {
-    tools: [...converted.map((c) => c.tool), FINISH_TOOL],
+    tools,
     category: converted[0]!.route.category_name,
     apis: converted.map((c) => c.route),
   };
@@ -172,7 +193,10 @@ function fromQuery(obj: Record<string, unknown>, where: string): RowDraft {
   return {
     data_source: 'toolbench',
     prompt: [
-      { role: 'system', content: TOOLBENCH_SYSTEM_PROMPT },
+      {
+        role: 'system',
+        content: callFormat === 'react' ? toolbenchReactSystemPrompt(tools) : TOOLBENCH_SYSTEM_PROMPT,
+      },
       { role: 'user', content: obj.query.trim() },
     ],
     reward_model: { style: 'rule', ground_truth: { relevant_apis: relevantApis } },
@@ -193,7 +217,7 @@ export const toolbenchConverter: Converter = {
       const where = `${ctx.input} ${rec.at}`;
       let row: RowDraft;
       if ('conversations' in obj) row = fromConversation(obj, where, ctx.category);
-      else if ('api_list' in obj || 'query' in obj) row = fromQuery(obj, where);
+      else if ('api_list' in obj || 'query' in obj) row = fromQuery(obj, where, ctx.callFormat ?? 'hermes');
       else
         throw new InputError(
           `${where}: expected a ToolLLaMA "conversations" entry or a StableToolBench "query" with "api_list"`,

@@ -19,6 +19,8 @@ export interface ConvertContext {
   answers?: string;
   /** ToolBench: the category of rows whose data names none (ToolLLaMA conversations). */
   category?: string;
+  /** ToolBench queries: `hermes` (tools for the chat template) or `react` (ToolLLaMA's format, tools in the prompt). */
+  callFormat?: 'hermes' | 'react';
   /** BFCL: the interpreter with bfcl-eval that prepares entries without function docs (default: see bfclPython). */
   bfclPython?: string;
 }

@@ -20,6 +20,13 @@ export const ModelConfigSchema = z
     dtype: z.enum(['bf16', 'fp32']).default('bf16'),
     lora: LoraConfigSchema.optional(),
     gradient_checkpointing: z.boolean().default(false),
+    /**
+     * A chat template used instead of the model's own, in rollouts and in the SFT warm start: a built-in name
+     * (`chatml`), a .jinja file relative to the config, or the Jinja text. toolrl train and submit put the text
+     * in the uploaded config. Needed for models whose template drops tool schemas or tool results (a run with
+     * such a template is refused when its first policy is published).
+     */
+    chat_template: z.string().min(1).optional(),
     /** Weight-only quantisation of the rollout bundle for CPU rollouts. */
     rollout_quantization: z.enum(['none', 'int8', 'int4']).default('none'),
     /**
