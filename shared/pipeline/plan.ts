@@ -93,3 +93,41 @@ export function groupSeed(rolloutSeed: number, groupId: string): number {
   const h = createHash('sha256').update(`${rolloutSeed}:${groupId}`).digest();
   return h.readUIntBE(0, 6);
 }
+
+/** The learner's checkpoint cadence when neither trainer.save_every nor trainer.save_every_epochs is set. */
+export const DEFAULT_SAVE_EVERY = 10;
+
+/**
+ * The config with its checkpoint cadence in learner steps, as the learner reads it (`trainer.save_every`, and per
+ * curriculum stage in its overrides): `save_every_epochs` becomes epochs x rows / batch_prompts of each stage.
+ */
+export function resolveSaveEvery(config: RunConfig, stages: readonly PlanStage[]): RunConfig {
+  const steps = (epochs: number, rows: number, batch: number) =>
+    Math.max(1, Math.round((epochs * rows) / batch));
+  const top = config.trainer;
+  if (top.save_every_epochs === undefined)
+    return { ...config, trainer: { ...top, save_every: top.save_every ?? DEFAULT_SAVE_EVERY } };
+  const { save_every_epochs: epochs, ...rest } = top;
+  if (!config.stages) {
+    const rows = stages[0]?.rows ?? 0;
+    return { ...config, trainer: { ...rest, save_every: steps(epochs, rows, top.batch_prompts) } };
+  }
+  return {
+    ...config,
+    trainer: { ...rest, save_every: steps(epochs, stages[0]?.rows ?? 0, top.batch_prompts) },
+    stages: config.stages.map((s, i) => {
+      const trainer = (s.overrides.trainer ?? {}) as Record<string, unknown>;
+      if (trainer.save_every !== undefined) return s; // the stage's own step cadence
+      const batch = typeof trainer.batch_prompts === 'number' ? trainer.batch_prompts : top.batch_prompts;
+      const stageEpochs = typeof trainer.save_every_epochs === 'number' ? trainer.save_every_epochs : epochs;
+      const { save_every_epochs: _, ...own } = trainer;
+      return {
+        ...s,
+        overrides: {
+          ...s.overrides,
+          trainer: { ...own, save_every: steps(stageEpochs, stages[i]?.rows ?? 0, batch) },
+        },
+      };
+    }),
+  };
+}

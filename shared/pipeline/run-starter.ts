@@ -17,7 +17,7 @@ import { keys } from '../topology.ts';
 import { putJsonIfAbsent } from './blob-json.ts';
 import type { StageContext } from './context.ts';
 import { PermanentError } from './errors.ts';
-import { groupsPlanned, planStages } from './plan.ts';
+import { groupsPlanned, planStages, resolveSaveEvery } from './plan.ts';
 import {
   ConfigError,
   datasetPaths,
@@ -147,6 +147,8 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
   const stages = planStages(config, (k) => counts.get(k) ?? 0);
   const status: RunStatus = {
     ...withConfig,
+    // The learner counts checkpoints in steps: save_every_epochs becomes steps of each stage here.
+    config: resolveSaveEvery(config, stages),
     totals: {
       groupsPlanned: groupsPlanned(stages),
       trainPrompts: stages.reduce((n, s) => n + s.rows, 0),

@@ -21,14 +21,25 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('examples/bfcl', () => {
   it('is a valid run config with the seed’s hyperparameters and three stages', () => {
     const config = parseRunConfig(readFileSync(join(EXAMPLE, 'run.yaml'), 'utf8'), 'run.yaml');
-    expect(config.trainer).toMatchObject({ lr: 1e-6, grad_clip: 1.0, save_every: 5, batch_prompts: 8 });
+    // The seed's batch sizes (16 in the format stage, 32 after) and a checkpoint every 5 epochs.
+    expect(config.trainer).toMatchObject({
+      lr: 1e-6,
+      grad_clip: 1.0,
+      save_every_epochs: 5,
+      batch_prompts: 32,
+    });
+    expect(
+      config.stages?.map(
+        (s) => (s.overrides.trainer as { batch_prompts?: number } | undefined)?.batch_prompts,
+      ),
+    ).toEqual([16, undefined, undefined]);
     expect(config.algorithm).toMatchObject({ use_kl_loss: true, kl_loss_coef: 0.1, entropy_coeff: 0.001 });
     expect(config.stages?.map((s) => s.name)).toEqual(['format', 'base', 'full']);
     expect(config.tools.tools?.map((t) => t.kind)).toEqual(['bfcl']);
     expect(config.reward.functions.map((f) => f.name)).toEqual(['bfcl', 'format']);
   });
 
-  it('ships one stage file of batch_prompts rows per stage (a step is an epoch: save_every 5 = 5 epochs)', async () => {
+  it('ships one stage file of 8 rows per stage', async () => {
     for (const name of ['format', 'base', 'full']) {
       const rows = await readDataset(join(EXAMPLE, 'data', `${name}.parquet`));
       expect(rows, name).toHaveLength(8);
@@ -59,7 +70,10 @@ describe('examples/bfcl', () => {
     config.rollout.max_new_tokens = 16;
     Object.assign(config.rollout.multi_turn, { max_turns: 4, max_total_response_length: 128 });
     Object.assign(config.trainer, { batch_prompts: 1, eval_every: 0 });
-    for (const s of config.stages) Object.assign(s, { epochs: 1, data: { train: `${s.name}.parquet` } });
+    for (const s of config.stages) {
+      Object.assign(s, { epochs: 1, data: { train: `${s.name}.parquet` } });
+      if (s.overrides?.trainer) s.overrides.trainer.batch_prompts = 1;
+    }
     writeFileSync(join(dir, 'run.yaml'), stringify(config));
 
     const run = spawnSync(

@@ -50,7 +50,13 @@ export const TrainerConfigSchema = z
     /** A group whose oldest sampled token is more than this many versions behind is dropped. */
     max_staleness: z.number().int().nonnegative().default(1),
     publish_every: z.number().int().positive().default(1),
-    save_every: z.number().int().positive().default(10),
+    /** A checkpoint every this many learner steps (10 when neither this nor save_every_epochs is set). */
+    save_every: z.number().int().positive().optional(),
+    /**
+     * A checkpoint every this many epochs (EnvTuning's cadence), instead of save_every: converted to learner steps
+     * when the run starts, per curriculum stage, as epochs x rows / batch_prompts (at least 1).
+     */
+    save_every_epochs: z.number().int().positive().optional(),
     /** Complete checkpoints kept (older ones are deleted once a newer one is complete). */
     keep_checkpoints: z.number().int().positive().default(2),
     /** Validation rollouts every this many policy versions; 0 disables. */
@@ -66,5 +72,9 @@ export const TrainerConfigSchema = z
     /** Optional SFT warm start before RL. */
     sft: SftConfigSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine((t) => t.save_every === undefined || t.save_every_epochs === undefined, {
+    message: 'give save_every (learner steps) or save_every_epochs, not both',
+    path: ['save_every_epochs'],
+  });
 export type TrainerConfig = z.infer<typeof TrainerConfigSchema>;

@@ -1,6 +1,6 @@
 // The run's walk over stages, epochs and prompts (what the feeder issues, position by position).
 import { describe, expect, it } from 'vitest';
-import { groupAt, groupSeed, groupsPlanned, planStages } from '#shared/pipeline/plan';
+import { groupAt, groupSeed, groupsPlanned, planStages, resolveSaveEvery } from '#shared/pipeline/plan';
 import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
 
 const config = (over: Record<string, unknown>): RunConfig =>
@@ -75,5 +75,61 @@ describe('plan', () => {
     expect(groupSeed(0, 'e0-p1')).not.toBe(groupSeed(0, 'e0-p2'));
     expect(groupSeed(1, 'e0-p1')).not.toBe(groupSeed(0, 'e0-p1'));
     expect(Number.isSafeInteger(groupSeed(0, 'x'))).toBe(true);
+  });
+});
+
+describe('save_every_epochs', () => {
+  const base = { model: { path: 'tiny' }, data: { train: 'a.parquet' } };
+  it('is epochs x rows / batch_prompts learner steps, at least 1', () => {
+    const config = RunConfigSchema.parse({ ...base, trainer: { batch_prompts: 8, save_every_epochs: 5 } });
+    const stages = planStages(config, () => 24); // 24 rows, 8 per step: 3 steps an epoch
+    expect(resolveSaveEvery(config, stages).trainer).toMatchObject({ save_every: 15 });
+    expect(resolveSaveEvery(config, stages).trainer.save_every_epochs).toBeUndefined();
+    expect(
+      resolveSaveEvery(
+        config,
+        planStages(config, () => 1),
+      ).trainer.save_every,
+    ).toBe(1);
+  });
+
+  it('per curriculum stage, with the stage batch size (the BFCL example: 16 then 32 prompts a step)', () => {
+    const config = RunConfigSchema.parse({
+      ...base,
+      trainer: { batch_prompts: 32, save_every_epochs: 5 },
+      stages: [
+        { name: 'format', data: { train: 'f.parquet' }, overrides: { trainer: { batch_prompts: 16 } } },
+        { name: 'base', data: { train: 'b.parquet' } },
+        { name: 'own', data: { train: 'o.parquet' }, overrides: { trainer: { save_every: 7 } } },
+      ],
+    });
+    const resolved = resolveSaveEvery(
+      config,
+      planStages(config, () => 64),
+    );
+    // format: 5 x 64 / 16 = 20; base: 5 x 64 / 32 = 10; own keeps its step cadence
+    expect(resolved.stages?.map((s) => (s.overrides.trainer as { save_every: number }).save_every)).toEqual([
+      20, 10, 7,
+    ]);
+  });
+
+  it('save_every stays as given, 10 when neither is set, and both at once is an error', () => {
+    const plain = RunConfigSchema.parse(base);
+    expect(
+      resolveSaveEvery(
+        plain,
+        planStages(plain, () => 8),
+      ).trainer.save_every,
+    ).toBe(10);
+    const steps = RunConfigSchema.parse({ ...base, trainer: { save_every: 3 } });
+    expect(
+      resolveSaveEvery(
+        steps,
+        planStages(steps, () => 8),
+      ).trainer.save_every,
+    ).toBe(3);
+    expect(() =>
+      RunConfigSchema.parse({ ...base, trainer: { save_every: 3, save_every_epochs: 1 } }),
+    ).toThrow(/give save_every \(learner steps\) or save_every_epochs, not both/);
   });
 });
