@@ -35,6 +35,28 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   VIRTUAL_ENV=$PWD/$venv "$venv/bin/uv" pip install -q uv==0.13.9
   echo "$want" > "$stamp"
 fi
+# The built-in code sandbox's Python: the system's python3 in its own small venv with numpy and sympy, pinned as
+# the AWS code runner's image pins them (shared/tools/code/requirements.lock), so the prompts that promise them
+# are true here too. Found by the sandbox in .cache/sandbox-venv; skipped when the lock is unchanged.
+sandbox_venv=.cache/sandbox-venv
+sandbox_lock=shared/tools/code/requirements.lock
+sandbox_py=$(command -v python3 || true)
+for cand in /usr/bin/python3 /usr/local/bin/python3; do [ -x "$cand" ] && { sandbox_py=$cand; break; }; done
+if [ -n "$sandbox_py" ]; then
+  # Bytecode is compiled at install: the sandbox mounts the venv read-only, and compiling sympy from source on
+  # every import would take most of a run's 10 s.
+  want_sandbox="compiled $(sha256sum "$sandbox_lock" | cut -d' ' -f1)"
+  if [ "$(cat "$sandbox_venv/.lock.sha256" 2>/dev/null)" != "$want_sandbox" ]; then
+    echo "setup: installing numpy and sympy for the code sandbox into $sandbox_venv ($sandbox_py)"
+    rm -rf "$sandbox_venv.tmp"
+    "$venv/bin/uv" venv -q --python "$sandbox_py" "$sandbox_venv.tmp"
+    "$venv/bin/uv" pip install -q --compile-bytecode --python "$sandbox_venv.tmp/bin/python" --require-hashes -r "$sandbox_lock"
+    echo "$want_sandbox" > "$sandbox_venv.tmp/.lock.sha256"
+    rm -rf "$sandbox_venv" && mv "$sandbox_venv.tmp" "$sandbox_venv"
+  fi
+else
+  echo "setup: no python3 for the code sandbox; set \`python\` in the code_interpreter config" >&2
+fi
 # bubblewrap isolates the built-in code sandbox (namespaces, read-only system, no network). Root
 # installs Debian's package; otherwise it is unpacked into .cache/bwrap (found there by the sandbox).
 if ! command -v bwrap >/dev/null 2>&1 && [ ! -x .cache/bwrap/usr/bin/bwrap ] && command -v apt-get >/dev/null 2>&1; then

@@ -15,12 +15,25 @@ export interface PythonInstall {
 
 const pythonCache = new Map<string, PythonInstall>();
 
-/** Resolves the interpreter once: a configured path, else the system's python3, else python3 on PATH. */
+/**
+ * The venv `npm run setup` makes for the sandbox: the system's python3 with numpy and sympy pinned as the AWS code
+ * runner's image has them (shared/tools/code/requirements.lock).
+ */
+export const SANDBOX_VENV_PYTHON = fileURLToPath(
+  new URL('../../../.cache/sandbox-venv/bin/python', import.meta.url),
+);
+
+/**
+ * Resolves the interpreter once: a configured path, else the sandbox venv (numpy, sympy), else the system's
+ * python3, else python3 on PATH.
+ */
 export function findPython(configured?: string): PythonInstall {
   const key = configured ?? '';
   const hit = pythonCache.get(key);
   if (hit) return hit;
-  const candidates = configured ? [configured] : ['/usr/bin/python3', '/usr/local/bin/python3', 'python3'];
+  const candidates = configured
+    ? [configured]
+    : [SANDBOX_VENV_PYTHON, '/usr/bin/python3', '/usr/local/bin/python3', 'python3'];
   for (const cand of candidates) {
     if (cand.includes('/') && !existsSync(cand)) continue;
     const r = spawnSync(
@@ -156,8 +169,20 @@ function systemBinds(extraRoots: string[]): string[] {
   ]) {
     args.push('--ro-bind-try', f, f);
   }
+  const made = new Set<string>();
   for (const root of extraRoots) {
-    if (!root.startsWith('/usr/') && root !== '/usr') args.push('--ro-bind', root, root);
+    if (root.startsWith('/usr/') || root === '/usr') continue;
+    // The folders above a venv outside /usr (the sandbox venv in the checkout's .cache) must be traversable by
+    // the throwaway uid the program runs as; bwrap would make them root-only.
+    const parts = root.split('/').filter(Boolean);
+    for (let i = 1; i < parts.length; i++) {
+      const dir = `/${parts.slice(0, i).join('/')}`;
+      if (made.has(dir) || ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'].includes(dir))
+        continue;
+      made.add(dir);
+      args.push('--perms', '0755', '--dir', dir);
+    }
+    args.push('--ro-bind', root, root);
   }
   return args;
 }

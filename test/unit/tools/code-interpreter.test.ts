@@ -66,6 +66,36 @@ describe('code_interpreter', () => {
     }
   });
 
+  it('has numpy and sympy at the versions the AWS code runner pins (npm run setup installs them)', async () => {
+    // The lock is what setup installs and what infra/docker/tool-call pins; the program runs in the sandbox as a
+    // model's would, so this fails if the venv is missing or the sandbox cannot read it.
+    const lock = readFileSync(
+      new URL('../../../shared/tools/code/requirements.lock', import.meta.url),
+      'utf8',
+    );
+    const pin = (name: string) => lock.match(new RegExp(`^${name}==(\\S+)`, 'm'))?.[1];
+    const dockerfile = readFileSync(
+      new URL('../../../infra/docker/tool-call/Dockerfile', import.meta.url),
+      'utf8',
+    );
+    expect(dockerfile).toContain(`numpy==${pin('numpy')} sympy==${pin('sympy')}`);
+    // A wide time limit: this checks what is installed, not how fast a loaded machine imports it.
+    const reg = await buildToolRegistry({
+      tools: [{ kind: 'code_interpreter', config: { run_timeout: 120 } }],
+    });
+    try {
+      const code =
+        'import numpy as np, sympy as sp\nx = sp.symbols("x")\n' +
+        'print(np.__version__, sp.__version__, int(np.arange(5).sum()), sp.solve(x**2 - 4, x))';
+      expect(await run(reg, code)).toMatchObject({
+        ok: true,
+        output: `${pin('numpy')} ${pin('sympy')} 10 [-2, 2]\n`,
+      });
+    } finally {
+      await reg.close();
+    }
+  });
+
   it('says when nothing was printed', async () => {
     expect((await run(local, 'x = 1')).output).toBe('(no output; print() the values you want to see)');
   });
