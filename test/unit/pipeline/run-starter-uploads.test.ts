@@ -91,7 +91,9 @@ describe('run-starter: uploads that cannot start a run', () => {
     await startRunFromUpload(ctx, key);
     expect(await status('r5')).toMatchObject({
       status: 'failed',
-      reason: expect.stringMatching(/invalid dataset:[\s\S]*neither verl rows .* nor chat lines/),
+      reason: expect.stringMatching(
+        /invalid dataset:[\s\S]*neither verl rows .*, chat lines .* nor ToolBench data/,
+      ),
     });
   });
 });
@@ -108,7 +110,13 @@ describe('run-starter: a JSON Lines dataset uploaded by hand', () => {
     await startRunFromUpload(ctx, key);
     const run = await status('r6');
     expect(run).toMatchObject({ status: 'running', input: { train: [key] } });
-    expect(run?.totals.trainPrompts).toBe(jsonl().toString().trim().split('\n').length);
+    // One row per non-blank line (the fixture has a blank line between rows, which JSON Lines readers skip).
+    expect(run?.totals.trainPrompts).toBe(
+      jsonl()
+        .toString()
+        .split('\n')
+        .filter((l) => l.trim()).length,
+    );
     expect(submitted).toEqual(['r6']);
   });
 });

@@ -181,6 +181,7 @@ describe("verl's and MindSpeed-RL's code tool configs", () => {
     // The CPU limit the program runs under is the run's time limit: verl's default_timeout: 30, not 10.
     const thirty = await reg({ default_timeout: 30, memory_limit_mb: 1024 });
     const short = await reg({ default_timeout: 1, memory_limit_mb: 128 });
+    const small = await reg({ default_timeout: 30, memory_limit_mb: 128 });
     try {
       expect(
         (await run(thirty, 'import resource\nprint(resource.getrlimit(resource.RLIMIT_CPU)[0])')).output,
@@ -190,12 +191,12 @@ describe("verl's and MindSpeed-RL's code tool configs", () => {
         type: 'timeout',
         message: 'the program ran past its time limit and was stopped',
       });
-      // 200 MB fits 1024 MB and not 128 MB.
+      // 200 MB fits 1024 MB and not 128 MB (a wide time limit: a loaded machine must not turn this into a timeout).
       const alloc = 'x = bytearray(200 * 1024 * 1024)\nprint(len(x) // 2**20)';
       expect((await run(thirty, alloc)).output).toBe('200\n');
-      expect((await run(short, alloc)).error?.type).toBe('resource_limit');
+      expect((await run(small, alloc)).error?.type).toBe('resource_limit');
     } finally {
-      await Promise.all([thirty.close(), short.close()]);
+      await Promise.all([thirty.close(), short.close(), small.close()]);
     }
   });
 });
