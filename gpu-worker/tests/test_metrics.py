@@ -142,3 +142,22 @@ def test_wandb_logs_offline_and_is_imported_only_when_configured_on_cpu(tmp_path
         "assert 'wandb' not in sys.modules, 'wandb imported without logging.wandb'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_plot_command_redraws_with_a_validation_written_after_the_learner_finished_on_cpu(tmp_path):
+    from toolrl_learner.train.plot_cli import main as plot_main
+
+    store = FolderBlobStore(tmp_path)
+    logger = MetricsLogger(store, RUN, tmp_path / "work", tensorboard=False)
+    for step in (1, 2):
+        logger.log(_row(step))
+    logger.close()
+    png = tmp_path / f"runs/{RUN}/metrics/reward_curve.png"
+    jsonl = tmp_path / f"runs/{RUN}/metrics/metrics.jsonl"
+    before, rows = png.read_bytes(), jsonl.read_text()
+    store.put_bytes(
+        f"runs/{RUN}/metrics/eval/v2.json", json.dumps({"accuracy": 0.5, "samplesPerPrompt": 4}).encode()
+    )
+    assert plot_main(["--root", str(tmp_path), "--run-id", RUN]) == 0
+    assert png.read_bytes() != before  # the final validation is in it now
+    assert jsonl.read_text() == rows  # the step metrics are untouched

@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sqs": ("toolrl_learner.drivers.sqs", "learner polling the scored-groups SQS queue (LocalStack, AWS)"),
     "offline": ("toolrl_learner.drivers.offline", "train from a JSONL file of scored groups"),
+    "plot": (
+        "toolrl_learner.train.plot_cli",
+        "redraw a run's reward_curve.png (reward and validation accuracy)",
+    ),
 }
 
 

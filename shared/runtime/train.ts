@@ -2,6 +2,7 @@
 // blob store the way `toolrl submit` uploads them to S3 (the dataset last: its notification starts the run),
 // runs the pipeline and the learner until the run completes, fails, or is interrupted (Ctrl-C: everything
 // stops cleanly and `--resume RUN_ID` continues from the queues' journals and the learner's checkpoint).
+import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -17,7 +18,7 @@ import { type LearnerOutputLine, type LearnerState, LearnerStateSchema } from '.
 import { RunIdSchema } from '../schemas/messages/run-event.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
 import { keys } from '../topology.ts';
-import { EmbeddedPipeline } from './embedded.ts';
+import { EmbeddedPipeline, learnerPython } from './embedded.ts';
 import type { InvocationResult } from './event-source-mapping.ts';
 
 export interface TrainOptions {
@@ -143,6 +144,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     if (s) evals.push(s.value);
   }
   evals.sort((a, b) => a.policyVersion - b.policyVersion);
+  if (run?.status === 'completed' && evals.length > 0)
+    redrawPlot(opts.python ?? learnerPython(), workdir, run);
   return {
     runId,
     runDir,
@@ -154,6 +157,30 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     plotPath: join(runDir, 'metrics', 'reward_curve.png'),
     seconds: (Date.now() - started) / 1000,
   };
+}
+
+/**
+ * The learner draws reward_curve.png as it trains, but the final validation is written after it has finished:
+ * redraw the plot once the run has completed so it ends with that point. Best effort: a plot is not worth failing
+ * a completed run for.
+ */
+function redrawPlot(python: string, workdir: string, run: RunStatus): void {
+  const publishEvery = run.config?.trainer?.publish_every ?? 1;
+  spawnSync(
+    python,
+    [
+      '-m',
+      'toolrl_learner',
+      'plot',
+      '--root',
+      workdir,
+      '--run-id',
+      run.runId,
+      '--publish-every',
+      String(publishEvery),
+    ],
+    { stdio: 'ignore', timeout: 120_000 },
+  );
 }
 
 /** Waits for the run to complete or fail; returns true when interrupted by the signal instead. */
