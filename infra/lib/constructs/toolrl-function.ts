@@ -116,7 +116,8 @@ export class ToolrlFunction extends Construct {
         architecture: lambda.Architecture.ARM_64,
         bundling: {
           format: nodejs.OutputFormat.ESM,
-          target: 'node20',
+          // Matches the runtime above (and the nodejs:24 base of the container images).
+          target: 'node24',
           mainFields: ['module', 'main'],
           sourceMap: true,
           minify: true,
