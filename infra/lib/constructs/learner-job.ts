@@ -131,7 +131,9 @@ export class LearnerJob extends Construct {
       // Injected by the ECS agent from Secrets Manager at start; empty until the operator puts a key.
       secrets: { WANDB_API_KEY: batch.Secret.fromSecretsManager(props.wandbSecret, 'WANDB_API_KEY') },
       jobRole: this.role,
-      // PyTorch's DataLoader workers and NCCL exchange tensors through /dev/shm.
+      // A larger /dev/shm than Docker's 64 MiB default. Nothing in toolrl_learner needs it today: the learner is
+      // one process on one GPU (no DataLoader workers, no NCCL) and stages checkpoints under the workdir in /tmp.
+      // It is headroom for multi-process or multi-GPU learners, which pass tensors through shared memory.
       linuxParameters: new batch.LinuxParameters(this, 'Linux', {
         sharedMemorySize: Size.mebibytes(Math.floor(s.memoryMib / 4)),
       }),
