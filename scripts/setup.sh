@@ -10,12 +10,12 @@ stamp=$venv/.lock.sha256
 py=${TOOLRL_PYTHON:-}
 if [ -z "$py" ]; then
   for cand in python3.11 python3.12 python3 ; do
-    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
       py=$(command -v "$cand"); break
     fi
   done
 fi
-[ -n "$py" ] || { echo "setup: need Python >= 3.10 (set TOOLRL_PYTHON)" >&2; exit 1; }
+[ -n "$py" ] || { echo "setup: need Python >= 3.11 (set TOOLRL_PYTHON)" >&2; exit 1; }
 
 if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating $venv with $py"
