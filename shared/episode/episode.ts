@@ -17,7 +17,8 @@
 // A turn with calls and budget left runs at most `max_parallel_calls` of them and at most what is left of
 // `max_tool_calls`; the others are not run and come back to the model as tool errors (see planCalls).
 import { getParser } from '#shared/parsing/registry';
-import type { ChatMessage } from '#shared/schemas/chat';
+import type { ParseContext } from '#shared/parsing/types';
+import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 import { type MultiTurnConfig, MultiTurnConfigSchema } from '#shared/schemas/config/rollout';
 import type { ToolCall, ToolCallRecord, ToolError, ToolResult } from '#shared/schemas/tool-result';
 import { ToolResultSchema } from '#shared/schemas/tool-result';
@@ -127,14 +128,25 @@ function finishReasonOf(
   return null;
 }
 
-/** Records a generated turn and decides what happens next. */
+/** What the parser of the run's format reads besides the text: the offered tools and the code-block settings. */
+export const parseContext = (config: MultiTurnConfig, tools?: readonly ToolSchema[]): ParseContext => ({
+  ...(tools ? { tools } : {}),
+  codeBlock: config.code_block,
+});
+
+/**
+ * Records a generated turn and decides what happens next. `tools` are the tool schemas offered to the model: formats
+ * whose argument values are text (qwen3_coder) convert them by these.
+ */
 export function onAssistantTurn(
   state: EpisodeState,
   input: AssistantTurn,
+  opts: { tools?: readonly ToolSchema[] } = {},
 ): { state: EpisodeState; decision: Decision } {
   expectPhase(state, 'generate', 'onAssistantTurn');
   const turn = AssistantTurnSchema.parse(input);
-  const parsed = getParser(state.config.tool_parser_format).parse(turn.text);
+  const parser = getParser(state.config.tool_parser_format);
+  const parsed = parser.parse(turn.text, parseContext(state.config, opts.tools));
   const index = state.turns.length;
   const tokenStart = state.promptTokens + state.responseTokens;
   const responseTokens = state.responseTokens + turn.generatedTokens;
@@ -149,7 +161,8 @@ export function onAssistantTurn(
     tokenEnd: tokenStart + turn.generatedTokens,
   };
   const assistant: ChatMessage = { role: 'assistant', content: parsed.content };
-  if (parsed.calls.length > 0) {
+  // Inline formats (code blocks) keep the calls in the text: the template has no tool_calls to render.
+  if (parsed.calls.length > 0 && !parser.inline) {
     assistant.tool_calls = parsed.calls.map((c) => ({
       type: 'function',
       function: { name: c.name, arguments: c.arguments },
@@ -260,7 +273,9 @@ export function onToolResults(
     const { durationMs = 0, ...result } = results[k++]!;
     return { name: p.name, arguments: p.arguments, result: ToolResultSchema.parse(result), durationMs };
   });
-  const toolMessages = toolCalls.map((c) => toolMessage(c.name, c.result));
+  const wrapper =
+    state.config.tool_parser_format === 'code_block' ? state.config.code_block.output_wrapper : undefined;
+  const toolMessages = toolCalls.map((c) => toolMessage(c.name, c.result, wrapper));
   if (pending.record.parseErrors.length > 0) toolMessages.push(parseErrorMessage(pending.record.parseErrors));
   if (pending.userMessages) toolMessages.push(...pending.userMessages);
   const turn: TurnRecord = { ...pending.record, toolCalls };

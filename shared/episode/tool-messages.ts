@@ -8,10 +8,13 @@ import { renderToolResult } from '#shared/tools/render';
 /** Parse errors listed in full in the one message that reports them; the rest are counted. */
 const MAX_LISTED_PARSE_ERRORS = 8;
 
-export const toolMessage = (name: string, result: ToolResult): ChatMessage => ({
+/** `wrapper` (the code_block format's `output_wrapper`) puts the rendered result where it says `{output}`. */
+export const toolMessage = (name: string, result: ToolResult, wrapper?: string): ChatMessage => ({
   role: 'tool',
   name,
-  content: renderToolResult(result),
+  content: wrapper
+    ? wrapper.replaceAll('{output}', () => renderToolResult(result))
+    : renderToolResult(result),
 });
 
 /** One message for all the malformed calls of a turn: they have no place in the assistant's `tool_calls`. */

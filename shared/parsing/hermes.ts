@@ -1,37 +1,12 @@
 // The Hermes / Qwen tool-call format: `<tool_call>{"name": …, "arguments": {…}}</tool_call>`, any number per turn.
-// `<tool_call>` and `</tool_call>` are reserved delimiters (single special tokens in the Qwen2.5/Qwen3
-// vocabularies), so a call is the text between an opening tag and the next closing tag, as in the reference
-// Hermes parsers; the JSON inside is then decoded on its own.
+// The scan of the tags is tagged.ts's; the JSON between them is decoded here. When that JSON does not parse and a
+// later `</tool_call>` follows, the longer span is tried too: a closing tag written inside a JSON string.
 import type { ToolCall } from '#shared/schemas/tool-result';
-import type { ParseError, ParseResult, ToolCallParser } from './types.ts';
-
-const OPEN = '<tool_call>';
-const CLOSE = '</tool_call>';
-const SNIPPET_CHARS = 200;
-const MESSAGE_CHARS = 300;
-
-type Tag = { kind: 'open' | 'close'; at: number } | null;
-
-/**
- * The next `<tool_call>` or `</tool_call>` at or after `from`. The parse below only ever asks for tags after
- * the last one it got, so the whole text is scanned once, whatever it holds: this is what keeps hostile input
- * (megabytes of unclosed or nested tags) linear, where searching for each opening tag's closing tag again
- * would rescan the rest of the text per tag.
- */
-function nextTag(text: string, from: number): Tag {
-  for (let i = text.indexOf('<', from); i !== -1; i = text.indexOf('<', i + 1)) {
-    if (text.startsWith(OPEN, i)) return { kind: 'open', at: i };
-    if (text.startsWith(CLOSE, i)) return { kind: 'close', at: i };
-  }
-  return null;
-}
+import { CLOSE, clip, type Decoded, MESSAGE_CHARS, OPEN, parseTagged } from './tagged.ts';
+import type { ParseResult, ToolCallParser } from './types.ts';
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
-
-const clip = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n)}…` : s);
-
-type Decoded = { call: ToolCall } | { error: string };
 
 /** Decodes the JSON between the tags into a call, or says precisely what is wrong with it. */
 export function decodeHermesCall(body: string): Decoded {
@@ -73,54 +48,15 @@ export function decodeHermesCall(body: string): Decoded {
   return { call: { name, arguments: args } };
 }
 
-function parseHermes(text: string): ParseResult {
-  const calls: ToolCall[] = [];
-  const errors: ParseError[] = [];
-  const content: string[] = [];
-  const fail = (message: string, offset: number, end: number) =>
-    errors.push({
-      message,
-      offset,
-      snippet: clip(text.slice(offset, Math.min(end, offset + SNIPPET_CHARS)), SNIPPET_CHARS),
-    });
-
-  // Past the last closing tag no call can be complete: one error there, not one per opening tag. Looked up
-  // only once a call turns out unclosed, so well-formed turns never pay for it.
-  let lastClose: number | undefined;
-  let pos = 0; // start of the text not yet assigned to content or a call
-  let tag = nextTag(text, 0);
-  while (tag !== null) {
-    if (tag.kind === 'close') {
-      // A closing tag with no opening one: reported, and kept as the model's text.
-      fail(`${CLOSE} without a matching ${OPEN}`, tag.at, tag.at + CLOSE.length);
-      tag = nextTag(text, tag.at + CLOSE.length);
-      continue;
-    }
-    content.push(text.slice(pos, tag.at));
-    const open = tag.at;
-    const bodyStart = open + OPEN.length;
-    tag = nextTag(text, bodyStart);
-    if (tag === null || tag.kind === 'open') lastClose ??= text.lastIndexOf(CLOSE);
-    if (tag === null || open > lastClose!) {
-      fail(`unclosed ${OPEN}: no ${CLOSE} follows`, open, text.length);
-      pos = text.length;
-      break;
-    }
-    if (tag.kind === 'open') {
-      // A new call starts before this one closed: report this one and go on with the new one.
-      fail(`unclosed ${OPEN}: another ${OPEN} starts before ${CLOSE}`, open, tag.at);
-      pos = tag.at;
-      continue;
-    }
-    const decoded = decodeHermesCall(text.slice(bodyStart, tag.at));
-    if ('call' in decoded) calls.push(decoded.call);
-    else fail(decoded.error, open, tag.at + CLOSE.length);
-    pos = tag.at + CLOSE.length;
-    tag = nextTag(text, pos);
-  }
-  content.push(text.slice(pos));
-  return { calls, errors, content: content.join('').trim() };
+/** A body that is not valid JSON may have been cut at a `</tool_call>` inside a JSON string: try longer spans. */
+function decodeOrRetry(body: string): Decoded {
+  const decoded = decodeHermesCall(body);
+  return 'error' in decoded && decoded.error.startsWith('invalid JSON')
+    ? { ...decoded, retryLonger: true }
+    : decoded;
 }
+
+const parseHermes = (text: string): ParseResult => parseTagged(text, decodeOrRetry);
 
 function renderHermes(calls: ToolCall[]): string {
   return calls

@@ -1,14 +1,15 @@
 // Tool-call formats keyed by the run config's `rollout.multi_turn.tool_parser_format`.
 import { parserFormatName } from '#shared/schemas/config/aliases';
+import { codeBlockParser } from './code-block.ts';
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan } from './depth.ts';
 import { hermesParser } from './hermes.ts';
+import { qwen3CoderParser } from './qwen3-coder.ts';
 import { reactParser } from './react.ts';
-import type { ParseError, ParseResult, ToolCallParser } from './types.ts';
+import type { ParseContext, ParseError, ParseResult, ToolCallParser } from './types.ts';
 
-const parsers = new Map<string, ToolCallParser>([
-  [hermesParser.format, withBoundedArguments(hermesParser)],
-  [reactParser.format, withBoundedArguments(reactParser)],
-]);
+const parsers = new Map<string, ToolCallParser>(
+  [hermesParser, reactParser, qwen3CoderParser, codeBlockParser].map((p) => [p.format, withBoundedArguments(p)]),
+);
 
 /** Adds a format; registering a taken name is an error so a plugin cannot silently replace `hermes`. */
 export function registerParser(parser: ToolCallParser): void {
@@ -30,7 +31,8 @@ export function getParser(format: string): ToolCallParser {
 }
 
 /** Parses a model turn. Never throws for any text; throws only for an unknown format. */
-export const parseToolCalls = (text: string, format = 'hermes'): ParseResult => getParser(format).parse(text);
+export const parseToolCalls = (text: string, format = 'hermes', ctx?: ParseContext): ParseResult =>
+  getParser(format).parse(text, ctx);
 
 /**
  * Every registered format, whatever its parser does, turns a call whose arguments nest deeper than
@@ -40,9 +42,10 @@ export const parseToolCalls = (text: string, format = 'hermes'): ParseResult => 
 function withBoundedArguments(parser: ToolCallParser): ToolCallParser {
   return {
     format: parser.format,
+    ...(parser.inline !== undefined ? { inline: parser.inline } : {}),
     ...(parser.toolsInTemplate !== undefined ? { toolsInTemplate: parser.toolsInTemplate } : {}),
-    render: (calls) => parser.render(calls),
-    parse: (text) => bounded(parser.parse(text), text),
+    render: (calls, ctx) => parser.render(calls, ctx),
+    parse: (text, ctx) => bounded(parser.parse(text, ctx), text),
   };
 }
 

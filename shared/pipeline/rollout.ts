@@ -209,12 +209,16 @@ function route(
   version: number,
   out: Routed,
 ): void {
-  const { state, decision } = onAssistantTurn(episode, {
-    text: sample.text,
-    stop: sample.stop,
-    generatedTokens: sample.tokenIds.length,
-    policyVersion: version,
-  });
+  const { state, decision } = onAssistantTurn(
+    episode,
+    {
+      text: sample.text,
+      stop: sample.stop,
+      generatedTokens: sample.tokenIds.length,
+      policyVersion: version,
+    },
+    { tools: tokens.tools },
+  );
   const next: TrajectoryInFlight = { ...base, tokens, episode: state };
   if (decision.kind === 'finish') out.rewards.push(reward(next));
   else out.toolCalls.push({ schemaVersion: 1, trajectory: next, calls: decision.calls });

@@ -1,6 +1,24 @@
 // `rollout:` of the run config: sampling and the multi-turn limits (names as verl's multi_turn block).
 import { z } from 'zod';
 
+/**
+ * The `code_block` format's settings: which tool a ```python block goes to, which fence languages run, and how each
+ * output is wrapped in the tool message the model reads (`{output}` is replaced by it). The default wrapper is
+ * ToolGRPO's; ReTool's is `<interpreter>\n{output}\n</interpreter>`.
+ */
+export const CodeBlockConfigSchema = z
+  .object({
+    tool: z.string().min(1).default('code_interpreter'),
+    argument: z.string().min(1).default('code'),
+    languages: z.array(z.string().min(1)).min(1).default(['python', 'py', 'python3']),
+    output_wrapper: z
+      .string()
+      .default('```output\n{output}\n```')
+      .refine((w) => w.includes('{output}'), { message: 'output_wrapper must contain {output}' }),
+  })
+  .strict();
+export type CodeBlockConfig = z.infer<typeof CodeBlockConfigSchema>;
+
 export const MultiTurnConfigSchema = z
   .object({
     /** Assistant turns per episode. */
@@ -23,7 +41,9 @@ export const MultiTurnConfigSchema = z
      * run's tokenizer (policy v0's; characters until it is published).
      */
     tool_response_truncate_unit: z.enum(['characters', 'tokens']).default('characters'),
+    /** `hermes`, `react`, `qwen3_coder` or `code_block` (shared/parsing; other systems' names through the alias table). */
     tool_parser_format: z.string().default('hermes'),
+    code_block: CodeBlockConfigSchema.default(CodeBlockConfigSchema.parse({})),
   })
   .strict();
 export type MultiTurnConfig = z.infer<typeof MultiTurnConfigSchema>;

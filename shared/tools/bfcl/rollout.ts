@@ -41,12 +41,16 @@ export async function runEpisode(args: {
   let tokens = started.states[0]!;
   let sample: TurnSample = started.samples[0]!;
   for (;;) {
-    const turn = onAssistantTurn(episode, {
-      text: sample.text,
-      stop: sample.stop,
-      generatedTokens: sample.tokenIds.length,
-      policyVersion: policy.version,
-    });
+    const turn = onAssistantTurn(
+      episode,
+      {
+        text: sample.text,
+        stop: sample.stop,
+        generatedTokens: sample.tokenIds.length,
+        policyVersion: policy.version,
+      },
+      { tools: tokens.tools },
+    );
     if (turn.decision.kind === 'finish') return { episode: turn.state, tokens };
     const view = registry.forRow(episodeRowTools(row, turn.state));
     // All at once, as the tool-call stage runs them; the BFCL session still runs them in the model's order.
