@@ -84,6 +84,8 @@ function sharedTools(config: RunConfig, baseDir: string): Promise<ToolRegistry> 
       call: (c, ctx) => r.call(c, ctx),
       callMany: (cs, ctx) => r.callMany(cs, ctx),
       forRow: (row) => r.forRow(row),
+      finishTrajectory: (row) => r.finishTrajectory(row),
+      stateful: r.stateful,
       close: async () => {},
     }),
   );

@@ -1,4 +1,4 @@
-// Cheap checks that let a redelivered message skip work whose result already exists.
+// Cheap checks that let a redelivered message skip work whose result already exists, and the trajectory's id.
 import type { TrajectoryInFlight } from '../schemas/messages/trajectory-in-flight.ts';
 import { keys } from '../topology.ts';
 import type { StageContext } from './context.ts';
@@ -27,3 +27,7 @@ export async function alreadyScored(
   if (await ctx.blobs.head(keys.trajectory(runId, groupId, t.sampleIndex))) return true;
   return (await ctx.blobs.head(keys.group(runId, groupId))) !== undefined;
 }
+
+/** A trajectory's id among every run's (run, group, sample): what stateful tools key its instances by. */
+export const trajectoryId = (t: Pick<TrajectoryInFlight, 'group' | 'sampleIndex'>): string =>
+  `${t.group.runId}/${t.group.groupId}/${t.sampleIndex}`;

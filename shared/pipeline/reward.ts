@@ -3,21 +3,23 @@
 // with put-if-absent. Only the sample that wrote the manifest sends the one scored-group message; its
 // redelivery re-sends it, which repairs a crash between the write and the send (the learner drops duplicates).
 import { episodeOutcome } from '../episode/episode.ts';
+import { episodeRowTools } from '../episode/user-turns.ts';
 import { trajectoryTokens } from '../policy/token-state.ts';
 import { rewardInputFromTrajectory } from '../rewards/input.ts';
+import type { RewardError } from '../rewards/types.ts';
 import type { GroupRef } from '../schemas/messages/group-ref.ts';
 import type { RewardRequest } from '../schemas/messages/reward-request.ts';
 import { TrajectoryWireSchema } from '../schemas/messages/token-arrays.ts';
 import type { TrajectoryInFlight } from '../schemas/messages/trajectory-in-flight.ts';
 import { type ScoredGroup, type ScoredGroupMessage, ScoredGroupSchema } from '../schemas/scored-group.ts';
-import type { Trajectory } from '../schemas/trajectory.ts';
+import type { Trajectory, TurnRecord } from '../schemas/trajectory.ts';
 import { keys } from '../topology.ts';
 import { getJson, putJsonIfAbsent, toJson } from './blob-json.ts';
 import { sha256Hex } from './claim-check.ts';
 import { type StageContext, sendTo } from './context.ts';
 import { PermanentError } from './errors.ts';
 import { maybeCompleteRun, writeEvalSummaryIfComplete } from './eval.ts';
-import type { Delivery } from './idempotency.ts';
+import { type Delivery, trajectoryId } from './idempotency.ts';
 import type { RunResources } from './run-resources.ts';
 import { readRunStatus } from './run-status.ts';
 
@@ -47,12 +49,36 @@ export async function handleRewardRequest(
   await completeGroupIfReady(ctx, group, sampleIndex);
 }
 
+/**
+ * Ends the stateful tools' instances of a finished trajectory (verl's calc_reward, then release): their final
+ * rewards by tool name, and any that failed. Only runs whose tools keep per-trajectory state do any work.
+ */
+async function finishTools(
+  ctx: RewardStageContext,
+  t: TrajectoryInFlight,
+  turns: TurnRecord[],
+): Promise<{ rewards: Record<string, number>; errors: RewardError[] }> {
+  if (!(await ctx.resources.hasStatefulTools(t.group.runId, t.group.stage)))
+    return { rewards: {}, errors: [] };
+  const registry = await ctx.resources.toolRegistry(t.group.runId, t.group.stage);
+  const end = await registry.finishTrajectory({
+    ...episodeRowTools(t.row, t.episode),
+    history: turns.flatMap((turn) => turn.toolCalls),
+    trajectoryId: trajectoryId(t),
+  });
+  return {
+    rewards: end.rewards,
+    errors: end.errors.map((e) => ({ reward: `tool/${e.tool}`, message: e.message })),
+  };
+}
+
 /** The stored, scored trajectory: token fields from the engine, turns from the episode, reward and parts. */
 export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFlight): Promise<Trajectory> {
   const outcome = episodeOutcome(t.episode);
   const reward = await ctx.resources.reward(t.group.runId, t.group.stage);
   const row = t.row as { reward_model?: { ground_truth?: unknown }; extra_info?: Record<string, unknown> };
-  const { score, components } = await reward(
+  const tools = await finishTools(ctx, t, outcome.turns);
+  const { score, components, errors } = await reward(
     rewardInputFromTrajectory(
       { turns: outcome.turns, finishReason: outcome.finishReason, messages: outcome.messages },
       {
@@ -60,9 +86,11 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
         dataSource: t.group.dataSource,
         extraInfo: row.extra_info ?? {},
         tools: t.tokens.tools,
+        toolRewards: tools.rewards,
       },
     ),
   );
+  const rewardErrors = [...tools.errors, ...(errors ?? [])];
   const tok = trajectoryTokens(t.tokens);
   return TrajectoryWireSchema.parse({
     sampleIndex: t.sampleIndex,
@@ -76,6 +104,7 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
     messages: outcome.messages,
     reward: score,
     rewardComponents: components,
+    ...(rewardErrors.length ? { rewardErrors } : {}),
   });
 }
 

@@ -72,6 +72,7 @@ export class RunResources {
   private readonly rewards = new Map<string, Promise<RewardScorer>>();
   private readonly tokenCounters = new Map<string, Promise<TokenCounter | undefined>>();
   private readonly templateChecks = new Map<string, Promise<string | null | undefined>>();
+  private readonly statefulTools = new Map<string, Promise<boolean>>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -139,6 +140,26 @@ export class RunResources {
   }
 
   /**
+   * Whether the run's tools (of a stage) include ones with per-trajectory state (Python tools), read from the config
+   * alone: the reward stage ends their instances, and builds no registry for runs that have none.
+   */
+  hasStatefulTools(runId: string, stage: string | null): Promise<boolean> {
+    return memo(this.statefulTools, `${runId}\u0000${stage}`, async () => {
+      const config = await this.config(runId, stage);
+      const { toolSpecsOf } = await import('../tools/specs.ts');
+      const { toolSource } = await import('../tools/kinds.ts');
+      const specs = toolSpecsOf(config.tools, await this.baseDir(runId));
+      return specs.some((s) => {
+        try {
+          return toolSource(s).type === 'python';
+        } catch {
+          return false; // an unknown kind fails the registry, which says why
+        }
+      });
+    });
+  }
+
+  /**
    * Counts tokens with the run's tokenizer (policy v0's files; only those are fetched from a remote store), loaded
    * once per run per process; undefined while the run has no policy v0 (tool outputs are then cut in characters).
    */
@@ -173,11 +194,16 @@ export class RunResources {
     });
   }
 
-  /** Closes tool registries (servers, sandboxes). */
+  /** Closes tool registries (servers, sandboxes, Python hosts) and the rewards' Python hosts. */
   async close(): Promise<void> {
     const all = [...this.tools.values()];
+    const rewards = [...this.rewards.values()];
     this.tools.clear();
-    await Promise.allSettled(all.map(async (p) => (await p).close()));
+    this.rewards.clear();
+    await Promise.allSettled([
+      ...all.map(async (p) => (await p).close()),
+      ...rewards.map(async (p) => (await p).close?.()),
+    ]);
   }
 }
 

@@ -6,7 +6,7 @@ import { episodeRowTools } from '../episode/user-turns.ts';
 import type { RolloutContinue } from '../schemas/messages/rollout-request.ts';
 import type { ToolCallRequest } from '../schemas/messages/tool-call-request.ts';
 import { type StageContext, sendTo } from './context.ts';
-import { alreadyScored, type Delivery } from './idempotency.ts';
+import { alreadyScored, type Delivery, trajectoryId } from './idempotency.ts';
 import type { RunResources } from './run-resources.ts';
 
 export interface ToolCallStageContext extends StageContext {
@@ -29,7 +29,8 @@ export async function handleToolCallRequest(
   const base = await ctx.resources.toolRegistry(t.group.runId, t.group.stage);
   // The row's tools (and, for BFCL rows, those revealed by the user turns so far), the row's environment and the
   // calls made so far, for tools whose state is rebuilt by replay.
-  const registry = base.forRow(episodeRowTools(t.row, t.episode));
+  // With the trajectory's id, tools that keep per-trajectory state (Python tools) serve its instance.
+  const registry = base.forRow({ ...episodeRowTools(t.row, t.episode), trajectoryId: trajectoryId(t) });
   const results: TimedToolResult[] = await Promise.all(
     req.calls.map(async (call) => {
       const started = performance.now();

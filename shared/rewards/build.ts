@@ -3,11 +3,12 @@
 // (`<name>` for its score, `<name>/<component>` for its components).
 import type { z } from 'zod';
 import { REWARD_CONFIG_ALIASES } from '#shared/schemas/config/aliases';
-import { type RewardConfig, RewardConfigSchema } from '#shared/schemas/config/reward';
+import { type RewardConfig, RewardConfigSchema, rewardLabel } from '#shared/schemas/config/reward';
+import type { PythonHost } from '../pyhost/host.ts';
 import type { RewardInput } from './input.ts';
 import { loadRewardModule } from './modules.ts';
 import { RewardRegistry } from './registry.ts';
-import type { RewardFn, RewardOutput, ScoreFn } from './types.ts';
+import type { RewardError, RewardFn, RewardOutput, ScoreFn } from './types.ts';
 
 export interface BuildOptions {
   /** Where `reward.modules` paths are resolved from: the directory of the config file. */
@@ -47,8 +48,9 @@ export function createReward(registry: RewardRegistry, name: string, config: unk
 
 /**
  * The run's reward: asynchronous, since user rewards may be. Configuration errors (unknown reward, bad config,
- * a reward listed twice, a module that cannot load) throw here; a reward that throws while scoring rejects
- * with its name in the message, so the caller can set the trajectory aside with that reason.
+ * a reward listed twice, a module or Python function that cannot load) throw here; a built-in or module reward
+ * that throws while scoring rejects with its name in the message, so the caller can set the trajectory aside with
+ * that reason; a Python function's failure is a reward error in the output (see python.ts).
  */
 export async function buildReward(
   config: z.input<typeof RewardConfigSchema> | RewardConfig,
@@ -57,15 +59,30 @@ export async function buildReward(
   const cfg = RewardConfigSchema.parse(config);
   const registry = await rewardRegistry(cfg.modules, opts);
   const seen = new Set<string>();
-  const parts = cfg.functions.map((spec) => {
-    if (seen.has(spec.name))
-      throw new Error(`reward ${spec.name} is listed twice in reward.functions; list it once`);
-    seen.add(spec.name);
-    return { name: spec.name, weight: spec.weight, score: createReward(registry, spec.name, spec.config) };
-  });
-  return async (input: RewardInput): Promise<RewardOutput> => {
+  let host: PythonHost | undefined;
+  const parts: { name: string; weight: number; score: ScoreFn }[] = [];
+  try {
+    for (const [i, spec] of cfg.functions.entries()) {
+      const name = rewardLabel(spec);
+      if (seen.has(name)) throw new Error(`reward ${name} is listed twice in reward.functions; list it once`);
+      seen.add(name);
+      if (spec.path === undefined) {
+        parts.push({ name, weight: spec.weight, score: createReward(registry, spec.name, spec.config) });
+        continue;
+      }
+      const { PythonReward, pythonRewardHost } = await import('./python.ts');
+      host ??= pythonRewardHost(opts.baseDir, cfg.python);
+      const fn = await PythonReward.load(host, spec, `r${i}`, opts.baseDir);
+      parts.push({ name, weight: spec.weight, score: (input) => fn.score(input) });
+    }
+  } catch (err) {
+    await host?.close();
+    throw err;
+  }
+  const reward: RewardFn = async (input: RewardInput): Promise<RewardOutput> => {
     let score = 0;
     const components: Record<string, number> = {};
+    const errors: RewardError[] = [];
     for (const part of parts) {
       let out: RewardOutput;
       try {
@@ -76,7 +93,12 @@ export async function buildReward(
       score += part.weight * out.score;
       components[part.name] = out.score;
       for (const [k, v] of Object.entries(out.components)) components[`${part.name}/${k}`] = v;
+      if (out.errors) errors.push(...out.errors);
     }
-    return { score, components };
+    // The stateful tools' final rewards are logged beside the score (the `tool_reward` reward adds them to it).
+    for (const [tool, v] of Object.entries(input.toolRewards ?? {})) components[`tool/${tool}`] ??= v;
+    return { score, components, ...(errors.length ? { errors } : {}) };
   };
+  if (host) reward.close = () => host!.close();
+  return reward;
 }

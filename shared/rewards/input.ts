@@ -38,6 +38,8 @@ export interface RewardInput {
   dataSource: string | null;
   extraInfo: Record<string, unknown>;
   messages: ChatMessage[];
+  /** The final reward of each stateful tool the episode called (verl's calc_reward), by tool name. */
+  toolRewards?: Record<string, number>;
 }
 
 const LenientToolResultSchema = z.object({
@@ -45,6 +47,8 @@ const LenientToolResultSchema = z.object({
   output: z.string().default(''),
   error: ToolErrorSchema.nullable().default(null),
   truncated: z.boolean().default(false),
+  reward: z.number().optional(),
+  metrics: z.record(z.string(), z.unknown()).optional(),
 });
 
 const LenientTurnSchema = z.looseObject({
@@ -88,6 +92,8 @@ export const RewardInputFileSchema = z.looseObject({
   extra_info: z.record(z.string(), z.unknown()).optional(),
   messages: z.array(ChatMessageSchema).optional(),
   row: z.record(z.string(), z.unknown()).optional(),
+  toolRewards: z.record(z.string(), z.number()).optional(),
+  tool_rewards: z.record(z.string(), z.number()).optional(),
 });
 export type RewardInputFile = z.input<typeof RewardInputFileSchema>;
 
@@ -142,6 +148,9 @@ export function normaliseRewardInput(raw: unknown, format = 'hermes'): RewardInp
       (typeof rowSource === 'string' ? rowSource : null),
     extraInfo: either(f.extraInfo, f.extra_info, '`extraInfo` and `extra_info`') ?? rowExtra ?? {},
     messages: f.messages ?? [],
+    ...((f.toolRewards ?? f.tool_rewards)
+      ? { toolRewards: either(f.toolRewards, f.tool_rewards, '`toolRewards` and `tool_rewards`') }
+      : {}),
   };
 }
 
@@ -152,6 +161,8 @@ export interface RewardContext {
   extraInfo?: Record<string, unknown>;
   /** Tool schemas offered to the model, or their names. */
   tools?: (string | { function: { name: string } })[] | null;
+  /** The stateful tools' final rewards (calc_reward), by tool name. */
+  toolRewards?: Record<string, number>;
 }
 
 /** The reward input of a finished pipeline trajectory: its turns already carry content, errors and results. */
@@ -173,5 +184,6 @@ export function rewardInputFromTrajectory(
     dataSource: ctx.dataSource ?? null,
     extraInfo: ctx.extraInfo ?? {},
     messages: trajectory.messages ?? [],
+    ...(ctx.toolRewards ? { toolRewards: ctx.toolRewards } : {}),
   };
 }

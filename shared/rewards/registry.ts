@@ -5,6 +5,7 @@ import { bfclReward } from './builtin/bfcl.ts';
 import { exactMatchReward } from './builtin/exact-match.ts';
 import { formatReward } from './builtin/format.ts';
 import { retoolReward } from './builtin/retool.ts';
+import { toolRewardReward } from './builtin/tool-reward.ts';
 import { toolbenchReward } from './builtin/toolbench.ts';
 import { toolcallReward } from './builtin/toolcall.ts';
 import type { RewardDefinition } from './types.ts';
@@ -16,6 +17,7 @@ export const BUILTIN_REWARDS: readonly RewardDefinition[] = [
   toolbenchReward,
   exactMatchReward,
   bfclReward,
+  toolRewardReward,
 ];
 
 /**

@@ -6,13 +6,23 @@ export interface RewardOutput {
   score: number;
   /** Named parts of the score (unweighted values), logged next to it. */
   components: Record<string, number>;
+  /**
+   * Rewards that could not score this trajectory (a Python function that raised or ran out of time): each counts
+   * 0 in the score, its `<name>/error` component is 1, and the message is kept on the trajectory.
+   */
+  errors?: RewardError[];
+}
+
+export interface RewardError {
+  reward: string;
+  message: string;
 }
 
 /** One configured reward. Built-in rewards are synchronous; user rewards may return a promise. */
 export type ScoreFn = (input: RewardInput) => RewardOutput | Promise<RewardOutput>;
 
-/** What the pipeline calls: always asynchronous, since user rewards may be. */
-export type RewardFn = (input: RewardInput) => Promise<RewardOutput>;
+/** What the pipeline calls: always asynchronous, since user rewards may be. `close` stops a Python host. */
+export type RewardFn = ((input: RewardInput) => Promise<RewardOutput>) & { close?: () => Promise<void> };
 
 /** A reward kind: its name in `reward.functions[].name`, its config schema and how to build it. */
 export interface RewardDefinition<C = unknown> {

@@ -29,6 +29,10 @@ export const ToolResultSchema = z.object({
   output: z.string(),
   error: ToolErrorSchema.nullable(),
   truncated: z.boolean(),
+  /** The step reward a tool reported with its output (verl's `tool_reward_score`), when it reported one. */
+  reward: z.number().optional(),
+  /** The metrics a tool reported with its output (verl's `tool_metrics`), when it reported any. */
+  metrics: z.record(z.string(), z.unknown()).optional(),
 });
 export type ToolResult = z.infer<typeof ToolResultSchema>;
 

@@ -89,5 +89,10 @@ export type RolloutTrajectory = z.infer<typeof RolloutTrajectorySchema>;
 export const TrajectorySchema = RolloutTrajectorySchema.safeExtend({
   reward: z.number(),
   rewardComponents: z.record(z.string(), z.number()),
+  /**
+   * Rewards that could not score this trajectory (a Python reward function that raised or ran out of time; a
+   * stateful tool whose calc_reward failed): each counted 0. Absent when every reward scored.
+   */
+  rewardErrors: z.array(z.object({ reward: z.string(), message: z.string() })).optional(),
 });
 export type Trajectory = z.infer<typeof TrajectorySchema>;

@@ -65,25 +65,40 @@ export function parseToolConfig<S extends z.ZodObject>(
   defaults: LimitDefaults,
   ownTimeout?: OwnTimeout,
 ): { limits: ToolLimits; options: z.infer<S> } {
-  const common: Record<string, unknown> = {};
+  const aliased = withToolConfigAliases(kind, config);
   const rest: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(withToolConfigAliases(kind, config)))
-    (COMMON_KEYS.has(k) ? common : rest)[k] = v;
+  for (const [k, v] of Object.entries(aliased)) {
+    // A kind that takes a common key as its own too (the code tool runs its program for `default_timeout`) gets it.
+    if (!COMMON_KEYS.has(k) || k in own.shape) rest[k] = v;
+  }
+  const limits = parseToolLimits(kind, aliased, defaults);
+  const options = parseOrThrow(kind, own.strict(), rest) as z.infer<S>;
+  const ownS = ownTimeout?.(options as Record<string, unknown>);
+  if (ownS === undefined) return { limits, options };
+  return { limits: parseToolLimits(kind, aliased, defaults, ownS), options };
+}
+
+/**
+ * The registry's limits from a tool's `config`; keys that are not limits are left to the tool. An explicit
+ * `timeout` is the registry's hard limit; otherwise the tool's own limit (`ownTimeoutS`, or verl's
+ * `default_timeout`) plus the grace that lets the tool report it first.
+ */
+export function parseToolLimits(
+  kind: string,
+  config: Record<string, unknown>,
+  defaults: LimitDefaults,
+  ownTimeoutS?: number,
+): ToolLimits {
+  const common: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(config)) if (COMMON_KEYS.has(k)) common[k] = v;
   const c = parseOrThrow(kind, CommonToolConfigSchema.strict(), common);
   if (c.enable_global_rate_limit && c.rate_limit === undefined && c.calls_per_second === undefined)
     throw new Error(
       `tool ${kind}: bad config: enable_global_rate_limit shares the rate limit, but neither rate_limit (calls at once) nor calls_per_second is set`,
     );
-  // A kind that takes a common key as its own too (the code tool runs its program for `default_timeout`) gets it.
-  for (const k of Object.keys(common)) if (k in own.shape) rest[k] = common[k];
-  const options = parseOrThrow(kind, own.strict(), rest) as z.infer<S>;
-  // An explicit `timeout` is the registry's hard limit; otherwise the tool's own limit (or verl's default_timeout)
-  // plus the grace that lets the tool report it first.
   const timeoutS =
-    c.timeout ??
-    (ownTimeout?.(options as Record<string, unknown>) ?? c.default_timeout ?? defaults.timeoutS) +
-      (defaults.timeoutGraceS ?? 0);
-  const limits: ToolLimits = {
+    c.timeout ?? (ownTimeoutS ?? c.default_timeout ?? defaults.timeoutS) + (defaults.timeoutGraceS ?? 0);
+  return {
     timeoutMs: timeoutS * 1000,
     numWorkers: c.num_workers ?? defaults.numWorkers,
     concurrencyCap: c.rate_limit ?? null,
@@ -92,7 +107,6 @@ export function parseToolConfig<S extends z.ZodObject>(
     maxRetries: c.max_retries ?? defaults.maxRetries ?? 2,
     retryBaseMs: (c.retry_backoff ?? 0.2) * 1000,
   };
-  return { limits, options };
 }
 
 /** A tool's config with other systems' key names (the ToolBench seed's `toolbench_url`) as its own. */

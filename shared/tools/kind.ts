@@ -14,6 +14,8 @@ export interface RowTools {
   extraInfo?: Record<string, unknown>;
   /** The trajectory's calls so far with their results, in order: environments rebuilt by replay read them. */
   history?: readonly ToolCallRecord[];
+  /** The trajectory's id (run, group, sample): tools with per-trajectory state (Python tools) key it by this. */
+  trajectoryId?: string;
 }
 
 export interface BuiltTools {

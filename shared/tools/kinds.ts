@@ -28,27 +28,66 @@ export interface ResolvedKind {
   preset: Readonly<Record<string, unknown>>;
 }
 
+/** A dotted class name no built-in claims: a Python class the tool host imports. */
+export interface PythonClassName {
+  kind: undefined;
+  pythonClass: string;
+}
+
 /**
- * The built-in kind a tool's `kind:` or `class_name:` names: a kind's own name (`code_interpreter`), or a class
- * of another system listed in the alias table (`mindspeed_rl.tools.retool.ReTool`). The one place a tool name is
- * looked up: a class name found nowhere here is an error.
+ * The one place a tool name is looked up. A kind's own name (`code_interpreter`) or a class of another system listed
+ * in the alias table (`mindspeed_rl.tools.retool.ReTool`) is a built-in kind. With `pythonClasses` (a tool entry's
+ * `class_name`), a dotted name the table does not claim is a Python class for the tool host; any other name is an
+ * error naming the known kinds and classes.
  */
-export function resolveToolKind(name: string): ResolvedKind {
+export function resolveToolKind(name: string): ResolvedKind;
+export function resolveToolKind(
+  name: string,
+  opts: { pythonClasses: boolean },
+): ResolvedKind | PythonClassName;
+export function resolveToolKind(
+  name: string,
+  opts: { pythonClasses: boolean } = { pythonClasses: false },
+): ResolvedKind | PythonClassName {
   const own = TOOL_KINDS.find((k) => k.kind === name);
   if (own) return { kind: own, preset: {} };
   const alias = toolClassAlias(name);
   const aliased = alias && TOOL_KINDS.find((k) => k.kind === alias.kind);
   if (alias && aliased) return { kind: aliased, preset: alias.config ?? {} };
+  if (opts.pythonClasses && name.includes('.')) return { kind: undefined, pythonClass: name };
   throw new Error(
     `unknown tool kind "${name}": not a built-in kind (${TOOL_KINDS.map((k) => k.kind).join(', ')}) nor a tool class toolrl knows (${TOOL_CLASS_ALIASES.filter(
       (a) => a.from.includes('.'),
     )
       .map((a) => a.from)
-      .join(', ')})`,
+      .join(', ')})` +
+      (opts.pythonClasses
+        ? '; a Python class is `class_name: my_pkg.module.MyTool` or `path: my_tool.py` + `name: MyTool`, ' +
+          'a TypeScript tool `kind: module` + `module: ./my-tool.ts`'
+        : ''),
   );
 }
 
 export const resolveKind = (name: string): ToolKind => resolveToolKind(name).kind;
+
+/** Where a tool config entry's code comes from. */
+export type ToolSource =
+  | { type: 'builtin'; kind: ToolKind; preset: Readonly<Record<string, unknown>> }
+  | { type: 'python'; label: string }
+  | { type: 'module'; module: string };
+
+/**
+ * A TypeScript module for `kind: module`; a Python class for `path` + `name`; otherwise what resolveToolKind makes
+ * of the entry's `kind` (built-ins only) or `class_name` (built-ins, then any other dotted name as a Python class).
+ */
+export function toolSource(spec: ToolSpec): ToolSource {
+  if (spec.kind === 'module' && spec.module) return { type: 'module', module: spec.module };
+  if (spec.path !== undefined) return { type: 'python', label: `${spec.name} from ${spec.path}` };
+  const byClass = spec.kind === undefined && spec.class_name !== undefined;
+  const resolved = resolveToolKind(spec.kind ?? spec.class_name ?? '', { pythonClasses: byClass });
+  if (resolved.kind === undefined) return { type: 'python', label: resolved.pythonClass };
+  return { type: 'builtin', kind: resolved.kind, preset: resolved.preset };
+}
 
 /** With no tool config: calculator, time, weather, search over the shipped corpus, the built-in sandbox. */
 export const DEFAULT_TOOL_SPECS: ToolSpec[] = [

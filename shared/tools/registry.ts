@@ -1,21 +1,18 @@
 // The tool registry: builds tools from a tool config (or the defaults), validates arguments, applies
 // each tool's limits and truncation, and turns every failure into a ToolResult. `call` never throws.
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { ToolSchema } from '#shared/schemas/chat';
-import {
-  type ToolConfigFile,
-  ToolConfigFileSchema,
-  type ToolSpec,
-  type ToolsConfig,
-} from '#shared/schemas/config/tools';
+import type { ToolConfigFile, ToolsConfig } from '#shared/schemas/config/tools';
 import type { ToolCall, ToolResult } from '#shared/schemas/tool-result';
-import { type OwnTimeout, parseOrThrow, parseToolConfig, type ToolLimits } from './config.ts';
-import type { RowTools } from './kind.ts';
-import { DEFAULT_TOOL_SPECS, resolveToolKind } from './kinds.ts';
+import type { PythonHost } from '../pyhost/host.ts';
+import { type OwnTimeout, parseToolConfig, parseToolLimits, type ToolLimits } from './config.ts';
+import type { BuiltTools, RowTools } from './kind.ts';
+import { toolSource } from './kinds.ts';
 import { RateLimiter, Semaphore, withTimeout } from './limits.ts';
 import { toolEnvironment } from './secrets.ts';
+import { toolSpecsAndDir } from './specs.ts';
 import { type TruncateSide, truncateToolOutput } from './truncate.ts';
-import { type Tool, type ToolEnv, ToolFailure } from './types.ts';
+import { type Tool, type ToolEnv, ToolFailure, type ToolOutput, type TrajectoryContext } from './types.ts';
 import { type ArgumentValidator, compileArgumentValidator } from './validate.ts';
 
 export interface CallContext {
@@ -30,10 +27,26 @@ export interface ToolRegistry {
   call(call: ToolCall, ctx?: CallContext): Promise<ToolResult>;
   /** Runs calls concurrently within each tool's `num_workers`, `rate_limit` and `calls_per_second`; results in call order. */
   callMany(calls: ToolCall[], ctx?: CallContext): Promise<ToolResult[]>;
-  /** A view that adds the tools a dataset row brings (ToolBench), sharing this registry's limits. */
+  /**
+   * A view that adds the tools a dataset row brings (ToolBench), sharing this registry's limits; with a
+   * `trajectoryId`, tools with per-trajectory state (Python tools) are bound to that trajectory.
+   */
   forRow(row: RowTools): ToolRegistry;
+  /**
+   * Ends a trajectory (`row.trajectoryId`) for every stateful tool it called: each one's final reward (verl's
+   * calc_reward), then its state released. A tool that fails here is reported in `errors`, never thrown.
+   */
+  finishTrajectory(row: RowTools): Promise<TrajectoryEnd>;
+  /** Whether some tool keeps per-trajectory state (finishTrajectory has work to do). */
+  readonly stateful: boolean;
   /** Stops workers, in-process servers and running sandboxes. */
   close(): Promise<void>;
+}
+
+export interface TrajectoryEnd {
+  /** Final reward per tool name (tools that have one). */
+  rewards: Record<string, number>;
+  errors: { tool: string; message: string }[];
 }
 
 export interface BuildOptions {
@@ -73,16 +86,8 @@ export async function buildToolRegistry(
   spec?: ToolsConfig | ToolConfigFile,
   opts: BuildOptions = {},
 ): Promise<ToolRegistry> {
-  let baseDir = resolve(opts.baseDir ?? process.cwd());
-  let specs: ToolSpec[] = DEFAULT_TOOL_SPECS;
-  if (spec && 'config_file' in spec && spec.config_file) {
-    const file = isAbsolute(spec.config_file) ? spec.config_file : resolve(baseDir, spec.config_file);
-    const { readStructuredFile } = await import('#shared/cli/io');
-    specs = parseOrThrow('config_file', ToolConfigFileSchema, readStructuredFile(file)).tools;
-    baseDir = dirname(file);
-  } else if (spec?.tools) {
-    specs = spec.tools;
-  }
+  const pythonConfig = spec && 'python' in spec ? spec.python : undefined;
+  const { specs, baseDir } = toolSpecsAndDir(spec, resolve(opts.baseDir ?? process.cwd()));
   const visible = toolEnvironment(opts.env ?? process.env);
   const env: ToolEnv = {
     baseDir,
@@ -93,27 +98,51 @@ export async function buildToolRegistry(
   const entries = new Map<string, Entry>();
   const owned: Tool[] = [];
   let rowFactory: RowFactory | null = null;
+  // One Python host serves every Python tool of the registry; it lives until the registry closes.
+  let host: PythonHost | undefined;
+  const closeHost = async () => host?.close();
   try {
-    for (const s of specs) {
-      const { kind, preset } = resolveToolKind(s.kind ?? s.class_name ?? '');
-      const { limits, options } = parseToolConfig(
-        kind.kind,
-        { ...preset, ...s.config },
-        kind.config,
-        kind.defaults,
-        kind.ownTimeout as OwnTimeout | undefined,
-      );
-      const built = await kind.build(options, { env, limits });
+    for (const [index, s] of specs.entries()) {
+      const source = toolSource(s);
+      let label: string;
+      let limits: ToolLimits;
+      let built: BuiltTools;
+      if (source.type === 'builtin') {
+        const { kind, preset } = source;
+        const parsed = parseToolConfig(
+          kind.kind,
+          { ...preset, ...s.config },
+          kind.config,
+          kind.defaults,
+          kind.ownTimeout as OwnTimeout | undefined,
+        );
+        label = kind.kind;
+        limits = parsed.limits;
+        built = await kind.build(parsed.options, { env, limits });
+      } else if (source.type === 'python') {
+        const { PYTHON_TOOL_DEFAULTS, buildPythonTool, pythonToolHost } = await import('./python/tool.ts');
+        label = source.label;
+        // The class gets its whole `config` (verl's `type: native` and the limits included), as verl gives it.
+        limits = parseToolLimits(label, s.config, PYTHON_TOOL_DEFAULTS);
+        host ??= pythonToolHost(env, pythonConfig);
+        built = { tools: [await buildPythonTool(s, `t${index}`, host, env, limits.timeoutMs)] };
+      } else {
+        const { loadToolModule, MODULE_TOOL_DEFAULTS } = await import('./module.ts');
+        label = source.module;
+        limits = parseToolLimits(label, s.config, MODULE_TOOL_DEFAULTS);
+        built = { tools: await loadToolModule(source.module, s.config, env) };
+      }
       owned.push(...built.tools);
       if (s.tool_schema && built.tools.length !== 1)
-        throw new Error(`tool ${kind.kind}: tool_schema applies to a kind that builds exactly one tool`);
+        throw new Error(`tool ${label}: tool_schema applies to a kind that builds exactly one tool`);
       const throttle: Throttle = {
         limits,
         semaphore: new Semaphore(limits.numWorkers),
-        ...sharedLimits(kind.kind, built.tools, limits),
+        ...sharedLimits(label, built.tools, limits),
       };
       for (const built1 of built.tools) {
-        const tool = s.tool_schema ? withSchema(built1, s.tool_schema) : built1;
+        // A Python class was given the tool_schema itself and reports the schema it keeps.
+        const tool = s.tool_schema && source.type !== 'python' ? withSchema(built1, s.tool_schema) : built1;
         const toolName = tool.schema.function.name;
         if (entries.has(toolName)) throw new Error(`two tools are named ${toolName}; names must be unique`);
         const validate = compileArgumentValidator(toolName, tool.schema.function.parameters);
@@ -122,11 +151,11 @@ export async function buildToolRegistry(
       if (built.rowTool) rowFactory = { build: built.rowTool, ...throttle };
     }
   } catch (err) {
-    await Promise.allSettled(owned.map((t) => t.close?.()));
+    await Promise.allSettled([...owned.map((t) => t.close?.()), closeHost()]);
     throw err;
   }
   const closeAll = async () => {
-    await Promise.allSettled(owned.map((t) => t.close?.()));
+    await Promise.allSettled([...owned.map((t) => t.close?.()), closeHost()]);
   };
   return makeRegistry(entries, rowFactory, env, opts, closeAll);
 }
@@ -138,11 +167,20 @@ function makeRegistry(
   opts: BuildOptions,
   closeAll: () => Promise<void>,
 ): ToolRegistry {
-  const finish = (output: string, failure: ToolFailure | null): ToolResult => {
+  const finish = (output: string | ToolOutput, failure: ToolFailure | null): ToolResult => {
+    const out = typeof output === 'string' ? { text: output } : output;
     const cut = opts.truncate
-      ? truncateToolOutput(output, opts.truncate.maxLength, opts.truncate.side, opts.truncate.countTokens)
-      : { text: output, truncated: false };
-    if (!failure) return { ok: true, output: cut.text, error: null, truncated: cut.truncated };
+      ? truncateToolOutput(out.text, opts.truncate.maxLength, opts.truncate.side, opts.truncate.countTokens)
+      : { text: out.text, truncated: false };
+    if (!failure)
+      return {
+        ok: true,
+        output: cut.text,
+        error: null,
+        truncated: cut.truncated,
+        ...(out.reward !== undefined ? { reward: out.reward } : {}),
+        ...(out.metrics !== undefined ? { metrics: out.metrics } : {}),
+      };
     const message =
       failure.message.length > MAX_ERROR_MESSAGE
         ? `${failure.message.slice(0, MAX_ERROR_MESSAGE)}…`
@@ -150,18 +188,22 @@ function makeRegistry(
     return { ok: false, output: cut.text, error: { type: failure.type, message }, truncated: cut.truncated };
   };
 
-  const run = async (entry: Entry, rawArgs: unknown, ctx: CallContext): Promise<string> => {
+  const run = async (entry: Entry, rawArgs: unknown, ctx: CallContext): Promise<string | ToolOutput> => {
     const args = entry.validate(rawArgs);
-    if (entry.limiter) await entry.limiter.acquire(Date.now() + entry.limits.timeoutMs, ctx.signal);
+    const timeoutMs = entry.limits.timeoutMs;
+    if (entry.limiter) await entry.limiter.acquire(Date.now() + timeoutMs, ctx.signal);
     // The timeout starts once a slot is held: waiting behind `num_workers` or `rate_limit` is not the tool's fault.
     const execute = () =>
       entry.semaphore.run(() =>
-        withTimeout(entry.limits.timeoutMs, ctx.signal, (signal) =>
-          entry.tool.execute(args, { signal, clock: env.clock }),
-        ),
+        entry.tool.ownsTimeout
+          ? entry.tool.execute(args, { signal: ctx.signal ?? NEVER, clock: env.clock, timeoutMs })
+          : withTimeout(timeoutMs, ctx.signal, (signal) =>
+              entry.tool.execute(args, { signal, clock: env.clock, timeoutMs }),
+            ),
       );
     return entry.cap ? entry.cap.run(execute) : execute();
   };
+  const stateful = [...entries.values()].some((e) => e.tool.forTrajectory !== undefined);
 
   const registry: ToolRegistry = {
     schemas: () => [...entries.values()].map((e) => e.tool.schema),
@@ -186,10 +228,17 @@ function makeRegistry(
     callMany(calls, ctx) {
       return Promise.all(calls.map((c) => registry.call(c, ctx)));
     },
+    stateful,
     forRow(row) {
-      if (!row.tools?.length) return registry;
+      const bind = stateful && row.trajectoryId !== undefined;
+      if (!row.tools?.length && !bind) return registry;
       const extended = new Map(entries);
-      for (const schema of row.tools) {
+      if (bind) {
+        const t = trajectoryOf(row);
+        for (const [name, e] of entries)
+          if (e.tool.forTrajectory) extended.set(name, { ...e, tool: e.tool.forTrajectory(t) });
+      }
+      for (const schema of row.tools ?? []) {
         const name = schema.function.name;
         if (extended.has(name)) continue; // a configured tool (e.g. Finish) wins over the row's copy
         if (!rowFactory) {
@@ -211,10 +260,37 @@ function makeRegistry(
       }
       return makeRegistry(extended, rowFactory, env, opts, async () => {});
     },
+    async finishTrajectory(row) {
+      const end: TrajectoryEnd = { rewards: {}, errors: [] };
+      if (!stateful || row.trajectoryId === undefined) return end;
+      const t = trajectoryOf(row);
+      const called = new Set(t.history.map((c) => c.name));
+      await Promise.all(
+        [...entries].map(async ([name, e]) => {
+          if (!e.tool.finishTrajectory || !called.has(name)) return;
+          try {
+            const reward = await e.tool.finishTrajectory(t);
+            if (reward !== null) end.rewards[name] = reward;
+          } catch (err) {
+            end.errors.push({ tool: name, message: (err as Error).message.slice(0, MAX_ERROR_MESSAGE) });
+          }
+        }),
+      );
+      return end;
+    },
     close: closeAll,
   };
   return registry;
 }
+
+/** The signal of a call nobody can cancel. */
+const NEVER = new AbortController().signal;
+
+const trajectoryOf = (row: RowTools): TrajectoryContext => ({
+  id: row.trajectoryId!,
+  extraInfo: row.extraInfo ?? {},
+  history: row.history ?? [],
+});
 
 /** Caps and buckets of `enable_global_rate_limit` tools, shared by every registry of the process. */
 const globalCaps = new Map<string, Semaphore>();
@@ -245,8 +321,18 @@ function sharedLimits(
   };
 }
 
+/** The tool under a schema from the config; a stateful tool's trajectory views keep that schema too. */
 function withSchema(tool: Tool, schema: ToolSchema): Tool {
-  return { schema, execute: (a, c) => tool.execute(a, c), close: tool.close?.bind(tool) };
+  return {
+    schema,
+    execute: (a, c) => tool.execute(a, c),
+    close: tool.close?.bind(tool),
+    ...(tool.ownsTimeout ? { ownsTimeout: true } : {}),
+    ...(tool.forTrajectory
+      ? { forTrajectory: (t: TrajectoryContext) => withSchema(tool.forTrajectory!(t), schema) }
+      : {}),
+    ...(tool.finishTrajectory ? { finishTrajectory: tool.finishTrajectory.bind(tool) } : {}),
+  };
 }
 
 function unavailableRowTool(schema: ToolSchema): Entry {

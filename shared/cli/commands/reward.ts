@@ -56,6 +56,7 @@ async function score(trajectoryPath: string, opts: ScoreOptions) {
   }
 
   let scoreFn: (i: typeof input) => unknown;
+  let closeFn: { close?: () => Promise<void> } | undefined;
   try {
     if (opts.reward) {
       const functions = Array.isArray(block?.['functions'])
@@ -63,28 +64,48 @@ async function score(trajectoryPath: string, opts: ScoreOptions) {
         : [];
       const spec = functions.find((f) => f['name'] === opts.reward);
       const config = block ? (spec?.['config'] ?? {}) : doc;
-      const modules = [...((block?.['modules'] as string[] | undefined) ?? []), ...cliModules];
-      const registry = await rewards.rewardRegistry(modules, { baseDir });
-      scoreFn = rewards.createReward(registry, opts.reward, config);
+      if (spec && spec['path'] !== undefined) {
+        // A Python function of the config: scored alone, weight 1.
+        const python = block?.['python'];
+        const built = await rewards.buildReward(
+          { functions: [{ ...spec, weight: 1 }], ...(python !== undefined ? { python } : {}) } as never,
+          { baseDir },
+        );
+        closeFn = built;
+        scoreFn = built;
+      } else {
+        const modules = [...((block?.['modules'] as string[] | undefined) ?? []), ...cliModules];
+        const registry = await rewards.rewardRegistry(modules, { baseDir });
+        scoreFn = rewards.createReward(registry, opts.reward, config);
+      }
     } else {
       if (!block) throw new Error(`${opts.config} has no \`reward:\` block (or top-level \`functions\`)`);
       const modules = [...((block['modules'] as string[] | undefined) ?? []), ...cliModules];
-      scoreFn = await rewards.buildReward({ ...block, modules }, { baseDir });
+      const built = await rewards.buildReward({ ...block, modules }, { baseDir });
+      closeFn = built;
+      scoreFn = built;
     }
   } catch (err) {
     const detail = err instanceof z.ZodError ? z.prettifyError(err) : (err as Error).message;
     throw new UsageError(opts.config ? `${opts.config}: ${detail}` : detail);
   }
 
-  let out: { score: number; components: Record<string, number> };
+  let out: {
+    score: number;
+    components: Record<string, number>;
+    errors?: { reward: string; message: string }[];
+  };
   try {
     out = (await scoreFn(input)) as typeof out;
   } catch (err) {
     throw new UsageError(`cannot score ${trajectoryPath}: ${(err as Error).message}`);
+  } finally {
+    await closeFn?.close?.();
   }
   if (opts.json) return printJson(out);
   process.stdout.write(`score ${out.score}\n`);
   for (const [k, v] of Object.entries(out.components)) process.stdout.write(`  ${k.padEnd(28)} ${v}\n`);
+  for (const e of out.errors ?? []) process.stdout.write(`error ${e.reward}: ${e.message}\n`);
 }
 
 export function register(program: Command): void {

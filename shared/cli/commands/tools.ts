@@ -62,7 +62,14 @@ export function register(program: Command): void {
       '--tokenizer <dir>',
       'count --max-length in tokens of this tokenizer (a rollout bundle or model folder with tokenizer.json)',
     )
-    .option('--json', 'print {"ok", "output", "error", "truncated"}')
+    .option(
+      '--create-kwargs <json>',
+      "a stateful (Python) tool's create_kwargs, as a row's extra_info.tools_kwargs.<tool>.create_kwargs gives them",
+    )
+    .option(
+      '--json',
+      'print {"ok", "output", "error", "truncated"} (+ "reward", "metrics", "toolReward" for a stateful tool)',
+    )
     .action(
       async (
         name: string,
@@ -72,9 +79,20 @@ export function register(program: Command): void {
           maxLength?: string;
           truncateSide: string;
           tokenizer?: string;
+          createKwargs?: string;
           json?: boolean;
         },
       ) => {
+        let createKwargs: Record<string, unknown> | undefined;
+        if (opts.createKwargs !== undefined) {
+          try {
+            createKwargs = JSON.parse(opts.createKwargs) as Record<string, unknown>;
+          } catch (err) {
+            throw new UsageError(`--create-kwargs is not JSON: ${(err as Error).message}`);
+          }
+          if (typeof createKwargs !== 'object' || createKwargs === null || Array.isArray(createKwargs))
+            throw new UsageError('--create-kwargs must be a JSON object');
+        }
         if (!['left', 'right', 'middle'].includes(opts.truncateSide))
           throw new UsageError(`--truncate-side must be left, right or middle, not ${opts.truncateSide}`);
         let truncate: Truncate | undefined;
@@ -96,12 +114,26 @@ export function register(program: Command): void {
         }
         const registry = await loadRegistry(opts.tools, truncate);
         try {
+          // One call is one trajectory: a stateful tool is created, executed, asked for its reward and released.
+          const row = {
+            trajectoryId: `cli-${process.pid}-${Date.now()}`,
+            extraInfo: createKwargs ? { tools_kwargs: { [name]: { create_kwargs: createKwargs } } } : {},
+          };
           // The raw string goes to the registry: malformed JSON is the tool call's error, not the command's.
-          const result = await registry.call({ name, arguments: opts.args });
-          if (opts.json) printJson(result);
+          const result = await registry.forRow(row).call({ name, arguments: opts.args });
+          let toolReward: number | undefined;
+          if (registry.stateful) {
+            const history = [{ name, arguments: opts.args, result, durationMs: 0 }];
+            const end = await registry.finishTrajectory({ ...row, history });
+            toolReward = end.rewards[name];
+            for (const e of end.errors) process.stderr.write(`toolrl: ${e.tool}: ${e.message}\n`);
+          }
+          if (opts.json) printJson({ ...result, ...(toolReward !== undefined ? { toolReward } : {}) });
           else {
             const { renderToolResult } = await import('../../tools/render.ts');
             process.stdout.write(`${renderToolResult(result)}\n`);
+            if (result.reward !== undefined) process.stdout.write(`step reward ${result.reward}\n`);
+            if (toolReward !== undefined) process.stdout.write(`tool reward ${toolReward}\n`);
           }
         } finally {
           await registry.close();

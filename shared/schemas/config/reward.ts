@@ -1,13 +1,35 @@
-// `reward:` of the run config: registered reward functions with weights, and user modules.
+// `reward:` of the run config: registered reward functions with weights, user modules, and Python functions.
 import { z } from 'zod';
 
+/**
+ * One reward: a registered one by `name` (built-in or from `modules`), or with `path` a Python function `name` in
+ * that file (relative to the config) with verl's signature `compute_score(data_source, solution_str,
+ * ground_truth, extra_info, **config)`. A Python reward is logged as `<file stem>.<name>`.
+ */
 export const RewardFunctionSpecSchema = z
   .object({
     name: z.string().min(1),
     weight: z.number().default(1),
     config: z.record(z.string(), z.unknown()).default({}),
+    /** A Python file holding the function `name` (run in the reward stage's Python host). */
+    path: z.string().min(1).optional(),
+    /** verl's spelling of `config` for a Python function: keyword arguments passed to every call. */
+    reward_kwargs: z.record(z.string(), z.unknown()).optional(),
+    /** Python functions: seconds one call may take (default 60) before it is cancelled: a reward error. */
+    timeout: z.number().positive().optional(),
+    /** Python functions: verl's batched signature (data_sources, solution_strs, ground_truths, extra_infos). */
+    batched: z.boolean().optional(),
   })
-  .strict();
+  .strict()
+  .refine(
+    (f) =>
+      f.path !== undefined ||
+      (f.reward_kwargs === undefined && f.batched === undefined && f.timeout === undefined),
+    { message: '`reward_kwargs`, `timeout` and `batched` apply to a Python function (`path` + `name`)' },
+  )
+  .refine((f) => f.reward_kwargs === undefined || Object.keys(f.config).length === 0, {
+    message: 'give the keyword arguments once: `config` or `reward_kwargs`',
+  });
 export type RewardFunctionSpec = z.infer<typeof RewardFunctionSpecSchema>;
 
 export const RewardConfigSchema = z
@@ -18,6 +40,15 @@ export const RewardConfigSchema = z
       .default([{ name: 'format', weight: 1, config: {} }]),
     /** Modules (paths relative to the config file) that register custom rewards. */
     modules: z.array(z.string()).default([]),
+    /** Interpreter for Python reward functions (default: TOOLRL_PYTHON, else python3 on the PATH). */
+    python: z.string().min(1).optional(),
   })
   .strict();
 export type RewardConfig = z.infer<typeof RewardConfigSchema>;
+
+/** The name a reward's score and components are logged under: `name`, or `<stem>.<name>` for a Python function. */
+export function rewardLabel(spec: Pick<RewardFunctionSpec, 'name' | 'path'>): string {
+  if (spec.path === undefined) return spec.name;
+  const file = spec.path.split(/[\\/]/).pop() ?? spec.path;
+  return `${file.replace(/\.py$/, '')}.${spec.name}`;
+}

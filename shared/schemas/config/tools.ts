@@ -5,16 +5,35 @@ import { ToolSchemaSchema } from '../chat.ts';
 
 export const ToolSpecSchema = z
   .object({
-    /** Built-in kind (`calculator`, `code_interpreter`, `search`, …); `class_name` is accepted as an alias. */
+    /** Built-in kind (`calculator`, `code_interpreter`, `search`, …), or `module` for a TypeScript tool module. */
     kind: z.string().min(1).optional(),
+    /**
+     * A built-in kind's verl/MindSpeed-RL class name, or any other Python class by dotted path
+     * (`my_pkg.tools.MyTool`, importable from the tools' Python environment): run in the Python tool host.
+     */
     class_name: z.string().min(1).optional(),
+    /** A Python file (relative to the config) holding the tool class `name`: run in the Python tool host. */
+    path: z.string().min(1).optional(),
+    name: z.string().min(1).optional(),
+    /** With `kind: module`: a .ts/.js module (relative to the config) exporting tool definitions. */
+    module: z.string().min(1).optional(),
     config: z.record(z.string(), z.unknown()).default({}),
-    /** Overrides the kind's default schema (name, description, parameters). */
+    /** Overrides the kind's default schema (name, description, parameters); a Python class is given it. */
     tool_schema: ToolSchemaSchema.optional(),
   })
   .strict()
-  .refine((t) => t.kind !== undefined || t.class_name !== undefined, {
-    message: 'a tool needs `kind` (or `class_name`)',
+  .refine((t) => t.kind !== undefined || t.class_name !== undefined || t.path !== undefined, {
+    message:
+      'a tool needs `kind`, `class_name` (a built-in or a Python class), or `path` + `name` (a Python file)',
+  })
+  .refine((t) => (t.path === undefined) === (t.name === undefined), {
+    message: 'a Python tool from a file needs both `path` (the .py file) and `name` (the class in it)',
+  })
+  .refine((t) => t.path === undefined || (t.kind === undefined && t.class_name === undefined), {
+    message: '`path` + `name` name a Python class by file: leave out `kind` and `class_name`',
+  })
+  .refine((t) => (t.kind === 'module') === (t.module !== undefined), {
+    message: '`kind: module` needs `module: ./my-tool.ts` (and `module` goes with `kind: module` only)',
   });
 export type ToolSpec = z.infer<typeof ToolSpecSchema>;
 
@@ -22,11 +41,27 @@ export type ToolSpec = z.infer<typeof ToolSpecSchema>;
 export const ToolConfigFileSchema = z.object({ tools: z.array(ToolSpecSchema) }).strict();
 export type ToolConfigFile = z.infer<typeof ToolConfigFileSchema>;
 
+/**
+ * The Python tool host (python tools and `tools.python`): the interpreter user tool classes run in (default:
+ * TOOLRL_PYTHON, else python3 on the PATH), and how long an idle per-trajectory instance is kept.
+ */
+export const PythonHostConfigSchema = z
+  .object({
+    executable: z.string().min(1).optional(),
+    /** Seconds an instance may sit idle before it is released (an abandoned trajectory's state). */
+    instance_ttl: z.number().positive().default(900),
+    /** Instances kept live at most; the least recently used beyond it are released. */
+    max_instances: z.number().int().positive().default(4096),
+  })
+  .strict();
+export type PythonHostConfig = z.infer<typeof PythonHostConfigSchema>;
+
 /** In the run config: inline `tools`, a `config_file`, or neither (the defaults). */
 export const ToolsConfigSchema = z
   .object({
     config_file: z.string().optional(),
     tools: z.array(ToolSpecSchema).optional(),
+    python: PythonHostConfigSchema.optional(),
   })
   .strict()
   .refine((t) => !(t.config_file && t.tools), { message: 'give either `config_file` or `tools`, not both' });

@@ -40,7 +40,7 @@ describe('buildReward: weighted combinations', () => {
 
   it('rejects an unknown reward, a bad config key and a reward listed twice, naming them', async () => {
     await expect(buildReward({ functions: [{ name: 'acuracy' }] }, { baseDir })).rejects.toThrow(
-      /unknown reward "acuracy"; known: bfcl, exact_match, format, retool, toolbench, toolcall/,
+      /unknown reward "acuracy"; known: bfcl, exact_match, format, retool, tool_reward, toolbench, toolcall/,
     );
     await expect(
       buildReward({ functions: [{ name: 'toolcall', config: { weights: { corectness: 1 } } }] }, { baseDir }),
@@ -94,6 +94,7 @@ describe('custom rewards from user modules', () => {
       'not_a_number',
       'retool',
       'throws',
+      'tool_reward',
       'toolbench',
       'toolcall',
       'turns_used',

@@ -93,6 +93,7 @@ describe('toolrl reward score', () => {
       'exact_match',
       'format',
       'retool',
+      'tool_reward',
       'toolbench',
       'toolcall',
     ]);

@@ -1,0 +1,27 @@
+// The tool config entries of a run: inline `tools`, those of a `config_file` (a verl tool-config file; its
+// relative paths are then resolved from its own folder), or the defaults.
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { readStructuredFile } from '#shared/cli/io';
+import {
+  type ToolConfigFile,
+  ToolConfigFileSchema,
+  type ToolSpec,
+  type ToolsConfig,
+} from '#shared/schemas/config/tools';
+import { parseOrThrow } from './config.ts';
+import { DEFAULT_TOOL_SPECS } from './kinds.ts';
+
+export function toolSpecsAndDir(
+  spec: ToolsConfig | ToolConfigFile | undefined,
+  baseDir: string,
+): { specs: ToolSpec[]; baseDir: string } {
+  if (spec && 'config_file' in spec && spec.config_file) {
+    const file = isAbsolute(spec.config_file) ? spec.config_file : resolve(baseDir, spec.config_file);
+    const specs = parseOrThrow('config_file', ToolConfigFileSchema, readStructuredFile(file)).tools;
+    return { specs, baseDir: dirname(file) };
+  }
+  return { specs: spec?.tools ?? DEFAULT_TOOL_SPECS, baseDir };
+}
+
+export const toolSpecsOf = (spec: ToolsConfig | ToolConfigFile | undefined, baseDir: string): ToolSpec[] =>
+  toolSpecsAndDir(spec, baseDir).specs;
