@@ -1,11 +1,13 @@
 // The tool config entries of a run: inline `tools`, those of a `config_file` (a verl tool-config file; its
 // relative paths are then resolved from its own folder), or the defaults.
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { z } from 'zod';
 import { readStructuredFile } from '#shared/cli/io';
 import {
   type ToolConfigFile,
   ToolConfigFileSchema,
   type ToolSpec,
+  ToolSpecSchema,
   type ToolsConfig,
 } from '#shared/schemas/config/tools';
 import { parseOrThrow } from './config.ts';
@@ -20,7 +22,9 @@ export function toolSpecsAndDir(
     const specs = parseOrThrow('config_file', ToolConfigFileSchema, readStructuredFile(file)).tools;
     return { specs, baseDir: dirname(file) };
   }
-  return { specs: spec?.tools ?? DEFAULT_TOOL_SPECS, baseDir };
+  // Inline entries may come from code rather than a parsed config: checked here all the same.
+  const specs = spec?.tools ? parseOrThrow('tools', z.array(ToolSpecSchema), spec.tools) : DEFAULT_TOOL_SPECS;
+  return { specs, baseDir };
 }
 
 export const toolSpecsOf = (spec: ToolsConfig | ToolConfigFile | undefined, baseDir: string): ToolSpec[] =>
