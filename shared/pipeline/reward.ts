@@ -85,7 +85,8 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
         groundTruth: row.reward_model?.ground_truth ?? null,
         dataSource: t.group.dataSource,
         extraInfo: row.extra_info ?? {},
-        tools: t.tokens.tools,
+        // No schemas in the prompt (an inline format such as code blocks): the rewards do not judge tool names.
+        tools: t.tokens.tools.length ? t.tokens.tools : null,
         toolRewards: tools.rewards,
       },
     ),

@@ -86,11 +86,10 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
   }
   const registry = await ctx.resources.toolRegistry(g.runId, g.stage);
   // What the chat template renders: the row's tools, unless the call format lists them in the prompt's own text
-  // (ReAct); they are callable either way.
-  const tools =
-    getParser(config.rollout.multi_turn.tool_parser_format).toolsInTemplate === false
-      ? []
-      : registry.forRow(rowTools).schemas();
+  // (ReAct) or its calls are inline (code blocks reach their tool from the reply's text, as the prompt describes
+  // it; a template's tool schemas would teach a call format the run does not parse). They are callable either way.
+  const parser = getParser(config.rollout.multi_turn.tool_parser_format);
+  const tools = parser.toolsInTemplate === false || parser.inline === true ? [] : registry.forRow(rowTools).schemas();
   const lease = await ctx.policies.acquire(g.runId, g.policyVersion, { fresh: true });
   try {
     const promptText = lease.policy.tokenizer.render(row.prompt, tools, { addGenerationPrompt: true });

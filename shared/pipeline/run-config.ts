@@ -1,11 +1,12 @@
 // The run config file: YAML validated by zod with errors that name the field, the local files it refers
 // to, and its resolved form (every data path a blob key of the run's input prefix) stored in run.json.
-import { basename } from 'node:path';
+import { basename, dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { looksLikePath } from '../data/prompts/templates.ts';
 import { ChatTemplateError, resolveChatTemplate } from '../policy/chat-templates.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
+import type { ToolSpec } from '../schemas/config/tools.ts';
 import { keys } from '../topology.ts';
 import { AliasError, applyConfigAliases, isPlain, type Plain } from './config-aliases.ts';
 import { applyOverrides } from './config-overrides.ts';
@@ -93,24 +94,40 @@ export function datasetPaths(config: RunConfig): { train: string[]; val: string[
   return { train: [...train], val: [...val] };
 }
 
-/** Every local file the config names (relative to the config file), by role. */
-export function referencedFiles(config: RunConfig): {
+/** The code files tool entries name: a Python tool's `path`, a tool module's `module`. */
+export const toolCodeFiles = (specs: readonly ToolSpec[]): string[] =>
+  specs.flatMap((s) => (s.path !== undefined ? [s.path] : s.kind === 'module' && s.module ? [s.module] : []));
+
+/**
+ * Every local file the config names (relative to the config file), by role. `toolsFile` reads the entries of
+ * the tools `config_file` (a path relative to the config), so the code files it names are listed too.
+ */
+export function referencedFiles(
+  config: RunConfig,
+  toolsFile?: (path: string) => readonly ToolSpec[],
+): {
   train: string[];
   val: string[];
   other: string[];
 } {
   const { train, val } = datasetPaths(config);
+  const file = config.tools.config_file;
   const other = [
     ...(config.trainer.sft ? [config.trainer.sft.data] : []),
     ...(config.stages ?? []).flatMap((st) => {
       const data = stageSftData(st);
       return data === undefined ? [] : [data];
     }),
-    ...(config.tools.config_file ? [config.tools.config_file] : []),
+    ...(file ? [file] : []),
+    ...toolCodeFiles(config.tools.tools ?? []),
+    ...(file && toolsFile
+      ? toolCodeFiles(toolsFile(file)).map((p) => (isAbsolute(p) ? p : join(dirname(file), p)))
+      : []),
     ...config.reward.modules,
+    ...config.reward.functions.flatMap((f) => (f.path !== undefined ? [f.path] : [])),
     ...promptTemplateFiles(config),
   ];
-  return { train, val, other };
+  return { train, val, other: [...new Set(other)] };
 }
 
 /** A stage's own SFT demonstrations (`overrides.trainer.sft.data`: a format stage's warm start), if any. */
@@ -134,8 +151,8 @@ export function inputName(path: string): string {
 }
 
 /** Checks that no two referenced files collide under the input prefix. */
-export function checkInputNames(config: RunConfig): void {
-  const { train, val, other } = referencedFiles(config);
+export function checkInputNames(config: RunConfig, toolsFile?: (path: string) => readonly ToolSpec[]): void {
+  const { train, val, other } = referencedFiles(config, toolsFile);
   const seen = new Map<string, string>();
   for (const p of [...train, ...val, ...other]) {
     const name = inputName(p);

@@ -8,6 +8,7 @@ import { stringify } from 'yaml';
 import { DatasetError, encodeDataset } from '../data/dataset.ts';
 import { datasetFormat, parquetName, readJsonDataset } from '../data/dataset-file.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
+import { toolSpecsOf } from '../tools/specs.ts';
 import { isPlain, type Plain } from './config-aliases.ts';
 import { ConfigError, checkInputNames, inputName, loadRunConfig, referencedFiles } from './run-config.ts';
 
@@ -84,9 +85,12 @@ export function prepareInputs(configPath: string, opts: PrepareOptions = {}): Pr
   const parsed = RunConfigSchema.safeParse(effective);
   if (!parsed.success) throw new ConfigError(`${configPath}: ${parsed.error.message}`);
   const config = parsed.data;
-  checkInputNames(config);
+  // The tools file's own code files (Python tools, tool modules) are uploaded with it.
+  const toolsFile = (p: string) =>
+    toolSpecsOf({ config_file: isAbsolute(p) ? p : join(configDir, p) }, configDir);
+  checkInputNames(config, toolsFile);
 
-  const refs = referencedFiles(config);
+  const refs = referencedFiles(config, toolsFile);
   const files: InputFile[] = [];
   for (const p of [...refs.other, ...refs.val, ...refs.train]) {
     const source = converted.get(p);
