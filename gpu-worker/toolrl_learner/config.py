@@ -51,8 +51,12 @@ class LearnerConfig:
         cosine decay to min_lr_ratio * lr over the run's steps.
     weight_decay (0.0): AdamW decoupled weight decay (arXiv:1711.05101), not on biases and norms.
     grad_clip (1.0): max global gradient norm.
-    ppo_epochs (1): optimiser steps per batch; with 1 the old log-probs are the current ones (no extra
-        forward), with more they are recomputed once before the first.
+    ppo_epochs (1): passes over each batch; with 1 pass and 1 mini-batch the old log-probs are the current
+        ones (no extra forward), otherwise they are recomputed once before the first optimiser step.
+    ppo_mini_batch_size (None -> the whole batch): groups per actor optimiser step (verl's
+        ppo_mini_batch_size, in prompts); each epoch shuffles the groups and steps once per mini-batch.
+    critic_warmup (0): learner steps at the start that train only the separate critic (verl's
+        trainer.critic_warmup); the policy stays as it is.
     micro_batch_tokens (8192): token budget of one packed micro-batch (gradients accumulate over them).
     logprob_chunk_size (2048): rows of logits materialised at once when computing log-probs.
     max_steps (None): stop after this many learner steps. max_staleness (1): drop a group whose oldest
@@ -85,6 +89,16 @@ class LearnerConfig:
     rollout_quantization_block_size (32): weights per quantisation block (int8/int4); larger decodes faster on CPU.
     chat_template (None): Jinja text replacing the model's chat template (`model.chat_template`, resolved to its
         text when the run starts), so SFT demonstrations render as the rollouts do.
+
+    `critic:` keys (PPO's separate value model; None critic_model_path = a value head on the policy's trunk)
+
+    critic_model_path: its own decoder (Hub id, folder or tiny), sharing the policy's tokenizer.
+    critic_lr (1e-5), critic_weight_decay (0.0), critic_grad_clip (1.0), critic_lr_warmup_steps (0): its own
+        AdamW and a linear warm-up of its learning rate.
+    critic_ppo_mini_batch_size, critic_ppo_epochs, critic_cliprange_value (None -> the actor's
+        ppo_mini_batch_size, ppo_epochs and cliprange_value).
+    critic_lora_rank, critic_lora_alpha, critic_lora_dropout, critic_lora_target_modules,
+        critic_gradient_checkpointing: as the policy's.
 
     From `rollout:` / `logging:`: temperature (1.0, the behaviour log-probs are of logits / T),
     max_total_response_length (1024), tensorboard (True), wandb_project / wandb_entity (None).
@@ -124,6 +138,8 @@ class LearnerConfig:
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     ppo_epochs: int = 1
+    ppo_mini_batch_size: int | None = None
+    critic_warmup: int = 0
     micro_batch_tokens: int = 8192
     logprob_chunk_size: int = 2048
     max_steps: int | None = None
@@ -161,6 +177,28 @@ class LearnerConfig:
     rollout_quantization: str = "none"
     rollout_quantization_block_size: int = 32
     chat_template: str | None = None
+    # critic
+    critic_model_path: str | None = None
+    critic_lr: float = 1e-5
+    critic_weight_decay: float = 0.0
+    critic_grad_clip: float = 1.0
+    critic_lr_warmup_steps: int = 0
+    critic_ppo_mini_batch_size: int | None = None
+    critic_ppo_epochs: int | None = None
+    critic_cliprange_value: float | None = None
+    critic_lora_rank: int | None = None
+    critic_lora_alpha: float | None = None
+    critic_lora_dropout: float = 0.0
+    critic_lora_target_modules: tuple[str, ...] = (
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    )
+    critic_gradient_checkpointing: bool = False
     # rollout / logging
     temperature: float = 1.0
     max_total_response_length: int = 1024
@@ -189,6 +227,11 @@ class LearnerConfig:
     @property
     def group_relative(self) -> bool:
         return self.adv_estimator in GROUP_ESTIMATORS
+
+    @property
+    def has_critic(self) -> bool:
+        """A separate critic model (else GAE's values come from a head on the policy's trunk)."""
+        return self.critic_model_path is not None
 
     @classmethod
     def from_run_config(cls, run_config: dict[str, Any], stage: str | None = None) -> LearnerConfig:
@@ -251,6 +294,23 @@ class LearnerConfig:
         mt = rollout.get("multi_turn") or {}
         if "max_total_response_length" in mt:
             kw["max_total_response_length"] = mt["max_total_response_length"]
+        critic = run_config.get("critic")
+        if critic:
+            kw["critic_model_path"] = critic["model"]["path"]
+            kw["critic_gradient_checkpointing"] = critic["model"].get("gradient_checkpointing", False)
+            for k in ("lr", "weight_decay", "grad_clip", "lr_warmup_steps", "ppo_mini_batch_size", "ppo_epochs",
+                      "cliprange_value"):  # fmt: skip
+                if k in critic:
+                    kw[f"critic_{k}"] = critic[k]
+            clora = critic["model"].get("lora")
+            if clora:
+                kw.update(
+                    critic_lora_rank=clora["rank"],
+                    critic_lora_alpha=clora["alpha"],
+                    critic_lora_dropout=clora.get("dropout", 0.0),
+                )
+                if "target_modules" in clora:
+                    kw["critic_lora_target_modules"] = tuple(clora["target_modules"])
         kw["tensorboard"] = logging.get("tensorboard", True)
         if logging.get("wandb"):
             kw.update(wandb_project=logging["wandb"]["project"], wandb_entity=logging["wandb"].get("entity"))

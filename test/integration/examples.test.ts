@@ -20,9 +20,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { readDataset } from '#shared/data/dataset';
 import { episodeRowTools } from '#shared/episode/user-turns';
+import { getParser } from '#shared/parsing/registry';
 import { parseRunConfig } from '#shared/pipeline/run-config';
 import { buildReward, goldAnswers, normaliseRewardInput } from '#shared/rewards/index';
 import { train } from '#shared/runtime/train';
+import type { RunConfig } from '#shared/schemas/config/run';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import { type Trajectory, TrajectorySchema } from '#shared/schemas/trajectory';
 import { buildToolRegistry } from '#shared/tools/registry';
@@ -133,7 +135,7 @@ const CASES: ExampleCase[] = [
     demo: toolbenchDemo,
     rewardParts: ['toolbench', 'toolbench/function_call', 'toolbench/finish'],
     fullMarks: 'toolbench/finish_bonus',
-    stepMetrics: ['vf_loss', 'kl_in_reward'],
+    stepMetrics: ['vf_loss', 'kl_in_reward', 'critic_updates'],
   },
   {
     dir: 'toolgrpo',
@@ -202,13 +204,18 @@ function scaledDown(raw: Obj): Obj {
     },
   };
   c.algorithm = { ...obj(c.algorithm), filter_groups: false };
+  // A separate critic is the tiny model too; mini-batches of one prompt, and a warm-up of one step of the two.
+  if (c.critic) c.critic = { ...obj(c.critic), model: { path: 'tiny' }, ppo_mini_batch_size: 1 };
+  const trainer = obj(c.trainer);
   // Packed attention is O(tokens^2) on CPU: one ~1k-token sequence per micro-batch.
   c.trainer = {
-    ...obj(c.trainer),
+    ...trainer,
     batch_prompts: 2,
     micro_batch_tokens: 1024,
     eval_every: 0,
     save_every: 100,
+    ...(trainer.ppo_mini_batch_size !== undefined ? { ppo_mini_batch_size: 1 } : {}),
+    ...(trainer.critic_warmup !== undefined ? { critic_warmup: 1 } : {}),
   };
   c.logging = { tensorboard: false, progress_interval_s: 60 };
   return c;
@@ -223,7 +230,11 @@ function trajectoriesOf(runDir: string): Trajectory[] {
   );
 }
 
-const hermes = (call: Call) => `<tool_call>\n${JSON.stringify(call)}\n</tool_call>`;
+/** A call written the way the example's parser reads it (Hermes tags, or a ```python block for code_block). */
+const written = (parsed: RunConfig, call: Call): string => {
+  const mt = parsed.rollout.multi_turn;
+  return getParser(mt.tool_parser_format).render([call], { codeBlock: mt.code_block });
+};
 
 describe('examples: shipped data', () => {
   it.each([...new Set(CASES.map((c) => c.dir))])(
@@ -299,10 +310,10 @@ describe('examples: data, tools and reward fit together', () => {
         const input = normaliseRewardInput(
           {
             turns: [
-              { text: hermes(call), toolCalls: [{ ...call, result }], stop: 'tool_call' },
+              { text: written(parsed, call), toolCalls: [{ ...call, result }], stop: 'tool_call' },
               'call' in end
                 ? {
-                    text: hermes(end.call),
+                    text: written(parsed, end.call),
                     toolCalls: [{ ...end.call, result: finish! }],
                     stop: 'tool_call',
                   }

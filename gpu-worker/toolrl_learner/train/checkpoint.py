@@ -1,5 +1,6 @@
 """Checkpoints: `checkpoints/step-<S>/` with Hugging Face format weights (the full model in `model/`, or
-peft's adapter folder in `adapter/`), the value head, optimizer state and RNG state, and `COMPLETE.json`.
+peft's adapter folder in `adapter/`), the value head, a separate critic's weights in `critic/`, optimizer
+state (the critic's beside the policy's) and RNG state, and `COMPLETE.json`.
 
 `COMPLETE.json` is the commit record: written last, in one atomic put, it lists every file with its
 sha256 and carries the trainer state (step, policy version, consumed and dropped group ids, data
@@ -34,6 +35,7 @@ import numpy as np
 import torch
 
 from ..storage import BlobStore, keys
+from .critic import Critic
 from .policy import Policy
 
 log = logging.getLogger(__name__)
@@ -106,7 +108,9 @@ def _set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def _write_files(out: Path, policy: Policy, trainer_state: dict[str, Any] | None) -> None:
+def _write_files(
+    out: Path, policy: Policy, trainer_state: dict[str, Any] | None, critic: Critic | None = None
+) -> None:
     from safetensors.torch import save_file
 
     from ..model.hf_io import save_pretrained
@@ -119,6 +123,8 @@ def _write_files(out: Path, policy: Policy, trainer_state: dict[str, Any] | None
     trainable = policy.trainable_state(adapter=False)  # the value head, if any
     if trainable:
         save_file(trainable, str(out / "trainable.safetensors"), metadata={"format": "pt"})
+    if critic is not None:
+        critic.save(out / "critic")
     if trainer_state is not None:
         torch.save(trainer_state, out / "optimizer.pt")
     torch.save(_rng_state(), out / "rng.pt")
@@ -151,6 +157,7 @@ def save_checkpoint(
     workdir: Path,
     keep: int = 2,
     weights_unchanged: bool = False,
+    critic: Critic | None = None,
 ) -> str:
     """Write checkpoint step-<state.step>; returns its prefix. Older complete ones beyond `keep` are removed.
 
@@ -170,7 +177,7 @@ def save_checkpoint(
     local = store.local_path(prefix + MARKER)
     staging = Path(local).parent if local is not None else Path(tempfile.mkdtemp(prefix="ckpt-", dir=workdir))
     try:
-        _write_files(staging, policy, trainer_state)
+        _write_files(staging, policy, trainer_state, critic)
         files = {}
         for f in sorted(p for p in staging.rglob("*") if p.is_file()):
             rel = f.relative_to(staging).as_posix()
@@ -269,10 +276,10 @@ def _load_pickle(path: Path, device: torch.device) -> Any:
 
 
 def load_latest_checkpoint(
-    store: BlobStore, run_id: str, policy: Policy, workdir: Path
+    store: BlobStore, run_id: str, policy: Policy, workdir: Path, critic: Critic | None = None
 ) -> tuple[TrainerState, dict[str, Any] | None] | None:
-    """Restore the newest verifiable checkpoint into `policy` (weights, RNG); returns (state, optimizer
-    state or None), or None when there is no complete checkpoint."""
+    """Restore the newest verifiable checkpoint into `policy` (and `critic`: weights, RNG); returns (state,
+    optimizer state or None), or None when there is no complete checkpoint."""
     for step, revision in complete_checkpoints(store, run_id):
         prefix = keys.checkpoint(run_id, step, revision)
         marker = json.loads(store.get_bytes(prefix + MARKER))
@@ -283,6 +290,10 @@ def load_latest_checkpoint(
             if (folder / "model").is_dir():
                 policy.load_base_weights(folder / "model")
             _load_trainable(policy, folder)
+            if critic is not None:
+                if not (folder / "critic").is_dir():
+                    raise ValueError(f"{prefix} holds no critic: it was written by a run without `critic:`")
+                critic.load(folder / "critic")
             optimizer = (
                 _load_pickle(folder / "optimizer.pt", policy.device)
                 if (folder / "optimizer.pt").is_file()

@@ -93,3 +93,10 @@ def build_micro_batch(batch: LearnerBatch, seqs: list[int]) -> MicroBatch:
 
 def pack_batch(batch: LearnerBatch, budget: int) -> list[MicroBatch]:
     return [build_micro_batch(batch, seqs) for seqs in plan_micro_batches(batch.lengths, budget)]
+
+
+def pack_sequences(batch: LearnerBatch, seqs: list[int], budget: int) -> list[MicroBatch]:
+    """Micro-batches of some of the batch's sequences (a PPO mini-batch)."""
+    lengths = batch.lengths
+    plan = plan_micro_batches([lengths[s] for s in seqs], budget)
+    return [build_micro_batch(batch, [seqs[i] for i in b]) for b in plan]

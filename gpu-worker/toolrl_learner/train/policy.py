@@ -144,7 +144,7 @@ class Policy:
             ref_dtype = torch.bfloat16 if self.autocast_dtype is not None else torch.float32
             self.reference = copy.deepcopy(self.base).to(ref_dtype).eval().requires_grad_(False)
         self.value_head: nn.Linear | None = None
-        if cfg.adv_estimator == "gae":
+        if cfg.adv_estimator == "gae" and not cfg.has_critic:
             self.value_head = nn.Linear(self.base.config.hidden_size, 1).to(device)
             nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)

@@ -126,7 +126,13 @@ class LearnerSession:
         torch.manual_seed(cfg.seed)
         model_dir = resolve_model_dir(cfg.model_path, self.workdir, cfg.seed)
         self.policy = Policy(cfg, model_dir, self.device)
-        self.trainer = Trainer(cfg, self.policy, self.stage_cfgs)
+        critic = None
+        if cfg.has_critic:
+            from .critic import Critic
+
+            critic_dir = resolve_model_dir(cfg.critic_model_path, self.workdir)
+            critic = Critic(cfg, critic_dir, self.device, self.policy.autocast_dtype)
+        self.trainer = Trainer(cfg, self.policy, self.stage_cfgs, critic=critic)
         self.trainer.total_steps = self._total_steps()
         self.publisher = Publisher(
             self.store,
@@ -137,7 +143,9 @@ class LearnerSession:
             cfg.rollout_quantization_block_size,
         )
 
-        resumed = load_latest_checkpoint(self.store, self.run_id, self.policy, self.workdir)
+        resumed = load_latest_checkpoint(
+            self.store, self.run_id, self.policy, self.workdir, critic=self.trainer.critic
+        )
         resumed_from = None
         if resumed is not None:
             self.state, optimizer_state = resumed
@@ -421,6 +429,7 @@ class LearnerSession:
             self.workdir,
             keep=self.cfg.keep_checkpoints,
             weights_unchanged=self.last_checkpoint_step == self.state.step,
+            critic=self.trainer.critic,
         )
         self.last_checkpoint_step = self.state.step
         ids, self.pending_commit = self.pending_commit, []

@@ -1,10 +1,10 @@
 """One learner step: scored groups -> advantages -> packed micro-batches -> clipped-surrogate loss with
-gradient accumulation -> one AdamW step per PPO epoch. Returns the step's metrics."""
+gradient accumulation -> one AdamW step per PPO mini-batch and epoch (a separate critic, when configured,
+first takes its own). Returns the step's metrics."""
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +13,6 @@ import torch
 from torch import Tensor
 
 from ..algos import advantages as adv_fns
-from ..algos.aggregation import aggregate_loss
 from ..algos.kl import kl_k1, kl_penalty
 from ..algos.policy_loss import policy_loss
 from ..algos.rollout_is import rollout_is_weights
@@ -21,8 +20,10 @@ from ..algos.segments import segment_sum
 from ..algos.value_loss import value_loss
 from ..config import LearnerConfig
 from .batch import LearnerBatch
+from .critic import Critic
+from .minibatch import loss_totals, micro_aggregate, mini_batches
 from .optim import build_optimizer, lr_at, set_lr
-from .packing import MicroBatch, pack_batch
+from .packing import MicroBatch, pack_batch, pack_sequences
 from .policy import Policy
 from .timing import PhaseTimer
 
@@ -100,13 +101,18 @@ def _no_phase(_name: str) -> Iterator[None]:
 
 
 class Trainer:
-    """Holds the optimiser; `step` is one learner step (ppo_epochs optimiser steps) on a batch of groups."""
+    """Holds the optimiser (and the separate critic, if any); `step` is one learner step on a batch of groups."""
 
     def __init__(
-        self, cfg: LearnerConfig, policy: Policy, stage_cfgs: dict[str, LearnerConfig] | None = None
+        self,
+        cfg: LearnerConfig,
+        policy: Policy,
+        stage_cfgs: dict[str, LearnerConfig] | None = None,
+        critic: Critic | None = None,
     ) -> None:
         self.cfg = cfg
         self.policy = policy
+        self.critic = critic
         self.stage_cfgs = stage_cfgs or {}
         self.optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.lr, cfg.weight_decay)
         self.params = [p for _, p in policy.named_trainable_parameters()]
@@ -122,15 +128,20 @@ class Trainer:
         return self.stage_cfgs.get(stage, self.cfg) if stage else self.cfg
 
     def state_dict(self) -> dict[str, Any]:
-        return {
+        state = {
             "optimizer": self.optimizer.state_dict(),
             "step": self.step_count,
             "total_steps": self.total_steps,
         }
+        if self.critic is not None:
+            state["critic"] = self.critic.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.step_count = int(state["step"])
+        if self.critic is not None and "critic" in state:
+            self.critic.load_state_dict(state["critic"])
 
     # -- the step ---------------------------------------------------------------------------------------
 
@@ -149,15 +160,18 @@ class Trainer:
         n_tok = batch.num_loss_tokens
         behavior = batch.behavior_logprobs.to(device)
 
-        # pi_old is recomputed once when the batch is reused (ppo_epochs > 1) or when the advantages need
-        # it (values for GAE, log-probs for a KL reward); otherwise it is the first forward, detached.
-        need_old = cfg.ppo_epochs > 1 or cfg.adv_estimator == "gae" or cfg.use_kl_in_reward
+        # pi_old is recomputed once when the batch is reused (several epochs or mini-batches) or when the
+        # advantages need it (values for GAE, log-probs for a KL reward); otherwise it is the first forward.
+        several = cfg.ppo_mini_batch_size is not None and cfg.ppo_mini_batch_size < len(batch.group_ids)
+        need_old = cfg.ppo_epochs > 1 or several or cfg.adv_estimator == "gae" or cfg.use_kl_in_reward
         old_logprobs = old_values = ref_logprobs = None
         with phase("old_logprobs"):
             if need_old:
                 old_logprobs, old_values = self._gather(
                     mbs, n_tok, lambda mb: self.policy.forward_old(mb, values=True)
                 )
+            if self.critic is not None:
+                old_values = self.critic.old_values(mbs, n_tok)
             if cfg.needs_reference:
                 ref_logprobs, _ = self._gather(
                     mbs, n_tok, lambda mb: (self.policy.reference_logprobs(mb), None)
@@ -166,7 +180,12 @@ class Trainer:
         advantages, returns, adv_metrics = compute_advantages(
             cfg, batch, old_logprobs, old_values, ref_logprobs, device=device
         )
-        num_loss_seqs = float(max(1, int((batch.tok_offsets[1:] > batch.tok_offsets[:-1]).sum())))
+        critic_metrics: dict[str, float] = {}
+        if self.critic is not None:
+            with phase("critic"):
+                critic_metrics = self.critic.update(cfg, batch, returns, old_values, self.step_count)
+        # verl's critic warm-up: the first critic_warmup steps train the critic alone.
+        train_actor = self.critic is None or self.step_count >= cfg.critic_warmup
 
         lr = lr_at(
             self.step_count,
@@ -180,29 +199,32 @@ class Trainer:
         # Metrics stay on the device until the step ends: a .item() per micro-batch would stall the GPU.
         sums: dict[str, Tensor] = {}
         grad_norms = []
-        for _ in range(cfg.ppo_epochs):
-            self.optimizer.zero_grad(set_to_none=True)
-            for mb in mbs:
-                loss_metrics = self._micro_step(
-                    phase,
-                    cfg,
-                    mb,
-                    n_tok,
-                    num_loss_seqs,
-                    advantages,
-                    returns,
-                    behavior,
-                    old_logprobs,
-                    old_values,
-                    ref_logprobs,
-                )
-                w = mb.targets.shape[0] / max(1, n_tok)
-                for k, v in loss_metrics.items():
-                    sums[k] = sums.get(k, 0.0) + v * ((1.0 if k in _SUMMED else w) / cfg.ppo_epochs)
-            if n_tok:
-                with phase("optimizer"):
-                    grad_norms.append(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip).detach())
-                    self.optimizer.step()
+        for epoch in range(cfg.ppo_epochs if train_actor else 0):
+            plans = mini_batches(
+                batch, cfg.ppo_mini_batch_size, seed=cfg.seed, step=self.step_count, epoch=epoch
+            )
+            for seqs in plans:
+                # One mini-batch (the default) trains on the packing already done, in its order.
+                if len(plans) == 1:
+                    mini = mbs
+                else:
+                    with phase("pack"):
+                        mini = [m.to(device) for m in pack_sequences(batch, seqs, cfg.micro_batch_tokens)]
+                m_tok, m_seqs = loss_totals(batch, seqs)
+                scale = 1.0 / (cfg.ppo_epochs * len(plans))
+                self.optimizer.zero_grad(set_to_none=True)
+                for mb in mini:
+                    loss_metrics = self._micro_step(
+                        phase, cfg, mb, m_tok, m_seqs, advantages, returns, behavior, old_logprobs, old_values,
+                        ref_logprobs,
+                    )  # fmt: skip
+                    w = mb.targets.shape[0] / max(1, m_tok)
+                    for k, v in loss_metrics.items():
+                        sums[k] = sums.get(k, 0.0) + v * ((1.0 if k in _SUMMED else w) * scale)
+                if m_tok:
+                    with phase("optimizer"):
+                        grad_norms.append(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip).detach())
+                        self.optimizer.step()
         self.step_count += 1
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # the step's kernels are queued, not done, until here
@@ -212,6 +234,7 @@ class Trainer:
             **self._batch_metrics(batch, cfg.group_relative),
             **adv_metrics,
             **{k: float(v) for k, v in sums.items()},
+            **critic_metrics,
             "lr": lr,
             "grad_norm": float(sum(grad_norms)) / len(grad_norms) if grad_norms else 0.0,
             "micro_batches": float(len(mbs)),
@@ -219,6 +242,7 @@ class Trainer:
             "loss_tokens": float(n_tok),
             "tokens_per_s": total_tokens * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
             "step_time_s": elapsed,
+            "actor_updates": float(len(grad_norms)),
         }
         if timer is not None:
             self.last_phases = timer.take()
@@ -251,7 +275,8 @@ class Trainer:
     def _micro_step(
         self, phase, cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp
     ):
-        gae = cfg.adv_estimator == "gae"
+        # The shared-trunk value head trains with the policy; a separate critic has trained already.
+        gae = cfg.adv_estimator == "gae" and self.policy.value_head is not None
         with phase("forward"):
             loss, metrics, n = self._loss(
                 cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp, gae
@@ -277,15 +302,7 @@ class Trainer:
             mode=cfg.rollout_is_mode,
             threshold=cfg.rollout_is_threshold,
         )
-        aggregate = functools.partial(
-            aggregate_loss,
-            seq_ids=mb.local_seq_ids,
-            num_seqs=b,
-            mode=cfg.resolved_loss_agg_mode,
-            num_tokens=float(n_tok),
-            num_loss_seqs=num_loss_seqs,
-            norm_constant=cfg.loss_norm_constant,
-        )
+        aggregate = micro_aggregate(cfg, mb, n_tok, num_loss_seqs)
         kl = kl_penalty(out.logprobs, ref_lp[idx], cfg.kl_loss_type) if cfg.use_kl_loss else None
         entropy = out.entropy if (out.entropy is None or cfg.entropy_coeff) else out.entropy.detach()
         loss, metrics = policy_loss(

@@ -1,6 +1,7 @@
 // The run configuration: one YAML file, validated here with errors that name the field.
 import { z } from 'zod';
 import { AlgorithmConfigSchema } from './algorithm.ts';
+import { CriticConfigSchema } from './critic.ts';
 import { DataConfigSchema } from './data.ts';
 import { ModelConfigSchema } from './model.ts';
 import { RewardConfigSchema } from './reward.ts';
@@ -62,12 +63,26 @@ export const RunConfigSchema = z
     tools: ToolsConfigSchema.default({}),
     reward: RewardConfigSchema.default(RewardConfigSchema.parse({})),
     algorithm: AlgorithmConfigSchema.default(AlgorithmConfigSchema.parse({})),
+    /** PPO's separate critic model (with `adv_estimator: gae`); without it GAE uses a value head on the policy. */
+    critic: CriticConfigSchema.optional(),
     trainer: TrainerConfigSchema.default(TrainerConfigSchema.parse({})),
     stages: z.array(StageConfigSchema).optional(),
     logging: LoggingConfigSchema.default(LoggingConfigSchema.parse({})),
   })
   .strict()
   .superRefine((config, ctx) => {
+    if (config.critic && config.algorithm.adv_estimator !== 'gae')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['critic'],
+        message: `a critic estimates values for GAE: set algorithm.adv_estimator: gae (it is ${config.algorithm.adv_estimator})`,
+      });
+    if (config.trainer.critic_warmup > 0 && !config.critic)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['trainer', 'critic_warmup'],
+        message: 'critic_warmup trains a separate critic alone first: add a `critic:` block',
+      });
     if (!config.trainer.deterministic) return;
     // A deterministic run's batch t is positions [t b, (t+1) b) of the feeder's walk, sampled by a version fixed
     // by t - max_staleness: both numbers must be the run's, and a batch may not be refilled by later groups.

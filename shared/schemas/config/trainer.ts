@@ -39,8 +39,15 @@ export const TrainerConfigSchema = z
     min_lr_ratio: z.number().min(0).max(1).default(0),
     weight_decay: z.number().nonnegative().default(0),
     grad_clip: z.number().positive().default(1.0),
-    /** Optimiser steps per batch of groups (PPO epochs). */
+    /** Passes over each batch of groups (PPO epochs). */
     ppo_epochs: z.number().int().positive().default(1),
+    /**
+     * Groups (prompts) per actor optimiser step, as verl's ppo_mini_batch_size: each epoch shuffles the batch's
+     * groups and steps once per mini-batch. Unset: the whole batch, one step per epoch.
+     */
+    ppo_mini_batch_size: z.number().int().positive().optional(),
+    /** Learner steps at the start that train only the separate critic (verl's trainer.critic_warmup). */
+    critic_warmup: z.number().int().nonnegative().default(0),
     /** Token budget of one packed micro-batch. */
     micro_batch_tokens: z.number().int().positive().default(8192),
     /** Rows of the [tokens x vocabulary] logits computed at once for log-probs (never the full matrix). */

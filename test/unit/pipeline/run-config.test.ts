@@ -113,6 +113,51 @@ stages:
     expect(c.stages?.[0]?.data).toEqual({ train: 'b.parquet' });
   });
 
+  it('uploads the code a config names: Python tools and rewards, tool modules, and those of its tools file', () => {
+    const c = parseRunConfig(
+      `
+model: { path: tiny }
+data: { train: a.parquet }
+tools:
+  tools:
+    - { path: tools/my_tool.py, name: MyTool }
+    - { kind: module, module: ./ts/word.ts }
+    - { class_name: my_pkg.tools.Installed }
+reward: { functions: [{ path: rewards/my_reward.py, name: compute_score }] }
+`,
+      'run.yaml',
+    );
+    expect(referencedFiles(c).other).toEqual(['tools/my_tool.py', './ts/word.ts', 'rewards/my_reward.py']);
+    const withFile = parseRunConfig(
+      'model: {path: tiny}\ndata: {train: a.parquet}\ntools: {config_file: cfg/tools.yaml}',
+      'r.yaml',
+    );
+    expect(referencedFiles(withFile, () => [{ path: 'calc.py', name: 'Calc', config: {} }]).other).toEqual([
+      'cfg/tools.yaml',
+      'cfg/calc.py',
+    ]);
+  });
+
+  it('takes a separate critic only for GAE, and critic warm-up only with one', () => {
+    const base = 'model: {path: tiny}\ndata: {train: a.parquet}\n';
+    expect(() => parseRunConfig(`${base}critic: {model: {path: tiny}}`, 'c.yaml')).toThrow(
+      /a critic estimates values for GAE: set algorithm.adv_estimator: gae \(it is grpo\)[\s\S]*critic/,
+    );
+    expect(() => parseRunConfig(`${base}trainer: {critic_warmup: 2}`, 'c.yaml')).toThrow(
+      /critic_warmup trains a separate critic alone first: add a `critic:` block/,
+    );
+    const ok = parseRunConfig(
+      `${base}algorithm: {adv_estimator: gae}\ncritic: {model: {path: tiny}, lr: 2.0e-5}\ntrainer: {critic_warmup: 2, ppo_mini_batch_size: 4}`,
+      'c.yaml',
+    );
+    expect(ok.critic).toMatchObject({
+      lr: 2e-5,
+      grad_clip: 1,
+      model: { path: 'tiny', gradient_checkpointing: false },
+    });
+    expect(ok.trainer).toMatchObject({ critic_warmup: 2, ppo_mini_batch_size: 4 });
+  });
+
   it('refuses two referenced files that would share an input name', () => {
     const c = parseRunConfig('model: {path: tiny}\ndata: {train: [x/a.parquet, y/a.parquet]}', 'run.yaml');
     expect(() => checkInputNames(c)).toThrow(
