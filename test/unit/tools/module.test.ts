@@ -26,23 +26,29 @@ describe('a TypeScript tool module', () => {
       reward: 0.1,
       metrics: { words: 3 },
     });
-    expect(await registry.call({ name: 'shout', arguments: { text: 'hey' } })).toMatchObject({ output: 'HEY' });
+    expect(await registry.call({ name: 'shout', arguments: { text: 'hey' } })).toMatchObject({
+      output: 'HEY',
+    });
     // A throw is an execution error; bad arguments are refused before the tool runs; the timeout aborts it.
     expect((await registry.call({ name: 'shout', arguments: { text: '' } })).error).toEqual({
       type: 'execution_error',
       message: 'nothing to shout',
     });
-    expect((await registry.call({ name: 'word_count', arguments: { text: 1 } })).error?.type).toBe('invalid_arguments');
+    expect((await registry.call({ name: 'word_count', arguments: { text: 1 } })).error?.type).toBe(
+      'invalid_arguments',
+    );
     expect((await registry.call({ name: 'wait', arguments: {} })).error?.type).toBe('timeout');
   });
 
   it('names the module and the problem when it cannot load', async () => {
-    await expect(buildToolRegistry({ tools: [{ kind: 'module', module: './bad-tool.ts', config: {} }] }, { baseDir })).rejects.toThrow(
+    await expect(
+      buildToolRegistry({ tools: [{ kind: 'module', module: './bad-tool.ts', config: {} }] }, { baseDir }),
+    ).rejects.toThrow(
       /tool module \.\/bad-tool\.ts: `schema` is not an OpenAI function schema: function\.name/,
     );
-    await expect(buildToolRegistry({ tools: [{ kind: 'module', module: './nope.ts', config: {} }] }, { baseDir })).rejects.toThrow(
-      /tool module \.\/nope\.ts: cannot import/,
-    );
+    await expect(
+      buildToolRegistry({ tools: [{ kind: 'module', module: './nope.ts', config: {} }] }, { baseDir }),
+    ).rejects.toThrow(/tool module \.\/nope\.ts: cannot import/);
     await expect(buildToolRegistry({ tools: [{ kind: 'module' }] } as never, { baseDir })).rejects.toThrow(
       /`kind: module` needs `module: \.\/my-tool\.ts`/,
     );
