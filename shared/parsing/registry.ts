@@ -8,7 +8,10 @@ import { reactParser } from './react.ts';
 import type { ParseContext, ParseError, ParseResult, ToolCallParser } from './types.ts';
 
 const parsers = new Map<string, ToolCallParser>(
-  [hermesParser, reactParser, qwen3CoderParser, codeBlockParser].map((p) => [p.format, withBoundedArguments(p)]),
+  [hermesParser, reactParser, qwen3CoderParser, codeBlockParser].map((p) => [
+    p.format,
+    withBoundedArguments(p),
+  ]),
 );
 
 /** Adds a format; registering a taken name is an error so a plugin cannot silently replace `hermes`. */

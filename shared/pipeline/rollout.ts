@@ -89,7 +89,8 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
   // (ReAct) or its calls are inline (code blocks reach their tool from the reply's text, as the prompt describes
   // it; a template's tool schemas would teach a call format the run does not parse). They are callable either way.
   const parser = getParser(config.rollout.multi_turn.tool_parser_format);
-  const tools = parser.toolsInTemplate === false || parser.inline === true ? [] : registry.forRow(rowTools).schemas();
+  const tools =
+    parser.toolsInTemplate === false || parser.inline === true ? [] : registry.forRow(rowTools).schemas();
   const lease = await ctx.policies.acquire(g.runId, g.policyVersion, { fresh: true });
   try {
     const promptText = lease.policy.tokenizer.render(row.prompt, tools, { addGenerationPrompt: true });
