@@ -78,12 +78,16 @@ describe("the seeds' tool configs, verbatim", () => {
     await reg.close();
   });
 
-  it('a tool class that is not in the alias table is an error naming the ones that are', async () => {
+  it('a tool name that is neither a kind, nor in the alias table, nor a dotted class is an error naming them', async () => {
+    await expect(buildToolRegistry({ tools: [{ class_name: 'SearchToool', config: {} }] })).rejects.toThrow(
+      /unknown tool kind "SearchToool": not a built-in kind \(calculator, .*\) nor a tool class toolrl knows \(mindspeed_rl\.tools\.retool\.ReTool, .*\); a Python class is `class_name: my_pkg\.module\.MyTool`/,
+    );
+  });
+
+  it('a dotted class the alias table does not claim goes to the Python tool host', async () => {
     await expect(
       buildToolRegistry({ tools: [{ class_name: 'my_pkg.tools.SearchTool', config: {} }] }),
-    ).rejects.toThrow(
-      /unknown tool kind "my_pkg\.tools\.SearchTool": not a built-in kind \(calculator, .*\) nor a tool class toolrl knows \(mindspeed_rl\.tools\.retool\.ReTool, /,
-    );
+    ).rejects.toThrow(/my_pkg\.tools\.SearchTool: cannot import my_pkg\.tools/);
   });
 });
 
