@@ -13,6 +13,7 @@ import {
   rewardName,
   VALUE_ALIASES,
 } from '../schemas/config/aliases.ts';
+import { CriticConfigSchema } from '../schemas/config/critic.ts';
 import { schemaAt } from './config-paths.ts';
 
 export class AliasError extends Error {
@@ -115,6 +116,12 @@ export function applyConfigAliases(raw: Plain, where = ''): AliasResult {
       if (key === '_target_') continue; // Hydra's instantiation plumbing
       const resolved = resolveKeyPath(path);
       const moved = resolved.alias !== undefined || resolved.paths[0] !== path;
+      // toolrl's own `critic:` block (PPO's separate critic) shares verl's section name: one written in toolrl's
+      // keys is the user's, taken whole; verl's block (strategy, optim, fsdp_config, ...) stays foreign below.
+      if (path === 'critic' && CriticConfigSchema.safeParse(value).success) {
+        assignments.push({ path, value, source: path, soft: false });
+        continue;
+      }
       const origin = FOREIGN_SECTIONS[path.split('.')[0]!];
       // Under a foreign prefix (rl_config.X, actor_rollout_ref.rollout.multi_turn.X) only keys toolrl has move.
       const unmatched = !resolved.alias && moved && origin !== undefined && !schemaAt(resolved.paths[0]!).ok;

@@ -266,7 +266,6 @@ function keyAliases(): KeyAlias[] {
   add('trainer.experiment_name', { to: 'name', origin: 'verl' });
   add(
     [
-      'trainer.critic_warmup',
       'trainer.default_local_dir',
       'trainer.default_hdfs_dir',
       'trainer.rollout_data_dir',

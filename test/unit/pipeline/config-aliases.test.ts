@@ -186,7 +186,6 @@ describe('EnvTuning: stage 1 config and its run script overrides', () => {
     expect(all).toMatch(/interaction_config_path \(verl\)/);
     expect(all).toMatch(/actor_rollout_ref\.rollout\.name/);
     expect(all).toMatch(/actor_rollout_ref\.rollout\.gpu_memory_utilization/);
-    expect(all).toMatch(/trainer\.critic_warmup \(verl\)/);
     expect(all).toMatch(/trainer\.n_gpus_per_node \(verl\)/);
   });
 });
