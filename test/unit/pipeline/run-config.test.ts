@@ -31,14 +31,19 @@ describe('run config', () => {
       parseRunConfig('model: { path: tiny }\ndata: { train: a.parquet }\nrollout: { n: 0 }', 'run.yaml'),
     ).toThrow(/run\.yaml is not a valid run config:[\s\S]*rollout\.n/);
     expect(() =>
-      parseRunConfig('model: {path: tiny}\ndata: {train: a}\ntrainer: {batch_promts: 4}', 'x.yaml'),
+      parseRunConfig('model: {path: tiny}\ndata: {train: a.parquet}\ntrainer: {batch_promts: 4}', 'x.yaml'),
     ).toThrow(/batch_promts/);
     expect(() =>
-      parseRunConfig('model: {path: tiny, rollout_quantization_block_size: 48}\ndata: {train: a}', 'q.yaml'),
+      parseRunConfig(
+        'model: {path: tiny, rollout_quantization_block_size: 48}\ndata: {train: a.parquet}',
+        'q.yaml',
+      ),
     ).toThrow(/power of two[\s\S]*model\.rollout_quantization_block_size/);
     expect(
-      parseRunConfig('model: {path: tiny, rollout_quantization_block_size: 128}\ndata: {train: a}', 'q.yaml')
-        .model.rollout_quantization_block_size,
+      parseRunConfig(
+        'model: {path: tiny, rollout_quantization_block_size: 128}\ndata: {train: a.parquet}',
+        'q.yaml',
+      ).model.rollout_quantization_block_size,
     ).toBe(128);
     expect(() => parseRunConfig('- a\n- b', 'list.yaml')).toThrow(ConfigError);
     expect(() => parseRunConfig('a: [', 'bad.yaml')).toThrow(/bad\.yaml is not valid YAML/);

@@ -102,9 +102,9 @@ describe('toolbench tools against the cached server', () => {
   it("returns StableToolBench's {error, response} shape for a miss, as a failed call", async () => {
     const r = await reg.call({ name: 'current_weather_for_weatherapi', arguments: { city: 'Atlantis' } });
     expect(r.ok).toBe(false);
-    expect(r.error?.type).toBe('execution_error');
+    expect(r.error?.type).toBe('not_cached');
     expect(r.error?.message).toMatch(
-      /^No cached response for Weather\/weatherapi_for_Weather\/current_weather.json/,
+      /^not cached: no response is cached for .*Weather\/weatherapi_for_Weather\/current_weather/,
     );
     expect(JSON.parse(r.output)).toMatchObject({ response: '' });
   });
