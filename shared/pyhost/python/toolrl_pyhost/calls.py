@@ -48,7 +48,7 @@ async def call_with_deadline(fn: Callable[..., Any], args: tuple, kwargs: dict, 
     thread.start()
     try:
         value = await asyncio.wait_for(asyncio.shield(done), timeout)
-    except (asyncio.TimeoutError, asyncio.CancelledError):
+    except (asyncio.TimeoutError, asyncio.CancelledError):  # noqa: UP041 - user Pythons older than 3.11 run this host
         if state["running"] and thread.ident is not None:
             _raise_in_thread(thread.ident)
         raise

@@ -114,7 +114,7 @@ class Tools:
             raise UserError(f"{tool.label} has no {method}() method")
         try:
             return await call_with_deadline(fn, args, kwargs, timeout)
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError:  # noqa: UP041 - see calls.py
             raise Timeout(
                 f"{tool.label}.{method} did not finish within {timeout:g}s and was cancelled"
             ) from None
