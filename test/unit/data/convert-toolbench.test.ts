@@ -118,6 +118,6 @@ describe('ToolLLaMA rows: category and routes', () => {
       { name: 'current_weather_for_weatherapi', tool_name: 'weatherapi', api_name: 'current_weather' },
     ]);
     const miss = await callFor(row!, 'current_weather_for_weatherapi', { city: 'Paris' });
-    expect(miss).toMatchObject({ ok: false, error: { type: 'execution_error' } });
+    expect(miss).toMatchObject({ ok: false, error: { type: 'not_cached' } });
   });
 });
