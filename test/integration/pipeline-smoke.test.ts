@@ -30,7 +30,10 @@ describe('embedded pipeline (stand-in learner)', () => {
     // again (peeking receives; the queue browse of the reliability work removes that).
     let seen: Awaited<ReturnType<Fixture['peek']>> = [];
     await until(
-      async () => (seen = await fx!.peek('scored-groups')).length >= 4,
+      async () => {
+        seen = await fx!.peek('scored-groups');
+        return seen.length >= 4;
+      },
       'four scored groups',
       120_000,
     );
