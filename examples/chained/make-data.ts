@@ -15,17 +15,16 @@ import { fileURLToPath } from 'node:url';
 import { writeDataset } from '#shared/data/dataset';
 import { writeParquetFile } from '#shared/data/parquet';
 import { parseRunConfig } from '#shared/pipeline/run-config';
-import { samplingStream } from '#shared/policy/rng';
 import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
+import { arithmeticDraws } from '../quickstart/arithmetic.ts';
 
 /** Shares of the demonstrations: both calls right, the first result miscopied into the second, one call only. */
 export const DEMONSTRATION_MIX = { correct: 0.55, miscopied: 0.25, oneCall: 0.2 } as const;
 
 const here = dirname(fileURLToPath(import.meta.url));
 const config = parseRunConfig(readFileSync(join(here, 'run.yaml'), 'utf8'), 'run.yaml');
-const rng = samplingStream(20240602, 0, 0);
-const int = (lo: number, hi: number) => lo + Math.floor(rng.next() * (hi - lo + 1));
+const { next, int, operands, miscopy } = arithmeticDraws(20240602);
 
 interface Question {
   a: number;
@@ -38,21 +37,9 @@ interface Question {
 }
 
 function question(): Question {
-  let a: number;
-  let b: number;
-  let op: '+' | '-';
-  if (rng.next() < 0.5) {
-    op = '+';
-    a = int(100, 899);
-    b = int(100, 999 - a);
-  } else {
-    op = '-';
-    a = int(200, 999);
-    b = int(100, a - 100);
-  }
+  const { a, op, b, word, value: first } = operands();
   const c = int(2, 9);
-  const first = op === '+' ? a + b : a - b;
-  const text = `What is ${a} ${op === '+' ? 'plus' : 'minus'} ${b}, times ${c}?`;
+  const text = `What is ${a} ${word} ${b}, times ${c}?`;
   return { a, op, b, c, text, first, answer: first * c };
 }
 
@@ -63,17 +50,6 @@ const row = (q: Question, index: number, split: string) => ({
   reward_model: { style: 'rule', ground_truth: String(q.answer) },
   extra_info: { index, split },
 });
-
-/** `n` with one of its digits replaced by another (never a leading zero): a slip in copying it. */
-function miscopy(n: number): number {
-  const digits = String(n).split('');
-  const at = int(0, digits.length - 1);
-  let d: string;
-  do d = String(int(at === 0 ? 1 : 0, 9));
-  while (d === digits[at]);
-  digits[at] = d;
-  return Number(digits.join(''));
-}
 
 const registry = await buildToolRegistry(config.tools, { baseDir: here });
 const tools = registry.schemas();
@@ -86,7 +62,7 @@ const call = (expression: string): ChatMessage => ({
 const result = (n: number): ChatMessage => ({ role: 'tool', name: 'calculator', content: String(n) });
 
 function demo(q: Question): { messages: ChatMessage[]; tools: typeof tools } {
-  const kind = rng.next();
+  const kind = next();
   const messages: ChatMessage[] = [
     { role: 'user', content: q.text },
     call(`${q.a} ${q.op} ${q.b}`),
@@ -94,7 +70,7 @@ function demo(q: Question): { messages: ChatMessage[]; tools: typeof tools } {
   ];
   if (kind >= DEMONSTRATION_MIX.correct + DEMONSTRATION_MIX.miscopied) {
     // One call, then a guess near the answer, and wrong.
-    const guess = q.answer + (rng.next() < 0.5 ? -1 : 1) * int(1, 60);
+    const guess = q.answer + (next() < 0.5 ? -1 : 1) * int(1, 60);
     messages.push({ role: 'assistant', content: `\\boxed{${guess}}` });
     return { messages, tools };
   }

@@ -23,17 +23,16 @@ import { fileURLToPath } from 'node:url';
 import { writeDataset } from '#shared/data/dataset';
 import { writeParquetFile } from '#shared/data/parquet';
 import { parseRunConfig } from '#shared/pipeline/run-config';
-import { samplingStream } from '#shared/policy/rng';
 import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
+import { arithmeticDraws } from './arithmetic.ts';
 
 /** Shares of the demonstrations: a correct call, a call with one operand digit miscopied, no call at all. */
 export const DEMONSTRATION_MIX = { correct: 0.55, miscopied: 0.25, noCall: 0.2 } as const;
 
 const here = dirname(fileURLToPath(import.meta.url));
 const config = parseRunConfig(readFileSync(join(here, 'run.yaml'), 'utf8'), 'run.yaml');
-const rng = samplingStream(20240601, 0, 0);
-const int = (lo: number, hi: number) => lo + Math.floor(rng.next() * (hi - lo + 1));
+const { next, int, operands, miscopy } = arithmeticDraws(20240601);
 
 interface Question {
   a: number;
@@ -44,20 +43,8 @@ interface Question {
 }
 
 function question(): Question {
-  let a: number;
-  let b: number;
-  let op: '+' | '-';
-  if (rng.next() < 0.5) {
-    op = '+';
-    a = int(100, 899);
-    b = int(100, 999 - a);
-  } else {
-    op = '-';
-    a = int(200, 999);
-    b = int(100, a - 100);
-  }
-  const text = `What is ${a} ${op === '+' ? 'plus' : 'minus'} ${b}?`;
-  return { a, op, b, text, answer: op === '+' ? a + b : a - b };
+  const { a, op, b, word, value } = operands();
+  return { a, op, b, text: `What is ${a} ${word} ${b}?`, answer: value };
 }
 
 const row = (q: Question, index: number, split: string) => ({
@@ -68,31 +55,20 @@ const row = (q: Question, index: number, split: string) => ({
   extra_info: { index, split },
 });
 
-/** `n` with one of its digits replaced by another (never a leading zero): a slip in copying it. */
-function miscopy(n: number): number {
-  const digits = String(n).split('');
-  const at = int(0, digits.length - 1);
-  let d: string;
-  do d = String(int(at === 0 ? 1 : 0, 9));
-  while (d === digits[at]);
-  digits[at] = d;
-  return Number(digits.join(''));
-}
-
 const registry = await buildToolRegistry(config.tools, { baseDir: here });
 const tools = registry.schemas();
 
 function demo(q: Question): { messages: ChatMessage[]; tools: typeof tools } {
-  const kind = rng.next();
+  const kind = next();
   const user: ChatMessage = { role: 'user', content: q.text };
   if (kind >= DEMONSTRATION_MIX.correct + DEMONSTRATION_MIX.miscopied) {
     // From memory: a guess near the answer, and wrong.
-    const guess = q.answer + (rng.next() < 0.5 ? -1 : 1) * int(1, 60);
+    const guess = q.answer + (next() < 0.5 ? -1 : 1) * int(1, 60);
     return { messages: [user, { role: 'assistant', content: `\\boxed{${guess}}` }], tools };
   }
   let { a, b } = q;
   if (kind >= DEMONSTRATION_MIX.correct) {
-    if (rng.next() < 0.5) a = miscopy(a);
+    if (next() < 0.5) a = miscopy(a);
     else b = miscopy(b);
   }
   const result = q.op === '+' ? a + b : a - b;
