@@ -18,9 +18,8 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parse as parseYaml, stringify as toYaml } from 'yaml';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const { values } = parseArgs({
@@ -65,19 +64,6 @@ export interface SeedResult {
   readonly plot: string | undefined;
 }
 
-/** The config with the seed set and its relative paths made absolute, so it runs from a temp folder. */
-function seededConfig(configPath: string, seed: number): Record<string, unknown> {
-  const cfg = parseYaml(readFileSync(configPath, 'utf8')) as Record<string, Record<string, unknown>>;
-  const base = dirname(configPath);
-  const abs = (p: unknown) => (typeof p === 'string' && !isAbsolute(p) ? resolve(base, p) : p);
-  for (const k of ['train', 'val']) if (cfg.data?.[k]) cfg.data[k] = abs(cfg.data[k]);
-  const sft = cfg.trainer?.sft as Record<string, unknown> | undefined;
-  if (sft?.data) sft.data = abs(sft.data);
-  cfg.trainer = { ...cfg.trainer, seed };
-  cfg.rollout = { ...cfg.rollout, seed };
-  return cfg;
-}
-
 function readEvals(runDir: string): Eval[] {
   const dir = join(runDir, 'metrics', 'eval');
   return readdirSync(dir)
@@ -96,12 +82,19 @@ function readEvals(runDir: string): Eval[] {
 }
 
 function runSeed(seed: number, work: string, outDir: string | undefined): SeedResult {
-  const configPath = resolve(REPO, values.config);
   const dir = join(work, `seed-${seed}`);
   mkdirSync(dir, { recursive: true });
-  const cfgFile = join(dir, 'run.yaml');
-  writeFileSync(cfgFile, toYaml(seededConfig(configPath, seed)));
-  const args = [join(REPO, 'bin', 'toolrl.mjs'), 'train', cfgFile, '--workdir', dir, '--json'];
+  // The README's own command for a seed: Hydra-style overrides on the shipped config.
+  const overrides = [`trainer.seed=${seed}`, `rollout.seed=${seed}`];
+  const args = [
+    join(REPO, 'bin', 'toolrl.mjs'),
+    'train',
+    values.config,
+    ...overrides,
+    '--workdir',
+    dir,
+    '--json',
+  ];
   if (values['max-steps']) args.push('--max-steps', values['max-steps']);
   process.stderr.write(
     `seed ${seed}: toolrl train ${values.config} trainer.seed=${seed} rollout.seed=${seed}\n`,
