@@ -57,7 +57,7 @@ async function pendingRewards(f: Fixture, config: Record<string, unknown>, rows:
 }
 
 const scoredGroups = async (f: Fixture) =>
-  (await f.peek('scored-groups')).map((m) => ScoredGroupMessageSchema.parse(JSON.parse(m.body)));
+  f.browse('scored-groups').map((m) => ScoredGroupMessageSchema.parse(JSON.parse(m.body)));
 
 async function manifests(f: Fixture) {
   const out: Record<string, unknown> = {};
@@ -83,7 +83,7 @@ describe('fault tests (embedded runtime)', () => {
     expect(stats).toMatchObject({ invocations: 1, recordsSucceeded: 10, recordsFailed: 0, handlerErrors: 0 });
     const stored = await f.pipeline.blobs.list(keys.trajectoryPrefix(RUN_ID, 'e0-p0'));
     expect(stored).toHaveLength(9);
-    const dead = await f.peek('reward', true);
+    const dead = f.browse('reward', true);
     expect(dead).toHaveLength(1);
     expect(dead[0]!.body).toContain('"nine"');
     expect(dead[0]!.attributes[ATTR.deadLetterReason]).toMatch(/^BadMessageError: reward: invalid message/);
@@ -128,7 +128,7 @@ describe('fault tests (embedded runtime)', () => {
   it('the same message delivered twice: one trajectory, one contribution to its group, one group message', async () => {
     const f = await fixture();
     await pendingRewards(f, oneTurn(4, { trainer: { batch_prompts: 2, max_staleness: 0 } }), 2, 8);
-    const originals = await f.peek('reward');
+    const originals = f.browse('reward');
     f.pipeline.start(['reward']);
     await until(async () => (await scoredGroups(f)).length === 2, 'both groups');
     const trajectoryKeys = await f.pipeline.blobs.list(`runs/${RUN_ID}/trajectories/`);
@@ -218,7 +218,7 @@ describe('fault tests (embedded runtime)', () => {
       expect(run?.reason).toMatch(reason);
       expect(f.submitted).toEqual([]);
       await until(() => f.pipeline.queues.queues['run-events'].size === 0, 'the run event to be handled');
-      expect(await f.peek('run-events' as 'rollout', true)).toEqual([]);
+      expect(f.browse('run-events', true)).toEqual([]);
       await f.publish(0); // even a policy appearing starts nothing for a failed run
       await new Promise((r) => setTimeout(r, 500));
       expect(f.pipeline.queues.queues.rollout.size).toBe(0);

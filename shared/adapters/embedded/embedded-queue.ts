@@ -178,6 +178,26 @@ export class EmbeddedQueue implements Queue {
     return this.messages.size;
   }
 
+  /**
+   * Every message not yet deleted, in arrival order, without receiving it: receive counts, visibility and
+   * handles stay as they are (a queue browser; SQS has none, so only in-process callers can look this way).
+   */
+  browse(): {
+    messageId: string;
+    body: string;
+    attributes: Readonly<Record<string, string>>;
+    receiveCount: number;
+  }[] {
+    return [...this.messages.values()]
+      .sort((a, b) => a.sentAt - b.sentAt)
+      .map((m) => ({
+        messageId: m.id,
+        body: m.body,
+        attributes: m.attributes,
+        receiveCount: m.receiveCount,
+      }));
+  }
+
   /** Stops timers, answers pending long polls with nothing and closes the journal. */
   close(): void {
     if (this.closed) return;

@@ -5,14 +5,14 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
+import type { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
 import { encodeDataset } from '#shared/data/dataset';
 import { sha256Hex } from '#shared/pipeline/claim-check';
 import type { LearnerJobs } from '#shared/pipeline/run-starter';
-import type { ReceivedMessage } from '#shared/ports/queue';
 import { EmbeddedPipeline, type EmbeddedPipelineOptions } from '#shared/runtime/embedded';
 import type { DatasetRowInput } from '#shared/schemas/dataset-row';
 import type { RunStatus } from '#shared/schemas/run-status';
-import { keys } from '#shared/topology';
+import { keys, type QueueName } from '#shared/topology';
 import { tinyBundle } from '../../helpers/policy-fixture.ts';
 
 export const RUN_ID = 'it-run';
@@ -58,11 +58,11 @@ export interface Fixture {
   upload(config?: Record<string, unknown>, rows?: DatasetRowInput[] | Uint8Array): Promise<void>;
   /** Publishes the tiny bundle as `v<version>` and moves LATEST.json (what the learner does). */
   publish(version: number): Promise<void>;
-  /** Everything in a queue right now, received and left in place (visible again at once). */
-  peek(
-    queue: 'scored-groups' | 'rollout' | 'reward' | 'tool-calls',
-    dlq?: boolean,
-  ): Promise<ReceivedMessage[]>;
+  /**
+   * Everything in a queue right now, browsed (not received: receive counts and visibility are untouched, so looking
+   * can never dead-letter a message or hide it from its consumer).
+   */
+  browse(queue: QueueName, dlq?: boolean): ReturnType<EmbeddedQueue['browse']>;
   close(): Promise<void>;
 }
 
@@ -107,16 +107,8 @@ export async function pipelineFixture(opts: Partial<EmbeddedPipelineOptions> = {
         JSON.stringify({ version, prefix, sha256: sha256Hex(manifest) }),
       );
     },
-    async peek(queue, dlq = false) {
-      const q = dlq ? pipeline.queues.dlqs[queue] : pipeline.queues.queues[queue];
-      const out: ReceivedMessage[] = [];
-      for (;;) {
-        const got = await q.receive({ maxMessages: 10, visibilityTimeoutSec: 3600 });
-        if (got.length === 0) break;
-        out.push(...got);
-      }
-      for (const m of out) await q.changeVisibility(m.receiptHandle, 0);
-      return out;
+    browse(queue, dlq = false) {
+      return (dlq ? pipeline.queues.dlqs[queue] : pipeline.queues.queues[queue]).browse();
     },
     close: () => pipeline.stop(),
   };

@@ -70,6 +70,27 @@ describe('EmbeddedQueue', () => {
     expect(dead?.attributes).toEqual({ k: 'v' });
   });
 
+  it('browses without receiving: browsing any number of times neither hides nor dead-letters a message', async () => {
+    const { q, dlq, clock } = pair(manualClock(), 1);
+    await q.send('a', { attributes: { k: 'v' } });
+    clock.advance(1);
+    await q.send('b');
+    for (let i = 0; i < 5; i++)
+      expect(q.browse().map((m) => [m.body, m.receiveCount])).toEqual([
+        ['a', 0],
+        ['b', 0],
+      ]);
+    expect(q.browse()[0]?.attributes).toEqual({ k: 'v' });
+    // with maxReceiveCount 1, receives like the old peek would have dead-lettered both on the next receive
+    const got = await q.receive({ maxMessages: 10 });
+    expect(got.map((m) => [m.body, m.receiveCount])).toEqual([
+      ['a', 1],
+      ['b', 1],
+    ]);
+    expect(q.browse().map((m) => m.receiveCount)).toEqual([1, 1]);
+    expect(dlq.browse()).toEqual([]);
+  });
+
   it('returns at most maxMessages (capped at 10), oldest first', async () => {
     const { q } = pair();
     for (let i = 0; i < 12; i++) await q.send(String(i));
