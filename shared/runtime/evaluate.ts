@@ -79,7 +79,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
       learner: { submittedAt: null, jobId: null },
       completedAt: null,
     };
-    const policies = new DirPolicyProvider(bundleDir, opts.ortThreads);
+    const policies = new DirPolicyProvider(bundleDir, opts.ortThreads, config.model.chat_template);
     const pipeline = new EmbeddedPipeline({
       root,
       runId,
@@ -195,11 +195,17 @@ class DirPolicyProvider implements PolicyProvider {
   constructor(
     private readonly dir: string,
     private readonly threads?: number,
+    /** The run's model.chat_template (its text): the prompts render as the run's rollouts rendered them. */
+    private readonly chatTemplate?: string,
   ) {}
 
   async acquire(_runId: string, pinned: number | null): Promise<PolicyLease> {
     this.policy ??= import('../policy/policy.ts').then(({ loadPolicy }) =>
-      loadPolicy(this.dir, { version: VERSION, ...(this.threads ? { threads: this.threads } : {}) }),
+      loadPolicy(this.dir, {
+        version: VERSION,
+        ...(this.threads ? { threads: this.threads } : {}),
+        ...(this.chatTemplate !== undefined ? { chatTemplate: this.chatTemplate } : {}),
+      }),
     );
     return { policy: await this.policy, version: pinned ?? VERSION, release: () => {} };
   }

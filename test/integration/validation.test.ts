@@ -1,7 +1,9 @@
 // Validation through a whole tiny `train()` run with eval_every 1: every published version (v0 before any
 // step, v1, and the final v2) gets one greedy rollout per validation prompt, and each version's summary
 // carries val/reward_mean, val/accuracy and val/tool_call_validity, overall and per data source, equal to
-// what the stored validation groups say; and `toolrl eval` of the final bundle reproduces its summary.
+// what the stored validation groups say; and `toolrl eval` of the final bundle reproduces its summary, the run's
+// own chat template (model.chat_template) included.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPolicy } from '#shared/policy/index';
@@ -47,6 +49,13 @@ describe('validation on the embedded default', () => {
     run.demonstrations();
     const result = await run.run(
       tinyConfig({
+        // A template other than the bundle's: eval must render prompts with it, as the run's rollouts did.
+        model: {
+          chat_template: readFileSync(
+            join(import.meta.dirname, '../fixtures/chat-templates/tools-only.jinja'),
+            'utf8',
+          ),
+        },
         data: { val: 'val.parquet' },
         trainer: { eval_every: 1, sft: { data: 'sft.parquet', steps: 30, lr: 3.0e-3, batch_size: 8 } },
       }),

@@ -124,7 +124,7 @@ export function register(program: Command): void {
 }
 
 async function loadConfig(path: string) {
-  const { parseRunConfig, ConfigError } = await import('../../pipeline/run-config.ts');
+  const { loadRunConfig, ConfigError } = await import('../../pipeline/run-config.ts');
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -132,7 +132,9 @@ async function loadConfig(path: string) {
     throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
   }
   try {
-    return { config: parseRunConfig(text, path), sourceDir: dirname(resolve(path)) };
+    // The config's folder, so a model.chat_template file beside it is read as toolrl train reads it.
+    const sourceDir = dirname(resolve(path));
+    return { config: loadRunConfig(text, path, [], sourceDir).config, sourceDir };
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
