@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "toolrl_learner.train.plot_cli",
         "redraw a run's reward_curve.png (reward and validation accuracy)",
     ),
+    "launch": (
+        "toolrl_learner.dist.launch",
+        "run stdio or sqs as N processes under torchrun (FSDP2 sharded learner)",
+    ),
 }
 
 
