@@ -42,6 +42,7 @@ DEMO = {
 # The metrics a step sums over ranks, and the gradient norm: each must equal the single process's.
 LR = 1e-2
 COMPARED = (
+    "lr",
     "pg_loss",
     "kl_loss",
     "kl",
@@ -79,6 +80,8 @@ def _config(tiny_dir, **model):
             "save_every": 1,
             "micro_batch_tokens": 48,
             "lr": LR,
+            # lr = LR x (step + 1) / 4: a resumed run must restore the learner step, or its lr is off
+            "warmup_steps": 4,
             "sft": {"data": f"runs/{RUN}/input/sft.jsonl", "steps": 2, "batch_size": 3},
         },
         "algorithm": {"use_kl_loss": True, "kl_loss_coef": 0.1},

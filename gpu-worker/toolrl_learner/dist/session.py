@@ -30,7 +30,7 @@ from ..config import LearnerConfig
 from ..storage import BlobStore
 from ..train.checkpoint import TrainerState, complete_prefix, rewrite_marker
 from ..train.policy import Policy, resolve_model_dir
-from ..train.session import LearnerSession
+from ..train.session import LearnerSession, fits
 from ..train.trainer import Trainer
 from .checkpoint import load_sharded, save_sharded
 from .shard import build_sharded
@@ -67,8 +67,15 @@ def refuse_critic(cfg: LearnerConfig, ranks: int) -> None:
 
 
 def _build(cfg: LearnerConfig, stage_cfgs, world: World, workdir: Path) -> tuple[Path, Policy, Trainer]:
+    if cfg.num_gpus != world.size and world.leader:
+        log.warning(
+            "trainer.num_gpus is %d; this learner runs as %d ranks (the launcher's world size decides)",
+            cfg.num_gpus,
+            world.size,
+        )
     with node_first(world):  # a Hub download or a tiny build happens once per node
         model_dir = resolve_model_dir(cfg.model_path, workdir, cfg.seed)
+    fits(model_dir, cfg, world.size, world.device)
     policy, trainer = build_sharded(cfg, model_dir, world, stage_cfgs)
     return model_dir, policy, trainer
 

@@ -71,6 +71,13 @@ def build_sharded(
     torch.manual_seed(cfg.seed)
     base = load_pretrained(model_dir, dtype=torch.float32, device="cpu")
     policy = Policy(cfg, model_dir, world.device, base=base)
+    return policy, shard_policy(policy, world, cfg, stage_cfgs)
+
+
+def shard_policy(
+    policy: Policy, world: World, cfg: LearnerConfig, stage_cfgs: dict[str, LearnerConfig] | None = None
+) -> Trainer:
+    """Shard a policy built on CPU (the same weights on every rank) and return its trainer."""
     roots = [_fsdp_units(policy.base, world, cfg, cfg.cpu_offload)]
     if policy.reference is not None:
         roots.append(_fsdp_units(policy.reference, world, cfg, offload=False))
@@ -79,9 +86,9 @@ def build_sharded(
     trainer = Trainer(cfg, policy, stage_cfgs, comm=ShardedComm(world, roots))
     log.info(
         "sharded %s over %d ranks (%s%s)",
-        model_dir.name,
+        policy.model_dir.name,
         world.size,
         "bf16 gathers, fp32 master weights" if cfg.dtype == "bf16" and world.device.type == "cuda" else "fp32",
         ", CPU offload" if cfg.cpu_offload else "",
     )
-    return policy, trainer
+    return trainer

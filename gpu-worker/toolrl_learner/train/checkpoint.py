@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..storage import BlobStore, keys
+from ..storage import BlobNotFound, BlobStore, keys
 from .critic import Critic
 from .policy import Policy
 

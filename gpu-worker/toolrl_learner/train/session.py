@@ -49,6 +49,15 @@ def has_signal(group: dict[str, Any], cfg: LearnerConfig) -> bool:
     return max(rewards) - min(rewards) > 1e-9
 
 
+def fits(model_dir: Path, cfg: LearnerConfig, gpus: int, device: torch.device) -> None:
+    """Refuse before loading the weights, with the memory plan's numbers, a learner that cannot fit."""
+    from ..model.config import ModelConfig
+    from ..plan.memory import check_fits
+
+    plan = check_fits(ModelConfig.from_file(model_dir), cfg, gpus=gpus, device=device)
+    log.info("memory plan: %s", plan.summary())
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -191,8 +200,16 @@ class LearnerSession:
 
     def _build(self, cfg: LearnerConfig) -> Path:
         """The policy and its trainer; returns the model folder."""
+        if cfg.num_gpus > 1:
+            log.warning(
+                "trainer.num_gpus is %d but this learner is one process: start it with "
+                "`python -m toolrl_learner launch --nproc-per-node %d ...` (toolrl train and the AWS job do)",
+                cfg.num_gpus,
+                cfg.num_gpus,
+            )
         torch.manual_seed(cfg.seed)
         model_dir = resolve_model_dir(cfg.model_path, self.workdir, cfg.seed)
+        fits(model_dir, cfg, 1, self.device)
         self.policy = Policy(cfg, model_dir, self.device)
         critic = None
         if cfg.has_critic:
