@@ -84,7 +84,9 @@ def test_gradient_checkpointing_cpu_offload_and_lora_shrink_what_they_should_on_
     assert ckpt.parts["activations"] < full.parts["activations"] / 10
     assert offload.parts["weights"] == offload.parts.get("optimizer", 0) == 0
     assert offload.host["optimizer"] == full.parts["optimizer"]
-    assert lora.parts["optimizer"] < 0.01 * full.parts["optimizer"] * 8
+    # LoRA r=64 on the 7 projections: 28 layers x 64 x (in + out) summed, q 7168 + k 4096 + v 4096 + o 7168
+    # + gate 22528 + up 22528 + down 22528 = 90112 -> 161,480,704 parameters, 8 bytes of AdamW state each
+    assert lora.parts["optimizer"] == 8 * 161_480_704
 
 
 def test_the_learner_refuses_at_start_a_model_that_cannot_fit_with_the_numbers_on_cpu(tmp_path):
