@@ -8,7 +8,10 @@
 //
 // The projection is an estimate, not a measurement on Lambda: tokens/s grow with vCPUs as they grew here from one
 // thread to two on the same bundle (t(k) = t(2) x (k/2)^a, a = log2(t(2)/t(1))), and Lambda bills 10 GB-seconds at
-// $0.0000166667 per GB-second (x86, us-east-1; the rollout image is x86), $0.60 an hour.
+// $0.0000166667 per GB-second (x86, us-east-1; the rollout image is x86), $0.60 an hour. The learner's side is a
+// projection too (no GPU measured here): a trained token costs 8 x parameters FLOPs (forward and backward 6, the
+// reference policy's forward 2), at 35% of an A10G's 125 TFLOP/s dense bf16 on a g5.xlarge at $1.006 an hour
+// (on-demand, us-east-1).
 //
 // Quick run: --presets qwen2.5-0.5b --dtypes int4 --new-tokens 32 --rounds 1 --no-write
 import { execFile } from 'node:child_process';
@@ -91,8 +94,20 @@ async function measure(dir: string, t: number): Promise<{ tps: number[]; maxRssM
   };
 }
 
+/** Parameters of the bundle's model, from its config.json (embedding once when tied). */
+function parameters(dir: string): number {
+  const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, number | boolean>;
+  const [h, i, l, v] = [c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.vocab_size] as number[];
+  const d = (c.head_dim as number) ?? h! / (c.num_attention_heads as number);
+  const q = (c.num_attention_heads as number) * d;
+  const kv = (c.num_key_value_heads as number) * d;
+  const layer = 2 * h! * q + 2 * h! * kv + 3 * h! * i! + 2 * h!;
+  return l! * layer + v! * h! * (c.tie_word_embeddings ? 1 : 2) + h!;
+}
+
 interface Row {
   preset: string;
+  params: number;
   dtype: string;
   weightMb: number;
   maxRssMb: number;
@@ -109,7 +124,14 @@ for (const preset of values.presets!.split(',')) {
       `${preset} ${dtype}: ${(bytes / 1e6).toFixed(0)} MB of weights per decode step; G = ${G}, ${N} new tokens`,
     );
     const m = await measure(dir, threads);
-    rows.push({ preset, dtype, weightMb: bytes / 1e6, maxRssMb: m.maxRssMb, tps: m.tps });
+    rows.push({
+      preset,
+      dtype,
+      params: parameters(dir),
+      weightMb: bytes / 1e6,
+      maxRssMb: m.maxRssMb,
+      tps: m.tps,
+    });
     if (exponent === undefined && threads >= 2) {
       // How tokens/s grew with threads here, on the first bundle: the projection's scaling.
       const one = await measure(dir, 1);
@@ -143,6 +165,18 @@ for (const r of rows) {
   lines.push(
     `| ${r.preset} | ${r.dtype} | ${fmt(r.weightMb, 0)} | ${fmt(r.maxRssMb, 0)} | ${r.maxRssMb < LAMBDA_GB * 1000 ? 'yes' : 'no'} | ` +
       `${fmt(here)}${range(r.tps)} | ${fmt(projected)} | ${fmt(cost, 2)} |`,
+  );
+}
+const LEARNER = { flopsPerToken: 8, mfu: 0.35, peak: 125e12, perHour: 1.006 };
+lines.push(
+  '',
+  '| shape | learner tokens/s, one A10G (projected) | $ per 1M trained tokens, g5.xlarge |',
+  '|---|---|---|',
+);
+for (const r of rows.filter((r, i) => rows.findIndex((x) => x.preset === r.preset) === i)) {
+  const tps = (LEARNER.mfu * LEARNER.peak) / (LEARNER.flopsPerToken * r.params);
+  lines.push(
+    `| ${r.preset} (${fmt(r.params / 1e9, 2)}B) | ${fmt(tps, 0)} | ${fmt((LEARNER.perHour / (tps * 3600)) * 1e6, 3)} |`,
   );
 }
 const table = lines.join('\n');
