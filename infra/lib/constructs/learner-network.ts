@@ -62,7 +62,9 @@ export class LearnerNetwork extends Construct {
       'HTTPS to AWS APIs and model hubs',
     );
     if (props.multiNode) {
-      const self = ec2.Peer.securityGroupId(this.securityGroup.securityGroupId);
+      // The group itself as the peer, not its id: CDK then writes both rules as their own resources, where an
+      // inline rule naming the group's own id is a circular dependency CloudFormation refuses.
+      const self = this.securityGroup;
       this.securityGroup.addIngressRule(
         self,
         ec2.Port.allTraffic(),
