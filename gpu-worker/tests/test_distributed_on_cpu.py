@@ -312,9 +312,11 @@ def test_a_two_rank_checkpoint_resumes_in_one_process_on_cpu(tiny_dir, reference
     _assert_same_weights(weights, reference["weights"][1], atol=1e-5)
 
 
-def test_lora_with_a_value_head_on_two_ranks_matches_one_process_on_cpu(tiny_dir, tmp_path):
+def test_lora_with_a_value_head_and_mini_batches_on_two_ranks_matches_one_process_on_cpu(tiny_dir, tmp_path):
     config = _config(tiny_dir, lora={"rank": 4, "alpha": 8})
     config["algorithm"] = {"adv_estimator": "gae", "use_kl_loss": True}
+    # Two mini-batches of one group each (verl's ppo_mini_batch_size): each is split across the ranks on its own.
+    config["trainer"]["ppo_mini_batch_size"] = 1
     del config["trainer"]["sft"]
     single, sharded = tmp_path / "single", tmp_path / "sharded"
     _store(single, config)
@@ -322,11 +324,30 @@ def test_lora_with_a_value_head_on_two_ranks_matches_one_process_on_cpu(tiny_dir
     events, (weights,) = _single(single, [_groups(0)])
     sharded_events = _launch(sharded, 2, _groups(0))
     _assert_same_step(_steps(sharded_events)[0], _steps(events)[0])
+    assert _steps(sharded_events)[0]["actor_updates"] == _steps(events)[0]["actor_updates"] == 2
     _, sharded_weights = _checkpoint_weights(sharded, config)
     assert any(".lora_A." in k for k in sharded_weights) and "value_head.weight" in sharded_weights
     _assert_same_weights(sharded_weights, weights)
     # Published with the adapters merged into the base, as the single process merges them.
     _assert_same_bundle(sharded, single, 1)
+
+
+def test_a_separate_critic_is_refused_on_two_ranks_with_what_to_do(tiny_dir, tmp_path):
+    # The separate PPO critic is not sharded: the run fails at start, saying so, before any rank loads a model.
+    config = _config(tiny_dir)
+    config["critic"] = {"model": {"path": str(tiny_dir)}}
+    config["algorithm"] = {"adv_estimator": "gae"}
+    del config["trainer"]["sft"]
+    _store(tmp_path, config)
+    p = subprocess.run(
+        _learner_cmd(tmp_path, 2), input=_line(_groups(0)[0]), capture_output=True, text=True, timeout=600
+    )
+    assert p.returncode != 0
+    events = [json.loads(x) for x in p.stdout.splitlines()]
+    assert events[-1]["type"] == "error"
+    assert "not supported by the sharded learner (2 ranks)" in events[-1]["message"]
+    assert "trainer.num_gpus: 1" in events[-1]["message"]
+    assert not (tmp_path / "runs" / RUN / "policy").exists()
 
 
 @pytest.mark.skipif(not TWO_GPUS, reason="needs 2 GPUs (NCCL)")

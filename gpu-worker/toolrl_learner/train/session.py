@@ -222,7 +222,12 @@ class LearnerSession:
 
     def _load_checkpoint(self) -> tuple[TrainerState, dict[str, Any] | None] | None:
         return load_latest_checkpoint(
-            self.store, self.run_id, self.policy, self.workdir, critic=self.trainer.critic, trainer=self.trainer
+            self.store,
+            self.run_id,
+            self.policy,
+            self.workdir,
+            critic=self.trainer.critic,
+            trainer=self.trainer,
         )
 
     def _train_step(self, groups: list[dict[str, Any]], policy_version: int) -> dict[str, float]:

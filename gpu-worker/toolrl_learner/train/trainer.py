@@ -213,7 +213,9 @@ class Trainer:
                     mini = mbs
                 else:
                     with phase("pack"):
-                        mini = [m.to(device) for m in self.comm.micro_batches(batch, cfg.micro_batch_tokens, seqs)]
+                        mini = [
+                            m.to(device) for m in self.comm.micro_batches(batch, cfg.micro_batch_tokens, seqs)
+                        ]
                 m_tok, m_seqs = loss_totals(batch, seqs)
                 scale = 1.0 / (cfg.ppo_epochs * len(plans))
                 self.optimizer.zero_grad(set_to_none=True)
