@@ -150,9 +150,9 @@ export class LearnerJob extends Construct {
       // Injected by the ECS agent from Secrets Manager at start; empty until the operator puts a key.
       secrets: { WANDB_API_KEY: batch.Secret.fromSecretsManager(props.wandbSecret, 'WANDB_API_KEY') },
       jobRole: this.role,
-      // A larger /dev/shm than Docker's 64 MiB default. Nothing in toolrl_learner needs it today: the learner is
-      // one process on one GPU (no DataLoader workers, no NCCL) and stages checkpoints under the workdir in /tmp.
-      // It is headroom for multi-process or multi-GPU learners, which pass tensors through shared memory.
+      // A larger /dev/shm than Docker's 64 MiB default: with gpus > 1 NCCL moves tensors between the ranks of one
+      // instance through shared memory (where the GPUs have no peer-to-peer path, and for its own bookkeeping); one
+      // process on one GPU does not need it (checkpoints are staged under the workdir in /tmp).
       linuxParameters: new batch.LinuxParameters(this, 'Linux', {
         sharedMemorySize: Size.mebibytes(Math.floor(s.memoryMib / 4)),
       }),
