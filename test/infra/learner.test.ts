@@ -8,7 +8,10 @@ import { queueName } from '#shared/aws/names';
 import { build, logicalId } from './app.ts';
 
 describe('learner on AWS Batch', () => {
-  it('runs dev on spot g5/g6 hosts with the NVIDIA AL2023 image and prod on on-demand p4d/p5', () => {
+  // Two synths, the first in this worker paying the CDK app's cold start: over a minute on a loaded 2-core machine.
+  it('runs dev on spot g5/g6 hosts with the NVIDIA AL2023 image and prod on on-demand p4d/p5', {
+    timeout: 300_000,
+  }, () => {
     build().pipelineTemplate.hasResourceProperties('AWS::Batch::ComputeEnvironment', {
       Type: 'managed',
       ComputeResources: Match.objectLike({
