@@ -22,6 +22,8 @@ export interface Measurement {
   decodeMs: number;
   /** Engine only: time in the sampler (all draws). */
   sampleMs?: number;
+  /** Peak resident memory of the measuring process so far (MB), as Lambda counts a function's memory. */
+  maxRssMb?: number;
 }
 
 /** The arguments both children take. */
@@ -86,7 +88,7 @@ export async function serve(
       }
       const loadAvg = loadavg()[0]!;
       run(tokens.measured).then(
-        (r) => send({ result: { ...r, loadAvg } }),
+        (r) => send({ result: { ...r, loadAvg, maxRssMb: process.resourceUsage().maxRSS / 1024 } }),
         (e: Error) => send({ error: e.stack ?? String(e) }),
       );
     });

@@ -23,6 +23,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "toolrl_learner.train.plot_cli",
         "redraw a run's reward_curve.png (reward and validation accuracy)",
     ),
+    "plan": ("toolrl_learner.plan.cli", "whether a run config's learner fits its GPUs (memory plan)"),
+    "launch": (
+        "toolrl_learner.dist.launch",
+        "run stdio or sqs as N processes under torchrun (FSDP2 sharded learner)",
+    ),
 }
 
 

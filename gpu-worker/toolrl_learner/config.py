@@ -67,6 +67,10 @@ class LearnerConfig:
     deterministic (False): train batch t = the groups at feeder positions [t b, (t+1) b), in that order, once all
         have arrived, and record the version after each batch so the feeder pins batch t's rollouts to the
         version after t - max_staleness batches (train/ordered.py): the same config and seed give the same run.
+    num_gpus (1): learner processes (GPUs) of an embedded run: above 1 the learner runs under torchrun as an
+        FSDP2 data-parallel job (dist/); on AWS the environment's `learner.gpus` (x nodes) decides.
+    cpu_offload (False): sharded learner only: parameters, gradients and AdamW state in host memory, the
+        optimizer step on the CPU (FSDP2 CPUOffloadPolicy); more host memory and time for less GPU memory.
     sft_data, sft_steps (100), sft_lr (1e-4), sft_batch_size (16): `trainer.sft`, an SFT warm start on
         chat demonstrations (cross-entropy on assistant tokens) before the first policy is published; set
         in a curriculum stage's overrides, it runs (once) before that stage's first batch trains.
@@ -149,6 +153,8 @@ class LearnerConfig:
     keep_checkpoints: int = 2
     seed: int = 0
     deterministic: bool = False
+    num_gpus: int = 1
+    cpu_offload: bool = False
     sft_data: str | None = None
     sft_steps: int = 100
     sft_lr: float = 1e-4

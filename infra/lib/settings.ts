@@ -2,6 +2,7 @@
 // synth with a message naming the environment and the field, before any construct is built.
 
 import { z } from 'zod';
+import { gpusOf } from '#shared/aws/gpus';
 import { consumedQueue, FUNCTIONS, type FunctionName, QUEUES } from '#shared/topology';
 
 /** The retention periods CloudWatch Logs accepts. */
@@ -52,7 +53,16 @@ const LearnerSettingsSchema = z
     /** Resources of one learner job (one run). */
     vcpus: z.number().int().positive(),
     memoryMib: z.number().int().min(1024),
-    gpus: z.number().int().positive(),
+    /**
+     * GPUs per instance: above 1 the job runs `python -m toolrl_learner launch --nproc-per-node <gpus> sqs`
+     * (torchrun, one FSDP2 rank per GPU).
+     */
+    gpus: z.number().int().positive().max(8),
+    /**
+     * Instances per learner job: above 1 an AWS Batch multi-node parallel job (gang-scheduled, on-demand only,
+     * one instance type, a cluster placement group, all traffic allowed between the learner's hosts).
+     */
+    nodes: z.number().int().min(1).max(16).default(1),
     /** Attempts in all; only host terminations (spot reclaim, lost host) are retried. */
     attempts: z.number().int().min(1).max(10),
     timeoutHours: z
@@ -67,7 +77,35 @@ const LearnerSettingsSchema = z
     message: 'vcpus exceeds maxvCpus: the job could never be placed',
     path: ['vcpus'],
   })
-  .refine((l) => l.minvCpus <= l.maxvCpus, { message: 'minvCpus exceeds maxvCpus', path: ['minvCpus'] });
+  .refine((l) => l.minvCpus <= l.maxvCpus, { message: 'minvCpus exceeds maxvCpus', path: ['minvCpus'] })
+  .refine((l) => l.vcpus * l.nodes <= l.maxvCpus, {
+    message: 'vcpus x nodes exceeds maxvCpus: the multi-node job could never be placed',
+    path: ['nodes'],
+  })
+  .refine((l) => l.nodes === 1 || !l.spot, {
+    message: 'multi-node parallel jobs do not run on Spot capacity (AWS Batch); set spot: false',
+    path: ['nodes'],
+  })
+  .refine((l) => l.nodes === 1 || l.natGateways > 0, {
+    message:
+      'a multi-node job runs in awsvpc mode, whose network interfaces get no public IP: set natGateways >= 1',
+    path: ['natGateways'],
+  })
+  .refine((l) => l.nodes === 1 || l.instanceTypes.length === 1, {
+    message: 'a multi-node job runs on one instance type: list exactly one in instanceTypes',
+    path: ['instanceTypes'],
+  })
+  .superRefine((l, ctx) => {
+    for (const t of l.instanceTypes) {
+      const have = gpusOf(t);
+      if (have !== undefined && have < l.gpus)
+        ctx.addIssue({
+          code: 'custom',
+          message: `${t} has ${have} GPU(s), fewer than gpus: ${l.gpus}`,
+          path: ['instanceTypes'],
+        });
+    }
+  });
 
 export const EnvSettingsSchema = z
   .object({

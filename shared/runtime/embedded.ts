@@ -23,6 +23,7 @@ import { RunResources, type RunResourcesOptions } from '../pipeline/run-resource
 import type { LearnerJobs, PromptTokenCounter } from '../pipeline/run-starter.ts';
 import type { QueueSet } from '../ports/queue-set.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
+import type { TrainerConfig } from '../schemas/config/trainer.ts';
 import type { LearnerOutputLine } from '../schemas/learner-stdio.ts';
 import { consumedQueue, FUNCTION_SENDS, type FunctionName, type QueueName } from '../topology.ts';
 import type { InvocationResult } from './event-source-mapping.ts';
@@ -30,7 +31,7 @@ import { LearnerBridge } from './learner-bridge.ts';
 import { type FunctionSettings, LocalRuntime } from './local-runtime.ts';
 import { type Notifier, notifier, wireFolderNotifications } from './notifications.ts';
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** The learner's Python: TOOLRL_LEARNER_PYTHON, else the repo's gpu-worker venv. */
 export const learnerPython = (): string =>
@@ -84,6 +85,8 @@ export interface EmbeddedPipelineOptions {
   readonly ortThreads?: number;
   readonly maxSteps?: number;
   readonly python?: string;
+  /** The learner's device (`toolrl train --learner-device`): cpu runs `trainer.num_gpus` ranks on gloo. */
+  readonly learnerDevice?: 'cpu' | 'cuda';
   /** Local folder of the original config (tool configs, reward modules resolve against it). */
   readonly sourceDir?: string;
   readonly log?: Log;
@@ -130,7 +133,7 @@ export class EmbeddedPipeline {
       opts.wrapContext ? opts.wrapContext(fn, ctx) : ctx;
     const learnerJobs: LearnerJobs = opts.learnerJobs ?? {
       submit: async (run) => {
-        this.startLearner(run.runId);
+        this.startLearner(run.runId, run.config?.trainer);
         return { jobId: `embedded-${process.pid}` };
       },
     };
@@ -181,8 +184,8 @@ export class EmbeddedPipeline {
     else for (const fn of only) this.runtime.mappings[fn]?.start();
   }
 
-  /** Starts the learner subprocess of the run (once). */
-  startLearner(runId: string): LearnerBridge {
+  /** Starts the learner subprocess of the run (once); `trainer` (the run's) sets how many processes. */
+  startLearner(runId: string, trainer?: Pick<TrainerConfig, 'num_gpus' | 'cpu_offload'>): LearnerBridge {
     if (this.learner) return this.learner;
     if (runId !== this.opts.runId)
       throw new Error(`this pipeline serves run ${this.opts.runId}, not ${runId}`);
@@ -194,6 +197,9 @@ export class EmbeddedPipeline {
       runId,
       workdir,
       ...(this.opts.maxSteps !== undefined ? { maxSteps: this.opts.maxSteps } : {}),
+      processes: trainer?.num_gpus ?? 1,
+      sharded: trainer?.cpu_offload ?? false,
+      ...(this.opts.learnerDevice ? { device: this.opts.learnerDevice } : {}),
       scoredGroups: this.queues.queues['scored-groups'],
       deadLetter: this.queues.dlqs['scored-groups'],
       notify: this.notify,

@@ -19,6 +19,14 @@ export interface LearnerBridgeOptions {
   readonly root: string;
   readonly runId: string;
   readonly maxSteps?: number;
+  /**
+   * Learner processes (`trainer.num_gpus`): above 1, or with `trainer.cpu_offload`, the learner runs under
+   * torchrun (`python -m toolrl_learner launch`) as the FSDP2 sharded learner; rank 0 speaks this protocol.
+   */
+  readonly processes?: number;
+  readonly sharded?: boolean;
+  /** The learner's `--device` (cpu runs sharded ranks on gloo; default: its GPUs when it has them). */
+  readonly device?: string;
   /** Learner scratch folder (model build, bundle staging). */
   readonly workdir?: string;
   readonly scoredGroups: Queue;
@@ -75,9 +83,12 @@ export class LearnerBridge {
   start(): void {
     if (this.child) return;
     const o = this.opts;
-    const args = ['-m', 'toolrl_learner', 'stdio', '--root', o.root, '--run-id', o.runId];
+    const processes = o.processes ?? 1;
+    const launch = processes > 1 || o.sharded ? ['launch', `--nproc-per-node=${processes}`] : [];
+    const args = ['-m', 'toolrl_learner', ...launch, 'stdio', '--root', o.root, '--run-id', o.runId];
     if (o.maxSteps !== undefined) args.push('--max-steps', String(o.maxSteps));
     if (o.workdir) args.push('--workdir', o.workdir);
+    if (o.device) args.push('--device', o.device);
     this.logStream = createWriteStream(o.logPath, { flags: 'a' });
     const child = spawn(o.python, args, {
       cwd: o.cwd,

@@ -33,6 +33,8 @@ export interface TrainOptions {
   readonly runId?: string;
   readonly ortThreads?: number;
   readonly python?: string;
+  /** The learner's device: `cpu` runs `trainer.num_gpus` learner ranks on CPU (gloo) where there are no GPUs. */
+  readonly learnerDevice?: 'cpu' | 'cuda';
   /** Ctrl-C: stop cleanly. */
   readonly signal?: AbortSignal;
   readonly onEvent?: (e: TrainEvent) => void;
@@ -101,6 +103,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
     ...(opts.ortThreads !== undefined ? { ortThreads: opts.ortThreads } : {}),
     ...(opts.python ? { python: opts.python } : {}),
+    ...(opts.learnerDevice ? { learnerDevice: opts.learnerDevice } : {}),
     onLearnerLine: (line) => emit({ kind: 'learner', line }),
     onInvoke: (result) => emit({ kind: 'invoke', result }),
   });
@@ -122,7 +125,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     emit({ kind: 'started', runId, runDir, resumed: Boolean(opts.resume), config, queues: pipeline.queues });
     if (opts.resume) {
       const run = await readRunStatus(pipeline.blobs, runId);
-      if (run && (run.status === 'starting' || run.status === 'running')) pipeline.startLearner(runId);
+      if (run && (run.status === 'starting' || run.status === 'running'))
+        pipeline.startLearner(runId, run.config?.trainer);
     } else {
       await pipeline.blobs.put(keys.config(runId), configText);
       // Other inputs, then validation, then training datasets: the last upload starts the run.

@@ -8,7 +8,10 @@ import { queueName } from '#shared/aws/names';
 import { build, logicalId } from './app.ts';
 
 describe('learner on AWS Batch', () => {
-  it('runs dev on spot g5/g6 hosts with the NVIDIA AL2023 image and prod on on-demand p4d/p5', () => {
+  // Two synths, the first in this worker paying the CDK app's cold start: over a minute on a loaded 2-core machine.
+  it('runs dev on spot g5/g6 hosts with the NVIDIA AL2023 image and prod on on-demand p4d/p5', {
+    timeout: 300_000,
+  }, () => {
     build().pipelineTemplate.hasResourceProperties('AWS::Batch::ComputeEnvironment', {
       Type: 'managed',
       ComputeResources: Match.objectLike({
@@ -89,6 +92,82 @@ describe('learner on AWS Batch', () => {
         Resource: [{ 'Fn::GetAtt': [jobQueue, 'JobQueueArn'] }, { Ref: job }],
       }),
     );
+  });
+
+  it('runs prod as one 8-GPU instance: 8 GPUs for the job, torchrun with one FSDP2 rank per GPU, shared memory', () => {
+    const { pipelineTemplate: t } = build({ env: 'prod' });
+    t.hasResourceProperties('AWS::Batch::JobDefinition', {
+      Type: 'container',
+      ContainerProperties: Match.objectLike({
+        Command: ['launch', '--nproc-per-node=8', 'sqs', '--run-id', 'Ref::runId'],
+        ResourceRequirements: [
+          { Type: 'MEMORY', Value: '1000000' },
+          { Type: 'VCPU', Value: '88' },
+          { Type: 'GPU', Value: '8' },
+        ],
+        // NCCL between the 8 ranks goes through /dev/shm
+        LinuxParameters: Match.objectLike({ SharedMemorySize: 250000 }),
+      }),
+    });
+    // one instance, no multi-node networking
+    t.resourceCountIs('AWS::EC2::PlacementGroup', 0);
+  });
+
+  it('runs a multi-node learner as a Batch multi-node parallel job: every node torchrun, one cluster placement group, all traffic between the hosts only', () => {
+    // GIVEN prod with 2 p5 instances per learner job
+    const { pipelineTemplate: t } = build({
+      env: 'prod',
+      edit: (envs) => {
+        Object.assign(envs.prod!.learner as object, {
+          nodes: 2,
+          instanceTypes: ['p5.48xlarge'],
+          maxvCpus: 384,
+        });
+      },
+    });
+    // THEN the job definition is multinode: 2 nodes, the main node 0, the same container on both
+    t.hasResourceProperties('AWS::Batch::JobDefinition', {
+      Type: 'multinode',
+      JobDefinitionName: 'toolrl-prod-learner',
+      Parameters: { runId: 'unset' },
+      NodeProperties: {
+        NumNodes: 2,
+        MainNode: 0,
+        NodeRangeProperties: [
+          {
+            TargetNodes: '0:1',
+            Container: Match.objectLike({
+              InstanceType: 'p5.48xlarge',
+              Command: ['launch', '--nproc-per-node=8', 'sqs', '--run-id', 'Ref::runId'],
+              ResourceRequirements: Match.arrayWith([{ Type: 'GPU', Value: '8' }]),
+            }),
+          },
+        ],
+      },
+      RetryStrategy: Match.objectLike({ Attempts: 3 }),
+    });
+    // AND the hosts share a cluster placement group, in one Availability Zone
+    const group = logicalId(t, 'AWS::EC2::PlacementGroup', { Strategy: 'cluster' });
+    t.hasResourceProperties('AWS::Batch::ComputeEnvironment', {
+      ComputeResources: Match.objectLike({
+        Type: 'EC2',
+        PlacementGroup: { 'Fn::GetAtt': [group, 'GroupName'] },
+        Subnets: [Match.anyValue()],
+      }),
+    });
+    // AND they may talk to each other (rendezvous, NCCL), and to nothing else inbound
+    const sg = logicalId(t, 'AWS::EC2::SecurityGroup', {
+      GroupDescription: Match.stringLikeRegexp('toolrl learner hosts'),
+    });
+    t.hasResourceProperties('AWS::EC2::SecurityGroupIngress', {
+      GroupId: { 'Fn::GetAtt': [sg, 'GroupId'] },
+      SourceSecurityGroupId: { 'Fn::GetAtt': [sg, 'GroupId'] },
+      IpProtocol: '-1',
+    });
+    t.hasResourceProperties('AWS::EC2::SecurityGroup', {
+      GroupDescription: Match.stringLikeRegexp('toolrl learner hosts'),
+      SecurityGroupIngress: Match.absent(),
+    });
   });
 
   it('keeps the hosts unreachable from outside: no inbound rule, HTTPS out only, IMDSv2, encrypted root volume', () => {

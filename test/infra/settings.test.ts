@@ -37,6 +37,27 @@ describe('environment settings', () => {
     );
   });
 
+  it('rejects learner shapes AWS cannot place: more GPUs than the instance has, multi-node on spot, on two instance types, or without NAT', () => {
+    expect(buildWith('dev.learner.gpus', 4)).toThrow(
+      /dev\.learner\.instanceTypes: g5\.xlarge has 1 GPU\(s\), fewer than gpus: 4/,
+    );
+    const multi = (over: Record<string, unknown>) => () =>
+      build({
+        edit: (envs) => Object.assign(envs.dev!.learner as object, { nodes: 2, maxvCpus: 64, ...over }),
+      });
+    expect(multi({})).toThrow(/dev\.learner\.nodes: multi-node parallel jobs do not run on Spot capacity/);
+    expect(multi({ spot: false, natGateways: 1 })).toThrow(
+      /dev\.learner\.instanceTypes: a multi-node job runs on one instance type/,
+    );
+    expect(multi({ spot: false, instanceTypes: ['g5.xlarge'] })).toThrow(
+      /dev\.learner\.natGateways: .*awsvpc/,
+    );
+    expect(multi({ spot: false, natGateways: 1, instanceTypes: ['g5.xlarge'], maxvCpus: 4 })).toThrow(
+      /vcpus x nodes exceeds maxvCpus/,
+    );
+    expect(multi({ spot: false, natGateways: 1, instanceTypes: ['g5.xlarge'] })).not.toThrow();
+  });
+
   it("rejects a function timeout its queue's visibility timeout cannot cover six times", () => {
     // reward's queue has visibility 6 x 120 s = 720 s, so 121 s is already too long
     expect(buildWith('dev.functions.reward', { timeoutSec: 121 })).toThrow(

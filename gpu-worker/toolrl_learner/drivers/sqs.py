@@ -5,6 +5,7 @@ A received message stays in flight until the checkpoint covering its group is co
 thread keeps extending its visibility, and only `committed` deletes it. A crash therefore redelivers
 exactly the uncommitted groups. A message for another run is released at once (visibility 0); an
 unreadable one goes to the dead-letter queue with its reason. Events are printed as stdio's lines.
+Under torchrun only rank 0 talks to SQS; the other ranks follow it (dist/session.py).
 """
 
 from __future__ import annotations
@@ -186,14 +187,22 @@ def main(argv: list[str]) -> int:
     setup_logging(args.log_level)
     out = LineWriter(sys.stdout)
     sys.stdout = sys.stderr
+    from ..dist.world import init_world
+
+    world = init_world(args.device)
+    if not world.leader:
+        from ..dist.session import run_follower
+
+        return run_follower(args.root, args.run_id, world)
     guard = SignalGuard()
     session = heartbeat = None
+    code = 1
     try:
         import time
 
+        from ..dist.session import open_session
         from ..storage import open_store
         from ..storage.s3 import make_client
-        from ..train.session import LearnerSession
 
         client = make_client("sqs")
         driver = SqsDriver(client, args.queue_url, args.dlq_url, args.run_id, out)
@@ -202,13 +211,13 @@ def main(argv: list[str]) -> int:
         )
         heartbeat.start()
         with guard.busy():
-            session = LearnerSession(
+            session = open_session(
                 open_store(args.root),
                 args.run_id,
+                world,
                 emit=driver.emit,
                 workdir=args.workdir,
                 max_steps=args.max_steps,
-                device=args.device,
             )
             session.start()
         last_message = time.monotonic()
@@ -231,16 +240,19 @@ def main(argv: list[str]) -> int:
                 log.info("no message for %.0f s: finishing", args.idle_exit)
                 with guard.busy():
                     session.finish()
-        return 0
+        code = 0
     except Terminated:
         guard.shield()
         if session is not None and hasattr(session, "state"):
             session.interrupt()
-        return 143
+        code = 143
     except Exception as e:  # noqa: BLE001
         traceback.print_exc(file=sys.stderr)
         out({"type": "error", "message": f"{type(e).__name__}: {e}"})
-        return 1
+        code = 1
     finally:
         if heartbeat is not None:
             heartbeat.stopped.set()
+        if session is not None:
+            session.close(code)  # the sharded learner's other ranks exit with this code
+    return code

@@ -3,6 +3,9 @@ lines (shared/schemas/learner-stdio.ts): groups in on stdin, events out on stdou
 
 Exit codes: 0 done (stop, EOF, planned groups seen or max steps), 143 after SIGTERM (checkpoint
 written first), 1 on a fatal error (an `error` line is printed first).
+
+Under torchrun (`python -m toolrl_learner launch`) rank 0 speaks the protocol and the other ranks follow it
+(dist/session.py); they never read stdin or write stdout.
 """
 
 from __future__ import annotations
@@ -60,20 +63,32 @@ def main(argv: list[str]) -> int:
     # Anything a library prints must not corrupt the protocol: stdout is ours alone.
     out = LineWriter(sys.stdout)
     sys.stdout = sys.stderr
+    from ..dist.world import init_world
+
+    world = init_world(args.device)
+    if not world.leader:
+        from ..dist.session import run_follower
+
+        return run_follower(args.root, args.run_id, world)
+    return _lead(args, world, out)
+
+
+def _lead(args, world, out: LineWriter) -> int:
     guard = SignalGuard()
     session = None
+    code = 1
     try:
+        from ..dist.session import open_session
         from ..storage import open_store
-        from ..train.session import LearnerSession
 
         with guard.busy():
-            session = LearnerSession(
+            session = open_session(
                 open_store(args.root),
                 args.run_id,
+                world,
                 emit=out,
                 workdir=args.workdir,
                 max_steps=args.max_steps,
-                device=args.device,
             )
             session.start()
         while True:
@@ -97,16 +112,20 @@ def main(argv: list[str]) -> int:
                 session.offer(line)
         with guard.busy():
             session.finish()
-        return 0
+        code = 0
     except Terminated:
         guard.shield()
         if session is not None and hasattr(session, "state"):
             session.interrupt()
-        return 143
+        code = 143
     except Exception as e:  # noqa: BLE001 - reported on the protocol, then the process fails
         traceback.print_exc(file=sys.stderr)
         out({"type": "error", "message": f"{type(e).__name__}: {e}"})
-        return 1
+        code = 1
+    finally:
+        if session is not None:
+            session.close(code)  # the sharded learner's other ranks exit with this code
+    return code
 
 
 def _group_id(raw: str) -> str:

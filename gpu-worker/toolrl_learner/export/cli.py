@@ -12,8 +12,11 @@ import time
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m toolrl_learner export", description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--model", required=True, help="Hugging Face model folder (config.json, safetensors, tokenizer)"
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help="Hugging Face model folder (config.json, safetensors, tokenizer)")
+    source.add_argument(
+        "--random-preset",
+        help="a preset's shape (tiny --preset) with random weights, written tensor by tensor (no model folder)",
     )
     p.add_argument("--out", required=True, help="bundle folder to write")
     p.add_argument(
@@ -45,16 +48,23 @@ def main(argv: list[str]) -> int:
     from .bundle import export_bundle
 
     try:
-        manifest = export_bundle(
-            args.model,
-            args.out,
-            args.version,
-            args.quantization,
-            graph_from=args.graph_from,
-            block_size=args.block_size,
-            accuracy_level=args.accuracy_level,
-            variant=args.variant,
-        )
+        if args.random_preset:
+            from .random_bundle import export_random_bundle
+
+            manifest = export_random_bundle(
+                args.random_preset, args.out, args.quantization, args.block_size, args.accuracy_level
+            )
+        else:
+            manifest = export_bundle(
+                args.model,
+                args.out,
+                args.version,
+                args.quantization,
+                graph_from=args.graph_from,
+                block_size=args.block_size,
+                accuracy_level=args.accuracy_level,
+                variant=args.variant,
+            )
     except (ValueError, FileNotFoundError) as e:
         p.error(str(e))
     print(

@@ -1,10 +1,10 @@
 """The tiny-model factory: a random-weight Llama/Qwen2/Qwen3 model folder in Hugging Face format, tokenizer included.
 
 Deterministic in (options, seed) and built in seconds, so tests and the quick start make it on the spot.
-Presets give Qwen2.5-0.5B/1.5B's real dimensions and vocabulary (random weights) for benchmarks.
+Presets give Qwen2.5-0.5B/1.5B/3B's real dimensions and vocabulary (random weights) for benchmarks.
 
 Public API:
-    PRESETS: dict[str, dict]                    "qwen2.5-0.5b", "qwen2.5-1.5b"
+    PRESETS: dict[str, dict]                    "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b"
     VARIANTS: dict[str, dict]                   "mha": small variants of the default tiny model (its tokenizer)
     TinySpec(...)                               the options (dataclass; defaults are the quick-start model)
     build_tiny(out_dir, spec=TinySpec()) -> Path   writes config.json, model.safetensors, generation_config.json,
@@ -44,6 +44,18 @@ PRESETS: dict[str, dict] = {
         intermediate_size=8960,
         num_layers=28,
         num_heads=12,
+        num_kv_heads=2,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+        rope_theta=1_000_000.0,
+        max_position_embeddings=32768,
+    ),
+    "qwen2.5-3b": dict(
+        arch="qwen2",
+        hidden_size=2048,
+        intermediate_size=11008,
+        num_layers=36,
+        num_heads=16,
         num_kv_heads=2,
         vocab_size=151936,
         tie_word_embeddings=True,
@@ -95,9 +107,8 @@ class TinySpec:
         return cls(**{**PRESETS[name], "preset": name, "dtype": "bfloat16", **overrides})
 
 
-def build_tiny(out_dir: str | Path, spec: TinySpec = TinySpec()) -> Path:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def spec_config(spec: TinySpec) -> tuple[ModelConfig, str, int]:
+    """The spec's ModelConfig, its tokenizer.json text and the tokenizer's model_max_length."""
     if spec.preset:
         tokenizer_json = find_qwen_tokenizer_json().read_text()
         model_max_length = 131072
@@ -129,6 +140,14 @@ def build_tiny(out_dir: str | Path, spec: TinySpec = TinySpec()) -> Path:
             "pad_token_id": added["<|endoftext|>"],
         }
     )
+    return cfg, tokenizer_json, model_max_length
+
+
+def build_tiny(out_dir: str | Path, spec: TinySpec = TinySpec()) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg, tokenizer_json, model_max_length = spec_config(spec)
+    added = {t["content"]: t["id"] for t in json.loads(tokenizer_json)["added_tokens"]}
     with skip_init():
         model = CausalLM(cfg)
     init_weights(model, spec.seed if spec.weights_seed is None else spec.weights_seed, spec.init_std)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..storage import BlobStore, keys
+from ..storage import BlobNotFound, BlobStore, keys
 from .critic import Critic
 from .policy import Policy
 
@@ -143,9 +143,23 @@ def _save_adapter(policy: Policy, out: Path) -> None:
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-def _put_marker(store: BlobStore, prefix: str, files: dict[str, Any], state: TrainerState) -> None:
-    marker = {"step": state.step, "files": files, "trainerState": state.to_json()}
+def _put_marker(
+    store: BlobStore, prefix: str, files: dict[str, Any], state: TrainerState, **extra: Any
+) -> None:
+    marker = {"step": state.step, "files": files, "trainerState": state.to_json(), **extra}
     store.put_bytes(prefix + MARKER, (json.dumps(marker, indent=1) + "\n").encode())
+
+
+def rewrite_marker(store: BlobStore, prefix: str, state: TrainerState) -> bool:
+    """Replace a complete checkpoint's trainer state (more settled group ids, same weights); False if the
+    checkpoint has no marker."""
+    try:
+        marker = json.loads(store.get_bytes(prefix + MARKER))
+    except BlobNotFound:
+        return False
+    extra = {k: v for k, v in marker.items() if k not in ("step", "files", "trainerState")}
+    _put_marker(store, prefix, marker["files"], state, **extra)
+    return True
 
 
 def save_checkpoint(
@@ -165,13 +179,10 @@ def save_checkpoint(
     trainer state) is replaced, atomically, so the complete checkpoint is never taken apart. Otherwise a step
     that already has a complete checkpoint gets a new revision beside it (see the module docstring).
     """
-    revisions = [rev for step, rev in complete_checkpoints(store, run_id) if step == state.step]
-    if weights_unchanged and revisions:
-        prefix = keys.checkpoint(run_id, state.step, revisions[0])
-        files = json.loads(store.get_bytes(prefix + MARKER))["files"]
-        _put_marker(store, prefix, files, state)
-        return prefix
-    prefix = keys.checkpoint(run_id, state.step, revisions[0] + 1 if revisions else 0)
+    done = complete_prefix(store, run_id, state.step)
+    if weights_unchanged and done is not None and rewrite_marker(store, done, state):
+        return done
+    prefix = next_prefix(store, run_id, state.step)
     for stale in store.list(prefix):  # leftovers of an interrupted attempt; never a complete checkpoint
         store.delete(stale)
     local = store.local_path(prefix + MARKER)
@@ -188,7 +199,7 @@ def save_checkpoint(
     finally:
         if local is None:
             shutil.rmtree(staging, ignore_errors=True)
-    _prune(store, run_id, keep)
+    prune(store, run_id, keep)
     return prefix
 
 
@@ -207,7 +218,19 @@ def complete_steps(store: BlobStore, run_id: str) -> list[int]:
     return sorted({step for step, _ in complete_checkpoints(store, run_id)}, reverse=True)
 
 
-def _prune(store: BlobStore, run_id: str, keep: int) -> None:
+def complete_prefix(store: BlobStore, run_id: str, step: int) -> str | None:
+    """The newest complete revision of step's checkpoint, or None."""
+    revisions = [rev for s, rev in complete_checkpoints(store, run_id) if s == step]
+    return keys.checkpoint(run_id, step, revisions[0]) if revisions else None
+
+
+def next_prefix(store: BlobStore, run_id: str, step: int) -> str:
+    """Where new weights at step go: step-<S>/, or the revision after its newest complete one."""
+    revisions = [rev for s, rev in complete_checkpoints(store, run_id) if s == step]
+    return keys.checkpoint(run_id, step, revisions[0] + 1 if revisions else 0)
+
+
+def prune(store: BlobStore, run_id: str, keep: int) -> None:
     complete = complete_checkpoints(store, run_id)
     if not complete:
         return
@@ -228,7 +251,7 @@ def _prune(store: BlobStore, run_id: str, keep: int) -> None:
                 shutil.rmtree(d, ignore_errors=True)
 
 
-def _fetch(store: BlobStore, prefix: str, marker: dict[str, Any], workdir: Path) -> Path | None:
+def fetch(store: BlobStore, prefix: str, marker: dict[str, Any], workdir: Path) -> Path | None:
     """A local folder with the checkpoint's files, each verified against the marker; None if any is bad."""
     local = store.local_path(prefix + MARKER)
     folder = (
@@ -276,17 +299,31 @@ def _load_pickle(path: Path, device: torch.device) -> Any:
 
 
 def load_latest_checkpoint(
-    store: BlobStore, run_id: str, policy: Policy, workdir: Path, critic: Critic | None = None
+    store: BlobStore,
+    run_id: str,
+    policy: Policy,
+    workdir: Path,
+    critic: Critic | None = None,
+    trainer=None,
 ) -> tuple[TrainerState, dict[str, Any] | None] | None:
     """Restore the newest verifiable checkpoint into `policy` (and `critic`: weights, RNG); returns (state,
-    optimizer state or None), or None when there is no complete checkpoint."""
+    optimizer state or None), or None when there is no complete checkpoint.
+
+    A sharded learner's checkpoint (`dcp/`, dist/checkpoint.py) loads whole into this process, weights and
+    optimizer state (into `trainer`) alike, whatever the world size that wrote it; its optimizer state is
+    then already in place and None is returned for it. The sharded learner trains no separate critic, so
+    such a checkpoint holds none and a run with `critic:` cannot resume from it."""
     for step, revision in complete_checkpoints(store, run_id):
         prefix = keys.checkpoint(run_id, step, revision)
         marker = json.loads(store.get_bytes(prefix + MARKER))
-        folder = _fetch(store, prefix, marker, workdir)
+        folder = fetch(store, prefix, marker, workdir)
         if folder is None:
             continue
         try:
+            if (folder / "dcp").is_dir():
+                from ..dist.checkpoint import load_dcp
+
+                load_dcp(folder, policy, trainer)
             if (folder / "model").is_dir():
                 policy.load_base_weights(folder / "model")
             _load_trainable(policy, folder)

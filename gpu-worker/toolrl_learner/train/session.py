@@ -49,6 +49,15 @@ def has_signal(group: dict[str, Any], cfg: LearnerConfig) -> bool:
     return max(rewards) - min(rewards) > 1e-9
 
 
+def fits(model_dir: Path, cfg: LearnerConfig, gpus: int, device: torch.device) -> None:
+    """Refuse before loading the weights, with the memory plan's numbers, a learner that cannot fit."""
+    from ..model.config import ModelConfig
+    from ..plan.memory import check_fits
+
+    plan = check_fits(ModelConfig.from_file(model_dir), cfg, gpus=gpus, device=device)
+    log.info("memory plan: %s", plan.summary())
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -123,16 +132,7 @@ class LearnerSession:
         }
         self.stage_sft = LearnerConfig.stages_with_own_sft(config)
         self.cfg = cfg
-        torch.manual_seed(cfg.seed)
-        model_dir = resolve_model_dir(cfg.model_path, self.workdir, cfg.seed)
-        self.policy = Policy(cfg, model_dir, self.device)
-        critic = None
-        if cfg.has_critic:
-            from .critic import Critic
-
-            critic_dir = resolve_model_dir(cfg.critic_model_path, self.workdir)
-            critic = Critic(cfg, critic_dir, self.device, self.policy.autocast_dtype)
-        self.trainer = Trainer(cfg, self.policy, self.stage_cfgs, critic=critic)
+        model_dir = self._build(cfg)
         self.trainer.total_steps = self._total_steps()
         self.publisher = Publisher(
             self.store,
@@ -143,9 +143,7 @@ class LearnerSession:
             cfg.rollout_quantization_block_size,
         )
 
-        resumed = load_latest_checkpoint(
-            self.store, self.run_id, self.policy, self.workdir, critic=self.trainer.critic
-        )
+        resumed = self._load_checkpoint()
         resumed_from = None
         if resumed is not None:
             self.state, optimizer_state = resumed
@@ -198,6 +196,62 @@ class LearnerSession:
             self.finish()
         return ready
 
+    # -- what the sharded learner (dist/session.py) does on every rank -----------------------------------
+
+    def _build(self, cfg: LearnerConfig) -> Path:
+        """The policy and its trainer; returns the model folder."""
+        if cfg.num_gpus > 1:
+            log.warning(
+                "trainer.num_gpus is %d but this learner is one process: start it with "
+                "`python -m toolrl_learner launch --nproc-per-node %d ...` (toolrl train and the AWS job do)",
+                cfg.num_gpus,
+                cfg.num_gpus,
+            )
+        torch.manual_seed(cfg.seed)
+        model_dir = resolve_model_dir(cfg.model_path, self.workdir, cfg.seed)
+        fits(model_dir, cfg, 1, self.device)
+        self.policy = Policy(cfg, model_dir, self.device)
+        critic = None
+        if cfg.has_critic:
+            from .critic import Critic
+
+            critic_dir = resolve_model_dir(cfg.critic_model_path, self.workdir)
+            critic = Critic(cfg, critic_dir, self.device, self.policy.autocast_dtype)
+        self.trainer = Trainer(cfg, self.policy, self.stage_cfgs, critic=critic)
+        return model_dir
+
+    def _load_checkpoint(self) -> tuple[TrainerState, dict[str, Any] | None] | None:
+        return load_latest_checkpoint(
+            self.store,
+            self.run_id,
+            self.policy,
+            self.workdir,
+            critic=self.trainer.critic,
+            trainer=self.trainer,
+        )
+
+    def _train_step(self, groups: list[dict[str, Any]], policy_version: int) -> dict[str, float]:
+        return self.trainer.step(groups, policy_version)
+
+    def _rollout_model(self) -> torch.nn.Module:
+        return self.policy.rollout_model()
+
+    def _save_checkpoint(self, weights_unchanged: bool) -> None:
+        save_checkpoint(
+            self.store,
+            self.run_id,
+            self.policy,
+            self.trainer.state_dict(),
+            self.state,
+            self.workdir,
+            keep=self.cfg.keep_checkpoints,
+            weights_unchanged=weights_unchanged,
+            critic=self.trainer.critic,
+        )
+
+    def close(self, exit_code: int) -> None:
+        """The driver is about to exit with exit_code (the sharded leader releases the other ranks)."""
+
     def _total_steps(self) -> int | None:
         if self.cfg.max_steps:
             return self.cfg.max_steps
@@ -206,10 +260,9 @@ class LearnerSession:
         return None
 
     def _run_sft(self, cfg: LearnerConfig, stage: str | None = None) -> None:
-        from .sft import local_sft_data, run_sft
+        from .sft import run_sft
 
-        where = f"stages[{stage}].overrides.trainer.sft.data" if stage else "trainer.sft.data"
-        path = local_sft_data(self.store, cfg.sft_data, self.workdir, where)
+        path = self._sft_path(cfg, stage)
         what = f"stage {stage!r} SFT" if stage else "SFT warm start"
         log.info("%s: %d steps on %s", what, cfg.sft_steps, cfg.sft_data)
 
@@ -219,7 +272,13 @@ class LearnerSession:
                 {"type": "sft", "step": int(m["sft_step"]), "steps": cfg.sft_steps, "loss": m["sft_loss"]}
             )
 
-        run_sft(self.policy, cfg, path, on_step=on_step)
+        run_sft(self.policy, cfg, path, on_step=on_step, comm=self.trainer.comm)
+
+    def _sft_path(self, cfg: LearnerConfig, stage: str | None) -> Path:
+        from .sft import local_sft_data
+
+        where = f"stages[{stage}].overrides.trainer.sft.data" if stage else "trainer.sft.data"
+        return local_sft_data(self.store, cfg.sft_data, self.workdir, where)
 
     def _stage_sft(self, stage: str) -> None:
         """A curriculum stage's own `trainer.sft` (a format stage), before the stage's first batch trains;
@@ -365,7 +424,7 @@ class LearnerSession:
             return
         version_before = self.state.policy_version
         t0 = time.perf_counter()
-        metrics = self.trainer.step(groups, version_before)
+        metrics = self._train_step(groups, version_before)
         inner = self.trainer.last_phases
         for k, v in inner.items():
             self.timer.add(k.removeprefix(PREFIX), v)
@@ -408,7 +467,7 @@ class LearnerSession:
 
     def _publish(self, version: int) -> None:
         with self.timer.phase("publish"):
-            pointer = self.publisher.publish(self.policy.rollout_model(), version)
+            pointer = self.publisher.publish(self._rollout_model(), version)
         self.state.policy_version = version
         self.last_published_step = self.state.step
         self.emit({"type": "published", **pointer})
@@ -420,17 +479,7 @@ class LearnerSession:
         if self.ordered is not None:
             self.state.batches_settled = self.ordered.settled
             self.state.batch_versions = list(self.ordered.versions)
-        save_checkpoint(
-            self.store,
-            self.run_id,
-            self.policy,
-            self.trainer.state_dict(),
-            self.state,
-            self.workdir,
-            keep=self.cfg.keep_checkpoints,
-            weights_unchanged=self.last_checkpoint_step == self.state.step,
-            critic=self.trainer.critic,
-        )
+        self._save_checkpoint(weights_unchanged=self.last_checkpoint_step == self.state.step)
         self.last_checkpoint_step = self.state.step
         ids, self.pending_commit = self.pending_commit, []
         self.settled.update(ids)

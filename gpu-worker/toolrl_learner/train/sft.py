@@ -16,8 +16,8 @@ import torch
 from ..config import LearnerConfig
 from ..storage import BlobNotFound, BlobStore
 from .batch import LearnerBatch
+from .comm import LOCAL, LocalComm
 from .optim import build_optimizer, lr_at, set_lr
-from .packing import pack_batch
 from .policy import Policy
 
 log = logging.getLogger(__name__)
@@ -147,9 +147,13 @@ def warmup_keep(step: int, cfg: LearnerConfig, longest: int) -> int | None:
     return tokens
 
 
-def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -> list[dict[str, float]]:
+def run_sft(
+    policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None, comm: LocalComm = LOCAL
+) -> list[dict[str, float]]:
     """cfg.sft_steps AdamW steps of cfg.sft_batch_size demonstrations each (a seeded shuffle, cycling); during
-    the first cfg.sft_context_warmup_steps, each demonstration's context is cut (sequence length warmup)."""
+    the first cfg.sft_context_warmup_steps, each demonstration's context is cut (sequence length warmup).
+
+    comm: sharded, every rank draws the same batches and trains its share of each one's micro-batches."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(policy.model_dir))
@@ -187,17 +191,17 @@ def run_sft(policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None) -
         batch = LearnerBatch.from_groups([_as_group(step, picked)], 0)
         n_tok = max(1, batch.num_loss_tokens)
         optimizer.zero_grad(set_to_none=True)
-        total = 0.0
-        for mb in pack_batch(batch, cfg.micro_batch_tokens):
+        total = torch.zeros((), device=policy.device)
+        for mb in comm.micro_batches(batch, cfg.micro_batch_tokens):
             out = policy.forward(mb.to(policy.device), entropy=False, temperature=1.0)
             loss = -out.logprobs.sum() / n_tok  # token-mean cross-entropy over the whole batch
             loss.backward()
-            total += float(loss.detach())
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
+            total += loss.detach()
+        grad_norm = float(comm.clip_grad_norm(params, cfg.grad_clip))
         optimizer.step()
         m = {
             "sft_step": step,
-            "sft_loss": total,
+            "sft_loss": float(comm.all_sum(total)),
             "grad_norm": grad_norm,
             "lr": lr,
             "step_time_s": time.perf_counter() - t0,

@@ -20,10 +20,11 @@ from ..algos.segments import segment_sum
 from ..algos.value_loss import value_loss
 from ..config import LearnerConfig
 from .batch import LearnerBatch
+from .comm import LOCAL, LocalComm
 from .critic import Critic
 from .minibatch import loss_totals, micro_aggregate, mini_batches
 from .optim import build_optimizer, lr_at, set_lr
-from .packing import MicroBatch, pack_batch, pack_sequences
+from .packing import MicroBatch
 from .policy import Policy
 from .timing import PhaseTimer
 
@@ -109,8 +110,11 @@ class Trainer:
         policy: Policy,
         stage_cfgs: dict[str, LearnerConfig] | None = None,
         critic: Critic | None = None,
+        comm: LocalComm = LOCAL,
     ) -> None:
+        """comm: how the step is spread over processes (the sharded learner's, dist/comm.py; else one)."""
         self.cfg = cfg
+        self.comm = comm
         self.policy = policy
         self.critic = critic
         self.stage_cfgs = stage_cfgs or {}
@@ -156,7 +160,7 @@ class Trainer:
         with phase("pack"):
             batch = LearnerBatch.from_groups(groups, policy_version)
             cfg = self.config_for(batch)
-            mbs = [mb.to(device) for mb in pack_batch(batch, cfg.micro_batch_tokens)]
+            mbs = [mb.to(device) for mb in self.comm.micro_batches(batch, cfg.micro_batch_tokens)]
         n_tok = batch.num_loss_tokens
         behavior = batch.behavior_logprobs.to(device)
 
@@ -209,7 +213,9 @@ class Trainer:
                     mini = mbs
                 else:
                     with phase("pack"):
-                        mini = [m.to(device) for m in pack_sequences(batch, seqs, cfg.micro_batch_tokens)]
+                        mini = [
+                            m.to(device) for m in self.comm.micro_batches(batch, cfg.micro_batch_tokens, seqs)
+                        ]
                 m_tok, m_seqs = loss_totals(batch, seqs)
                 scale = 1.0 / (cfg.ppo_epochs * len(plans))
                 self.optimizer.zero_grad(set_to_none=True)
@@ -220,11 +226,15 @@ class Trainer:
                     )  # fmt: skip
                     w = mb.targets.shape[0] / max(1, m_tok)
                     for k, v in loss_metrics.items():
-                        sums[k] = sums.get(k, 0.0) + v * ((1.0 if k in _SUMMED else w) * scale)
+                        # A micro-batch without loss tokens (a rank's padding, sharded) adds nothing: its means
+                        # are NaN.
+                        part = v * ((1.0 if k in _SUMMED else w) * scale) if w else torch.zeros_like(v)
+                        sums[k] = sums.get(k, 0.0) + part
                 if m_tok:
                     with phase("optimizer"):
-                        grad_norms.append(torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip).detach())
+                        grad_norms.append(self.comm.clip_grad_norm(self.params, cfg.grad_clip).detach())
                         self.optimizer.step()
+        sums = self._sum_over_ranks(sums)
         self.step_count += 1
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # the step's kernels are queued, not done, until here
@@ -258,8 +268,17 @@ class Trainer:
             metrics["memory_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
         return metrics
 
+    def _sum_over_ranks(self, sums: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Each rank holds its micro-batches' shares of the metrics: one sum makes them the batch's."""
+        if self.comm.size == 1 or not sums:
+            return sums
+        names = sorted(sums)
+        total = self.comm.all_sum(torch.stack([torch.as_tensor(sums[k]).float() for k in names]))
+        return dict(zip(names, total.unbind(0), strict=True))
+
     def _gather(self, mbs: list[MicroBatch], n_tok: int, fn) -> tuple[Tensor, Tensor | None]:
-        """Run a no-grad forward over every micro-batch and scatter its per-token outputs to [N]."""
+        """Run a no-grad forward over every micro-batch and scatter its per-token outputs to [N] (summed
+        over ranks when sharded: each loss token is computed by exactly one of them)."""
         device = self.policy.device
         logprobs = torch.zeros(n_tok, device=device)
         values = None
@@ -270,6 +289,10 @@ class Trainer:
             if v is not None:
                 values = torch.zeros(n_tok, device=device) if values is None else values
                 values[mb.token_index] = v
+        self.comm.after_no_grad()
+        if self.comm.size > 1:
+            logprobs = self.comm.all_sum(logprobs)
+            values = self.comm.all_sum(values) if values is not None else None
         return logprobs, values
 
     def _micro_step(
@@ -281,7 +304,9 @@ class Trainer:
             loss, metrics, n = self._loss(
                 cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp, gae
             )
-        if n:
+        if n or self.comm.size > 1:
+            # Sharded, every rank runs every backward (its padding micro-batches give zero gradients): the
+            # parameter gathers and gradient reductions are collectives.
             with phase("backward"):
                 loss.backward()
         return {k: v.detach() for k, v in metrics.items()}

@@ -1,5 +1,7 @@
 // The GPU learner on AWS Batch: a managed EC2 compute environment of GPU instances (spot optional), a job
 // queue, and a job definition built from gpu-worker/Dockerfile. run-starter submits one job per run.
+// Shapes: one GPU (dev: g5/g6), one instance with `gpus` GPUs (prod: 8 on p4d/p5; torchrun starts one FSDP2
+// rank per GPU), or `nodes` instances as a multi-node parallel job (torchrun on each, rendezvous on the main).
 
 import { Duration, RemovalPolicy, Size, Validations } from 'aws-cdk-lib';
 import * as batch from 'aws-cdk-lib/aws-batch';
@@ -34,16 +36,18 @@ export const RUN_ID_PARAMETER = 'runId';
 
 export class LearnerJob extends Construct {
   readonly jobQueue: batch.JobQueue;
-  readonly jobDefinition: batch.EcsJobDefinition;
+  readonly jobDefinition: batch.EcsJobDefinition | batch.MultiNodeJobDefinition;
   readonly logGroup: logs.LogGroup;
   readonly role: iam.Role;
 
   constructor(scope: Construct, id: string, props: LearnerJobProps) {
     super(scope, id);
     const s = props.settings;
+    const multiNode = s.nodes > 1;
     const network = new LearnerNetwork(this, 'Network', {
       natGateways: s.natGateways,
       logRetention: props.logRetention,
+      multiNode,
     });
 
     const compute = new batch.ManagedEc2EcsComputeEnvironment(this, 'Gpu', {
@@ -59,6 +63,14 @@ export class LearnerJob extends Construct {
         : batch.AllocationStrategy.BEST_FIT_PROGRESSIVE,
       minvCpus: s.minvCpus,
       maxvCpus: s.maxvCpus,
+      // AWS Batch: a multi-node job's instances in one cluster placement group (one AZ, low-latency network).
+      ...(multiNode
+        ? {
+            placementGroup: new ec2.PlacementGroup(this, 'Placement', {
+              strategy: ec2.PlacementGroupStrategy.CLUSTER,
+            }),
+          }
+        : {}),
       launchTemplate: new ec2.LaunchTemplate(this, 'Hosts', {
         requireImdsv2: true,
         // The CUDA image and checkpoints outgrow the AMI's 30 GiB root volume.
@@ -120,8 +132,15 @@ export class LearnerJob extends Construct {
       cpu: s.vcpus,
       memory: Size.mebibytes(s.memoryMib),
       gpu: s.gpus,
-      // The image's entrypoint is `python -m toolrl_learner`; this replaces only its CMD.
-      command: ['sqs', '--run-id', `Ref::${RUN_ID_PARAMETER}`],
+      // The image's entrypoint is `python -m toolrl_learner`; this replaces only its CMD. More than one GPU (or
+      // node): torchrun with one rank per GPU (on Batch's multi-node jobs, launch reads the node index and the
+      // main node's address from AWS_BATCH_JOB_*).
+      command: [
+        ...(s.gpus > 1 || multiNode ? ['launch', `--nproc-per-node=${s.gpus}`] : []),
+        'sqs',
+        '--run-id',
+        `Ref::${RUN_ID_PARAMETER}`,
+      ],
       environment: {
         [FUNCTION_ENV.bucket]: props.bucket.bucketName,
         [FUNCTION_ENV.queueUrl('scored-groups')]: props.scoredGroups.queue.queueUrl,
@@ -131,9 +150,9 @@ export class LearnerJob extends Construct {
       // Injected by the ECS agent from Secrets Manager at start; empty until the operator puts a key.
       secrets: { WANDB_API_KEY: batch.Secret.fromSecretsManager(props.wandbSecret, 'WANDB_API_KEY') },
       jobRole: this.role,
-      // A larger /dev/shm than Docker's 64 MiB default. Nothing in toolrl_learner needs it today: the learner is
-      // one process on one GPU (no DataLoader workers, no NCCL) and stages checkpoints under the workdir in /tmp.
-      // It is headroom for multi-process or multi-GPU learners, which pass tensors through shared memory.
+      // A larger /dev/shm than Docker's 64 MiB default: with gpus > 1 NCCL moves tensors between the ranks of one
+      // instance through shared memory (where the GPUs have no peer-to-peer path, and for its own bookkeeping); one
+      // process on one GPU does not need it (checkpoints are staged under the workdir in /tmp).
       linuxParameters: new batch.LinuxParameters(this, 'Linux', {
         sharedMemorySize: Size.mebibytes(Math.floor(s.memoryMib / 4)),
       }),
@@ -144,10 +163,9 @@ export class LearnerJob extends Construct {
       reason: 'ecr:GetAuthorizationToken (to pull the learner image) supports no resource-level permission.',
     });
 
-    this.jobDefinition = new batch.EcsJobDefinition(this, 'Job', {
+    const jobProps = {
       jobDefinitionName: learnerJobDefinitionName(props.envName),
       parameters: { [RUN_ID_PARAMETER]: 'unset' },
-      container,
       retryAttempts: s.attempts,
       // Batch takes the first strategy that matches: a host that went away (spot reclaim, lost instance) or an
       // image pull that failed is retried, and the learner resumes from its last complete checkpoint; any
@@ -160,7 +178,16 @@ export class LearnerJob extends Construct {
         batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom({ onReason: '*' })),
       ],
       timeout: Duration.hours(s.timeoutHours),
-    });
+    };
+    this.jobDefinition = multiNode
+      ? new batch.MultiNodeJobDefinition(this, 'MultiNodeJob', {
+          ...jobProps,
+          // Every node runs the same container; the job ends when the main node (torchrun's node rank 0) exits.
+          containers: [{ container, startNode: 0, endNode: s.nodes - 1 }],
+          mainNode: 0,
+          instanceType: new ec2.InstanceType(s.instanceTypes[0]!),
+        })
+      : new batch.EcsJobDefinition(this, 'Job', { ...jobProps, container });
   }
 
   /** Read and write under runs/ (datasets' resolved config, policy versions, checkpoints, metrics, state). */

@@ -8,6 +8,11 @@ import { Construct } from 'constructs';
 export interface LearnerNetworkProps {
   readonly natGateways: number;
   readonly logRetention: logs.RetentionDays;
+  /**
+   * A multi-node learner: hosts in one Availability Zone (a cluster placement group cannot span two), and all
+   * traffic allowed between the learner's own hosts (torchrun's rendezvous, NCCL or gloo between nodes, EFA).
+   */
+  readonly multiNode?: boolean;
 }
 
 export class LearnerNetwork extends Construct {
@@ -40,10 +45,15 @@ export class LearnerNetwork extends Construct {
         },
       },
     });
-    this.subnets = { subnetType: isolatedByNat ? ec2.SubnetType.PRIVATE_WITH_EGRESS : ec2.SubnetType.PUBLIC };
+    this.subnets = {
+      subnetType: isolatedByNat ? ec2.SubnetType.PRIVATE_WITH_EGRESS : ec2.SubnetType.PUBLIC,
+      ...(props.multiNode ? { availabilityZones: [this.vpc.availabilityZones[0]!] } : {}),
+    };
     this.securityGroup = new ec2.SecurityGroup(this, 'Hosts', {
       vpc: this.vpc,
-      description: 'toolrl learner hosts: no inbound, HTTPS out (ECR, S3, SQS, CloudWatch, Hugging Face)',
+      description: props.multiNode
+        ? 'toolrl learner hosts: inbound from each other only, HTTPS out, all traffic between them'
+        : 'toolrl learner hosts: no inbound, HTTPS out (ECR, S3, SQS, CloudWatch, Hugging Face)',
       allowAllOutbound: false,
     });
     this.securityGroup.addEgressRule(
@@ -51,5 +61,20 @@ export class LearnerNetwork extends Construct {
       ec2.Port.tcp(443),
       'HTTPS to AWS APIs and model hubs',
     );
+    if (props.multiNode) {
+      // The group itself as the peer, not its id: CDK then writes both rules as their own resources, where an
+      // inline rule naming the group's own id is a circular dependency CloudFormation refuses.
+      const self = this.securityGroup;
+      this.securityGroup.addIngressRule(
+        self,
+        ec2.Port.allTraffic(),
+        'learner nodes: rendezvous, NCCL/gloo, EFA',
+      );
+      this.securityGroup.addEgressRule(
+        self,
+        ec2.Port.allTraffic(),
+        'learner nodes: rendezvous, NCCL/gloo, EFA',
+      );
+    }
   }
 }

@@ -1,6 +1,7 @@
-// `toolrl train CONFIG [key=value ...] [--max-steps N] [--workdir DIR] [--resume RUN_ID] [--print-config]`: a whole
-// run on this machine with no server (embedded queues and blobs, handlers in-process, the learner as a Python
-// subprocess); overrides in Hydra's style, the effective config uploaded as the run's config.yaml.
+// `toolrl train CONFIG [key=value ...] [--max-steps N] [--workdir DIR] [--resume RUN_ID] [--learner-device cpu]
+// [--print-config]`: a whole run on this machine with no server (embedded queues and blobs, handlers in-process,
+// the learner as a Python subprocess, trainer.num_gpus ranks); overrides in Hydra's style, the effective config
+// uploaded as the run's config.yaml.
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 
@@ -31,6 +32,15 @@ export function register(program: Command): void {
       'ONNX Runtime threads per rollout session (default: half the cores; the learner uses them all)',
       positiveInt('--threads'),
     )
+    .option(
+      '--learner-device <device>',
+      'cpu: run the learner (its trainer.num_gpus ranks, FSDP2 on gloo) on CPU; cuda: on GPUs (default: GPUs when present)',
+      (v: string) => {
+        if (v !== 'cpu' && v !== 'cuda')
+          throw new UsageError(`--learner-device must be cpu or cuda, got ${v}`);
+        return v;
+      },
+    )
     .option('--json', 'print the final summary as JSON on stdout')
     .action(
       async (
@@ -41,6 +51,7 @@ export function register(program: Command): void {
           workdir: string;
           resume?: string;
           threads?: number;
+          learnerDevice?: 'cpu' | 'cuda';
           json?: boolean;
           printConfig?: boolean;
         },
@@ -84,6 +95,7 @@ export function register(program: Command): void {
             ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
             ...(o.resume ? { resume: o.resume } : {}),
             ...(o.threads ? { ortThreads: o.threads } : {}),
+            ...(o.learnerDevice ? { learnerDevice: o.learnerDevice } : {}),
             onEvent: (e) => progress.onEvent(e),
           });
         } catch (err) {
@@ -109,7 +121,7 @@ export function register(program: Command): void {
         out.write(`  tensorboard --logdir ${result.runDir}/metrics/tensorboard\n`);
         if (result.status === 'interrupted')
           out.write(
-            `  resume with: toolrl train ${config}${overrides.length ? ` ${overrides.join(' ')}` : ''} --workdir ${o.workdir} --resume ${result.runId}\n`,
+            `  resume with: toolrl train ${config}${overrides.length ? ` ${overrides.join(' ')}` : ''}${o.learnerDevice ? ` --learner-device ${o.learnerDevice}` : ''} --workdir ${o.workdir} --resume ${result.runId}\n`,
           );
         if (o.json) process.stdout.write(`${JSON.stringify(result)}\n`);
         process.exitCode = result.status === 'completed' ? 0 : result.status === 'interrupted' ? 130 : 1;

@@ -77,6 +77,12 @@ export const RunConfigSchema = z
         path: ['critic'],
         message: `a critic estimates values for GAE: set algorithm.adv_estimator: gae (it is ${config.algorithm.adv_estimator})`,
       });
+    if (config.critic && config.trainer.num_gpus > 1)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['critic'],
+        message: `the sharded learner (trainer.num_gpus: ${config.trainer.num_gpus}) does not train a separate critic: set trainer.num_gpus: 1, or drop critic: to use the value head on the policy's trunk`,
+      });
     if (config.trainer.critic_warmup > 0 && !config.critic)
       ctx.addIssue({
         code: 'custom',

@@ -76,6 +76,14 @@ export const TrainerConfigSchema = z
      * run after run on one machine; the price is that rollouts for batch t + max_staleness + 1 wait for batch t.
      */
     deterministic: z.boolean().default(false),
+    /**
+     * Learner processes (GPUs) for `toolrl train`: above 1 the learner runs under torchrun as an FSDP2
+     * data-parallel job (`toolrl train --learner-device cpu` runs them on CPU with gloo). On AWS the
+     * environment's `learner.gpus` (x nodes) sets the job's size. `npx toolrl plan` checks that it fits.
+     */
+    num_gpus: z.number().int().positive().max(1024).default(1),
+    /** Sharded learner: parameters, gradients and AdamW state in host memory, the optimizer step on CPU. */
+    cpu_offload: z.boolean().default(false),
     /** Optional SFT warm start before RL. */
     sft: SftConfigSchema.optional(),
   })

@@ -143,10 +143,18 @@ reward: { functions: [{ path: rewards/my_reward.py, name: compute_score }] }
     ]);
   });
 
-  it('takes a separate critic only for GAE, and critic warm-up only with one', () => {
+  it('takes a separate critic only for GAE on one learner process, and critic warm-up only with one', () => {
     const base = 'model: {path: tiny}\ndata: {train: a.parquet}\n';
     expect(() => parseRunConfig(`${base}critic: {model: {path: tiny}}`, 'c.yaml')).toThrow(
       /a critic estimates values for GAE: set algorithm.adv_estimator: gae \(it is grpo\)[\s\S]*critic/,
+    );
+    expect(() =>
+      parseRunConfig(
+        `${base}algorithm: {adv_estimator: gae}\ncritic: {model: {path: tiny}}\ntrainer: {num_gpus: 2}`,
+        'c.yaml',
+      ),
+    ).toThrow(
+      /sharded learner \(trainer.num_gpus: 2\) does not train a separate critic: set trainer.num_gpus: 1/,
     );
     expect(() => parseRunConfig(`${base}trainer: {critic_warmup: 2}`, 'c.yaml')).toThrow(
       /critic_warmup trains a separate critic alone first: add a `critic:` block/,
