@@ -11,6 +11,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '../../ports/queue.ts';
+import { assertMessageFits, planBatches, SQS_LIMITS } from '../../ports/queue-limits.ts';
 
 const attributes = (
   a: Readonly<Record<string, string>> | undefined,
@@ -39,6 +40,7 @@ export class SqsQueue implements Queue {
   ) {}
 
   async send(body: string, opts: SendOptions = {}): Promise<{ messageId: string }> {
+    assertMessageFits(this.name, body, opts);
     const r = await this.client.send(
       new SendMessageCommand({
         QueueUrl: this.url,
@@ -54,7 +56,8 @@ export class SqsQueue implements Queue {
     entries: readonly { body: string; opts?: SendOptions }[],
   ): Promise<{ messageId: string }[]> {
     const ids: { messageId: string }[] = [];
-    for (const chunk of chunks(entries, 10)) {
+    // By count and by bytes: ten 190 KB trajectories are one request by count, and one SQS refuses by size.
+    for (const chunk of planBatches(this.name, entries)) {
       const r = await this.client.send(
         new SendMessageBatchCommand({
           QueueUrl: this.url,
@@ -119,7 +122,7 @@ export class SqsQueue implements Queue {
   }
 
   async deleteBatch(receiptHandles: readonly string[]): Promise<void> {
-    for (const chunk of chunks(receiptHandles, 10)) {
+    for (const chunk of chunks(receiptHandles, SQS_LIMITS.maxBatchEntries)) {
       const r = await this.client.send(
         new DeleteMessageBatchCommand({
           QueueUrl: this.url,
