@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '../../ports/queue.ts';
 import { assertMessageFits, planBatches, SQS_LIMITS } from '../../ports/queue-limits.ts';
+import { AWS_TIMEOUTS } from './clients.ts';
 
 const attributes = (
   a: Readonly<Record<string, string>> | undefined,
@@ -96,7 +97,11 @@ export class SqsQueue implements Queue {
           ],
           MessageAttributeNames: ['All'],
         }),
-        opts.signal ? { abortSignal: opts.signal } : {},
+        // A long poll is silent for up to 20 s by design: its own request timeout covers the wait.
+        {
+          requestTimeout: (Math.min(20, opts.waitTimeSec ?? 0) * 1000 + AWS_TIMEOUTS.requestMs) as number,
+          ...(opts.signal ? { abortSignal: opts.signal } : {}),
+        },
       );
       return (r.Messages ?? []).map((m) => ({
         messageId: m.MessageId ?? '',
