@@ -19,7 +19,9 @@ _CONDITION_FAILED = {"PreconditionFailed", "412", "ConditionalRequestConflict", 
 # Connect and read timeouts (botocore's defaults are 60 s each, retried): an endpoint that accepts and never
 # answers fails a call in about a minute, not never. The read timeout is per socket read, so it outlasts the
 # SQS driver's 20 s long poll and a large object that keeps streaming.
-CLIENT_CONFIG = Config(connect_timeout=3, read_timeout=40, retries={"mode": "standard", "total_max_attempts": 4})
+CLIENT_CONFIG = Config(
+    connect_timeout=3, read_timeout=40, retries={"mode": "standard", "total_max_attempts": 4}
+)
 
 
 def make_client(service: str):
