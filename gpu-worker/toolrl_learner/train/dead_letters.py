@@ -9,7 +9,7 @@ import json
 import logging
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..contracts import ContractError, validate
@@ -66,9 +66,7 @@ class DeadLetterWatch:
             "messageId": message_id,
             "reason": reason[:4000],
             "receiveCount": 1,
-            "deadLetteredAt": datetime.now(timezone.utc)
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z"),
+            "deadLetteredAt": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         }
         validate("dead-letter-record", record)
         self.store.put_if_absent(
