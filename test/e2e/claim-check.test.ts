@@ -58,6 +58,6 @@ describe('claim check (LocalStack)', () => {
       expect(c.key).toBe(keys.claimCheck(runId, createHash('sha256').update(body).digest('hex')));
       expect(Buffer.from(body).toString('utf8')).toContain(bulky);
     }
-    for (const q of ['rollout', 'tool-calls', 'reward'] as const) expect(await s.peek(q, true)).toEqual([]);
+    await s.expectNoDeadLetters(['rollout', 'tool-calls', 'reward']);
   }, 900_000);
 });
