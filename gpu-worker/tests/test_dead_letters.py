@@ -1,5 +1,5 @@
 """Groups the pipeline dead-lettered: the learner counts each as dropped as its record appears (and so ends a
-run that would otherwise wait for it forever), trains it after all if `toolrl redrive` brings it back, records
+run that would otherwise wait for it forever), trains it after all if a DLQ redrive brings it back, records
 its own refusals in the same place, and stops when run.json says the run failed."""
 
 import json
@@ -99,7 +99,7 @@ def test_a_redriven_group_that_arrives_after_all_is_trained_on_cpu(tiny_dir, tmp
     _dead_letter(store, "e0-p1")
     s.tick()
     assert s.state.groups_dropped == 1 and not s.done
-    s.offer({"type": "group", "group": _g(1)})  # `toolrl redrive` sent it back and it completed
+    s.offer({"type": "group", "group": _g(1)})  # a DLQ redrive sent it back and it completed
     assert (s.state.groups_consumed, s.state.groups_dropped) == (2, 0)
     assert s.state.dead_lettered_group_ids == [] and "e0-p1" in s.state.consumed_group_ids
     s.tick()  # its record is still there: not counted a second time

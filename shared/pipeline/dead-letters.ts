@@ -1,7 +1,6 @@
 // A dead-lettered message of a group becomes a recorded drop: a record under the run's `dead-letters/` prefix,
-// which the learner counts (it stops waiting for the group), the feeder holds against the run's limit, and
-// `toolrl status` / `toolrl redrive` read. Without it one message in a dead-letter queue left its group, and so
-// the run, waiting forever.
+// which the learner counts (it stops waiting for the group) and the stage that writes it holds against the run's
+// limit. Without it one message in a dead-letter queue left its group, and so the run, waiting forever.
 import { z } from 'zod';
 import type { BlobStore } from '../ports/blob-store.ts';
 import {
@@ -159,7 +158,7 @@ export async function enforceDeadLetterLimit(ctx: StageContext, run: RunStatus):
   const reason =
     `${summary.groups.train} of ${planned} planned groups were dead-lettered, more than ` +
     `trainer.max_dead_letter_fraction = ${fraction} allows (${limit}):\n${describeDeadLetters(summary).join('\n')}\n` +
-    `(toolrl status ${run.runId} lists them; fix the cause and submit the run again)`;
+    `(one record per message under ${keys.deadLetters(run.runId)}; fix the cause and submit the run again)`;
   const after = await transitionRun(ctx.blobs, run.runId, 'failed', ctx.now(), () => ({ reason }));
   if (after?.status === 'failed' && after.reason === reason)
     ctx.log.error('run failed: too many dead-lettered groups', { runId: run.runId, reason });

@@ -1,6 +1,6 @@
 // `runs/<runId>/dead-letters/<groupId>/<stage>-<messageId>.json`: one record per message of a group that a stage
-// dead-lettered. The learner counts the group as dropped (and goes on), the feeder fails the run past
-// `trainer.max_dead_letter_fraction`, `toolrl status` shows them by stage and reason, `toolrl redrive` clears them.
+// dead-lettered. The learner counts the group as dropped (and goes on); the stage that records one fails the run
+// once past `trainer.max_dead_letter_fraction`, naming them by stage and reason.
 import { z } from 'zod';
 
 /** Where a dead letter was refused: a pipeline stage, or the learner (an invalid scored group). */

@@ -1,7 +1,7 @@
 """Groups the pipeline gave up on: the stages record each dead-lettered message of a group under the run's
 `dead-letters/` prefix (shared/pipeline/dead-letters.ts). The learner lists that prefix every few seconds and
 counts each new train group as dropped, so it never waits for a group that cannot arrive; an invalid scored
-group it refuses itself is recorded there too, so `toolrl status` shows every dead letter in one place."""
+group it refuses itself is recorded there too, so every dead letter of a run is in one place."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class DeadLetterWatch:
             validate("dead-letter-record", record)
             return record
         except (BlobNotFound, ValueError, ContractError) as e:
-            # A record removed by `toolrl redrive` between the listing and the read, or a stray object.
+            # A record removed between the listing and the read, or a stray object.
             log.warning("skipping dead-letter record %s: %s", key, e)
             return None
 

@@ -285,7 +285,7 @@ class LearnerSession:
             return
         gid = group["groupId"]
         if gid in self.state.dead_lettered_group_ids:
-            # Counted as dropped when a stage dead-lettered it; it came after all (`toolrl redrive` sent it back).
+            # Counted as dropped when a stage dead-lettered it; it came after all (a DLQ redrive sent it back).
             self._revive(gid)
         if gid in self.settled or gid in self.in_flight:
             self.duplicates += 1

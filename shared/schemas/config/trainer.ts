@@ -59,7 +59,8 @@ export const TrainerConfigSchema = z
     /**
      * The run fails, naming the reasons, once more than this fraction of its planned train groups were
      * dead-lettered (a stage gave up on one of their messages: a reward that throws, a tool server that is down).
-     * Below it each such group is dropped and counted and the run goes on; `toolrl redrive` sends them back.
+     * Below it each such group is dropped and counted and the run goes on (a group whose message a DLQ redrive
+     * sends back is trained after all).
      */
     max_dead_letter_fraction: z.number().min(0).max(1).default(0.05),
     publish_every: z.number().int().positive().default(1),
