@@ -81,7 +81,7 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     await m.stop();
     expect(m.stats.invocations).toBe(1);
     expect(handled.sort()).toEqual([0, 1, 2, 3, 5, 6, 7, 8, 9]);
-    const [dead] = await dlq.receive();
+    const [dead] = dlq.browse();
     expect(dead?.body).toBe('{"n": "four"}');
     expect(dead?.attributes[ATTR.deadLetterReason]).toMatch(/invalid message.*n/s);
     expect(dead?.attributes[ATTR.sourceQueue]).toBe('embedded:work');
@@ -178,7 +178,7 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     await queue.send('{"n": 1}');
     run(queue, handler, { retryAfterSec: 0 });
     await until(async () => (await dlq.depth()).visible === 1);
-    const [dead] = await dlq.receive();
+    const [dead] = dlq.browse();
     expect(dead?.attributes[ATTR.deadLetterReason]).toBe('Error: tool server down (after 2 attempts)');
     expect(queue.size).toBe(0);
   });
@@ -199,7 +199,7 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     run(queue, handler);
     await until(async () => (await dlq.depth()).visible === 1);
     expect(attempts).toBe(1);
-    const [dead] = await dlq.receive();
+    const [dead] = dlq.browse();
     expect(dead?.attributes[ATTR.deadLetterReason]).toBe('PermanentError: dataset row 3: prompt is empty');
   });
 
