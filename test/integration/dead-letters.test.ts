@@ -6,8 +6,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
+import { encodeDataset } from '#shared/data/dataset';
 import { readJson } from '#shared/pipeline/blob-json';
 import { listDeadLetters } from '#shared/pipeline/dead-letters';
+import { EvalSummarySchema } from '#shared/pipeline/eval';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import { RunStatusSchema } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
@@ -71,11 +73,19 @@ describe('dead-lettered groups (embedded, real learner)', () => {
 
 describe('the dead-letter limit (embedded pipeline, stand-in learner)', () => {
   let f: Fixture | undefined;
-  afterAll(async () => f?.close());
+  const opened: Fixture[] = [];
+  const open = async () => {
+    const x = await pipelineFixture();
+    opened.push(x);
+    return x;
+  };
+  afterAll(async () => {
+    for (const x of opened) await x.close();
+  });
 
   it('fails the run once past max_dead_letter_fraction, naming the stage and the reason', async () => {
     // GIVEN 2 questions, a judge that fails on the first, and the default limit (5%: no group of two may fail)
-    f = await pipelineFixture();
+    f = await open();
     const rows = calculatorRows(2);
     const truth = JSON.stringify(rows[0]!.reward_model!.ground_truth);
     await f.pipeline.blobs.put(
@@ -101,5 +111,48 @@ describe('the dead-letter limit (embedded pipeline, stand-in learner)', () => {
     expect((await f.pipeline.queues.dlqs.reward.depth()).visible).toBeGreaterThanOrEqual(1);
     const records = await listDeadLetters(f.pipeline.blobs, RUN_ID);
     expect(new Set(records.map((r) => `${r.groupId} ${r.stage}`))).toEqual(new Set(['e0-p0 reward']));
+  });
+
+  it("a dead-lettered validation group: the version's summary completes without it, counting it dropped", async () => {
+    // GIVEN 2 train and 2 validation questions, a judge that fails on the second validation question only,
+    // and validation of every version
+    f = await open();
+    const [t0, t1, v0, v1] = calculatorRows(4);
+    const truth = JSON.stringify(v1!.reward_model!.ground_truth);
+    await f.pipeline.blobs.put(
+      `${keys.inputPrefix(RUN_ID)}judge.ts`,
+      `export const rewards = { judge: (input) => { if (JSON.stringify(input.groundTruth) === ${JSON.stringify(truth)}) throw new Error('the judge cannot score this question'); return 0.5; } };\n`,
+    );
+    await f.pipeline.blobs.put(`${keys.inputPrefix(RUN_ID)}val.parquet`, encodeDataset([v0!, v1!]));
+    f.pipeline.start();
+    await f.upload(
+      testConfig({
+        data: { train: 'train.parquet', val: 'val.parquet', max_prompt_length: 512, shuffle: false },
+        reward: { modules: ['judge.ts'], functions: [{ name: 'judge' }] },
+        trainer: { batch_prompts: 2, max_staleness: 1, epochs: 1, eval_every: 1 },
+      }),
+      [t0!, t1!],
+    );
+    await until(async () => (await runJson(f!))?.status === 'running', 'the run to start');
+
+    // WHEN v0 is out and its validation groups are rolled out and scored
+    await f.publish(0);
+
+    // THEN v0's summary is written with the one scored prompt and the dead-lettered one counted as dropped, and
+    // the run is not failed (validation groups are outside max_dead_letter_fraction)
+    const summary = async () =>
+      (await readJson(f!.pipeline.blobs, keys.evalSummary(RUN_ID, 0), EvalSummarySchema))?.value;
+    await until(async () => (await summary()) !== undefined, 'the v0 validation summary', 120_000);
+    expect(await summary()).toMatchObject({
+      policyVersion: 0,
+      prompts: 1,
+      droppedPrompts: 1,
+      trajectories: 1, // rollout.val_kwargs.n = 1 sample per validation prompt
+    });
+    const records = await listDeadLetters(f.pipeline.blobs, RUN_ID);
+    expect(new Set(records.map((r) => `${r.groupId} ${r.split} ${r.stage}`))).toEqual(
+      new Set(['val-v0-p1 val reward']),
+    );
+    expect((await runJson(f))?.status).toBe('running');
   });
 });
