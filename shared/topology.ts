@@ -109,6 +109,12 @@ export const keys = {
   learnerState: (runId: string) => `runs/${runId}/learner/state.json`,
   /** The feeder's position in the run's walk over stages, epochs and prompts. */
   feederState: (runId: string) => `runs/${runId}/feeder/state.json`,
+  /** Records of the run's dead-lettered group messages (DeadLetterRecordSchema), one folder per group. */
+  deadLetters: (runId: string) => `runs/${runId}/dead-letters/`,
+  deadLetter: (runId: string, groupId: string, stage: string, messageId: string) =>
+    `runs/${runId}/dead-letters/${groupId}/${stage}-${messageId.replace(/[^A-Za-z0-9_-]/g, '_')}.json`,
+  /** The learner lease: taken (put-if-absent) before the learner job is submitted, so a run has one learner. */
+  learnerLease: (runId: string) => `runs/${runId}/learner/lease.json`,
   /** Validation summary of one policy version (written once, when all its validation groups are scored). */
   evalSummary: (runId: string, version: number) => `runs/${runId}/metrics/eval/v${version}.json`,
 } as const;

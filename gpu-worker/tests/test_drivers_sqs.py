@@ -109,6 +109,15 @@ def _count(aws, url):
     return int(attrs["ApproximateNumberOfMessages"]), int(attrs["ApproximateNumberOfMessagesNotVisible"])
 
 
+def _browse(url):
+    """The queue's visible messages through LocalStack's message browser, which answers ReceiveMessage without
+    receiving (receive counts and visibility untouched): a test looks at a queue without changing it."""
+    import boto3
+
+    browser = boto3.client("sqs", endpoint_url=f"{os.environ['AWS_ENDPOINT_URL']}/_aws/sqs/messages")
+    return browser.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+
+
 def test_commit_deletes_and_bad_messages_are_dead_lettered_on_localstack(aws):
     _put_run(aws, planned=None)  # unknown: the learner runs until the queue has nothing for it
     for i in range(4):
@@ -127,9 +136,7 @@ def test_commit_deletes_and_bad_messages_are_dead_lettered_on_localstack(aws):
     assert committed == ["e0-p0", "e0-p1", "e0-p2", "e0-p3"]
     # the queue keeps only the other run's message, visible again; the DLQ has the two bad ones with reasons
     assert sum(_count(aws, aws["queue"])) == 1
-    dead = aws["sqs"].receive_message(
-        QueueUrl=aws["dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"]
-    )
+    dead = _browse(aws["dlq"])
     reasons = sorted(
         m["MessageAttributes"]["toolrl-dead-letter-reason"]["StringValue"] for m in dead["Messages"]
     )

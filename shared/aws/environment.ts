@@ -1,8 +1,13 @@
 // Finds one environment's resources by their names (shared/aws/names.ts): the bucket and every queue's URL.
 // Works against AWS and, with AWS_ENDPOINT_URL, LocalStack; used by `toolrl submit|status` and the e2e tests.
-import { GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
+import { GetQueueUrlCommand, ListQueuesCommand, QueueDoesNotExist, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
-import { type AwsClientOptions, awsClientOptionsFromEnv, sqsClient } from '#shared/adapters/aws/clients';
+import {
+  type AwsClientOptions,
+  awsClientConfig,
+  awsClientOptionsFromEnv,
+  sqsClient,
+} from '#shared/adapters/aws/clients';
 import { QUEUES, type QueueName } from '#shared/topology';
 import { bucketName, deadLetterQueueName, queueName } from './names.ts';
 
@@ -33,12 +38,49 @@ const REJECTED_CREDENTIALS = new Set([
   'SignatureDoesNotMatch',
 ]);
 
+/** How long a custom endpoint (LocalStack) gets to answer the first call before a command gives up. */
+export const ENDPOINT_PROBE_MS = 5_000;
+
+const where = (endpoint: string | undefined) =>
+  endpoint ? `the AWS endpoint ${endpoint}` : 'AWS (check your network, proxy and region)';
+
+/** A network failure, said plainly: nothing listens, the name does not resolve, or nobody answers. */
+function networkError(err: Error, endpoint: string | undefined): AwsSetupError | undefined {
+  const code = (err as { code?: string }).code;
+  const local = endpoint ? ' (is LocalStack running? bash scripts/localstack.sh status)' : '';
+  if (code === 'ECONNREFUSED')
+    return new AwsSetupError(`cannot reach ${where(endpoint)}: connection refused${local}`);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return new AwsSetupError(
+      `cannot reach ${where(endpoint)}: its host name does not resolve (${err.message})`,
+    );
+  if (err.name === 'TimeoutError' || code === 'ETIMEDOUT') {
+    const ms = /(\d+) ms requestTimeout/.exec(err.message)?.[1];
+    const within = ms ? ` within ${Number(ms) / 1000} s` : ' in time';
+    return new AwsSetupError(
+      `${where(endpoint)} did not answer${within}${
+        endpoint
+          ? ': it accepts connections but does not respond; restart it (bash scripts/localstack.sh stop && start)'
+          : ` (${err.message})`
+      }`,
+    );
+  }
+  return undefined;
+}
+
 /**
- * An AwsSetupError explaining `err` when it is the SDK's missing-region or missing/rejected-credentials error;
- * undefined for anything else (which is then a real failure, reported with its stack).
+ * An AwsSetupError explaining `err` when it is the SDK's missing-region or missing/rejected-credentials error, or
+ * a network failure (refused, unresolvable, timed out); undefined for anything else (which is then a real failure,
+ * reported with its stack).
  */
-export function awsSetupError(err: unknown): AwsSetupError | undefined {
+export function awsSetupError(
+  err: unknown,
+  endpoint: string | undefined = awsClientOptionsFromEnv().endpoint,
+): AwsSetupError | undefined {
+  if (err instanceof AwsSetupError) return err;
   if (!(err instanceof Error)) return undefined;
+  const net = networkError(err, endpoint);
+  if (net) return net;
   if (/^Region is missing/.test(err.message))
     return new AwsSetupError(
       'no AWS region: set AWS_REGION (e.g. export AWS_REGION=us-east-1) or a region in your AWS profile ' +
@@ -65,10 +107,7 @@ export function clientOptions(env: NodeJS.ProcessEnv = process.env): AwsClientOp
 export async function callerAccount(
   opts: AwsClientOptions = clientOptions(),
 ): Promise<{ account: string; region: string }> {
-  const sts = new STSClient({
-    ...(opts.region ? { region: opts.region } : {}),
-    ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
-  });
+  const sts = new STSClient(awsClientConfig(opts));
   try {
     const region = await sts.config.region();
     const r = await sts.send(new GetCallerIdentityCommand({}));
@@ -105,11 +144,34 @@ async function queueUrl(name: string, opts: AwsClientOptions, env: string): Prom
   }
 }
 
+/**
+ * One call, one attempt, ENDPOINT_PROBE_MS to answer, against a custom endpoint: a LocalStack that is down or
+ * wedged is then reported within seconds instead of after every retry of every call. AWS itself is not probed.
+ */
+export async function assertEndpointAnswers(opts: AwsClientOptions = clientOptions()): Promise<void> {
+  if (!opts.endpoint) return;
+  const client = new SQSClient({
+    ...awsClientConfig(opts, ENDPOINT_PROBE_MS),
+    useQueueUrlAsEndpoint: false,
+    maxAttempts: 1,
+  });
+  try {
+    await client.send(new ListQueuesCommand({ MaxResults: 1 }));
+  } catch (err) {
+    const net = err instanceof Error ? networkError(err, opts.endpoint) : undefined;
+    if (net) throw net;
+    // Anything else (credentials, permissions) is for the real calls to report.
+  } finally {
+    client.destroy();
+  }
+}
+
 /** Looks up the environment's bucket and queues (throws EnvironmentNotFoundError naming what is missing). */
 export async function resolveEnvironment(
   env: string,
   opts: AwsClientOptions = clientOptions(),
 ): Promise<EnvironmentResources> {
+  await assertEndpointAnswers(opts);
   const specs = Object.values(QUEUES);
   const [bucket, urls, dlqUrls] = await Promise.all([
     environmentBucket(env, opts),

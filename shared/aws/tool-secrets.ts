@@ -3,6 +3,7 @@
 // `toolbench_key_env` finds it (its names join the tools' allow-list, shared/tools/secrets.ts). The code sandbox
 // never sees it (it runs with an empty environment).
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { httpHandlerOptions } from '#shared/adapters/aws/clients';
 import { allowedToolSecrets, isNeverReadable, TOOL_SECRETS_VAR } from '#shared/tools/secrets';
 
 /**
@@ -44,7 +45,7 @@ export function applyToolSecrets(secretId: string, secretString: string, env: No
 export async function loadToolSecrets(
   secretId: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
-  client: Pick<SecretsManagerClient, 'send'> = new SecretsManagerClient({}),
+  client: Pick<SecretsManagerClient, 'send'> = new SecretsManagerClient(httpHandlerOptions()),
 ): Promise<string[]> {
   if (!secretId) return [];
   const out = await client.send(new GetSecretValueCommand({ SecretId: secretId }));

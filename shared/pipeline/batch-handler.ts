@@ -1,12 +1,15 @@
 // The shape of every queue handler: decode (claim check) and zod-parse each record, run the stage on it, and
 // answer with a partial batch response (Powertools) so one bad record never fails its siblings. A permanent
-// failure — or any failure on the last allowed receive — goes to the dead-letter queue with its reason.
+// failure — or any failure on the last allowed receive — goes to the dead-letter queue with its reason, and a
+// message that names its group is recorded as that group's drop (dead-letters.ts), so the run does not wait for it.
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type ZodType, z } from 'zod';
 import { ATTR } from '../ports/queue.ts';
+import { DeadLetterStageSchema } from '../schemas/dead-letter.ts';
 import { decodeMessage } from './claim-check.ts';
 import type { StageContext } from './context.ts';
+import { groupOfPayload, recordDeadLetter } from './dead-letters.ts';
 import { BadMessageError, describeError, isPermanent } from './errors.ts';
 
 export interface RecordMeta {
@@ -28,8 +31,9 @@ export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQ
 export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>): SqsBatchHandler {
   const handleRecord = async (record: SQSRecord): Promise<void> => {
     const receiveCount = Number(record.attributes.ApproximateReceiveCount ?? '1');
+    let payload: unknown;
     try {
-      const payload = await decodeMessage(ctx.blobs, record.body);
+      payload = await decodeMessage(ctx.blobs, record.body);
       const parsed = spec.schema.safeParse(payload);
       if (!parsed.success)
         throw new BadMessageError(`${spec.name}: invalid message: ${z.prettifyError(parsed.error)}`);
@@ -39,6 +43,16 @@ export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>)
       if ((isPermanent(err) || last) && ctx.deadLetter) {
         const reason = `${describeError(err)}${isPermanent(err) ? '' : ` (after ${receiveCount} attempts)`}`;
         ctx.log.error('record dead-lettered', { function: spec.name, messageId: record.messageId, reason });
+        const of = groupOfPayload(payload ?? parseLoosely(record.body));
+        const stage = DeadLetterStageSchema.safeParse(spec.name);
+        if (of && stage.success)
+          await recordDeadLetter(ctx, {
+            stage: stage.data,
+            of,
+            messageId: record.messageId,
+            reason,
+            receiveCount,
+          });
         await ctx.deadLetter.send(record.body, {
           attributes: {
             [ATTR.deadLetterReason]: reason.slice(0, 4000),
@@ -63,4 +77,12 @@ export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>)
       ...(context ? { context } : {}),
       throwOnFullBatchFailure: false,
     });
+}
+
+function parseLoosely(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return undefined;
+  }
 }

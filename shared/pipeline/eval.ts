@@ -81,6 +81,8 @@ export const EvalSummarySchema = z.object({
   runId: z.string(),
   policyVersion: z.number().int().nonnegative(),
   prompts: z.number().int().nonnegative(),
+  /** Validation prompts whose group was dead-lettered (recorded, not scored); absent before it existed. */
+  droppedPrompts: z.number().int().nonnegative().default(0),
   trajectories: z.number().int().nonnegative(),
   rewardMean: z.number(),
   rewardStd: z.number(),
@@ -145,7 +147,15 @@ export async function writeEvalSummaryIfComplete(
   version: number,
 ): Promise<EvalSummary | undefined> {
   const manifests = await ctx.blobs.listKeys(evalGroupPrefix(run.runId, version));
-  if (manifests.length < run.totals.valPrompts) return undefined;
+  // A validation group that was dead-lettered never gets a manifest: it counts as done, and as dropped.
+  const deadRoot = keys.deadLetters(run.runId);
+  const scoredIds = new Set(manifests.map((k) => k.slice(k.lastIndexOf('/') + 1).replace(/\.json$/, '')));
+  const dropped = new Set(
+    (await ctx.blobs.listKeys(`${deadRoot}val-v${version}-`))
+      .map((k) => k.slice(deadRoot.length).split('/')[0]!)
+      .filter((g) => !scoredIds.has(g)),
+  );
+  if (manifests.length + dropped.size < run.totals.valPrompts) return undefined;
   const groups: ScoredGroup[] = [];
   for (const key of manifests) {
     const g = await getJson(ctx.blobs, key, ScoredGroupSchema);
@@ -157,7 +167,10 @@ export async function writeEvalSummaryIfComplete(
     ...new Set(groups.flatMap((g) => g.trajectories.flatMap((t) => Object.keys(t.rewardComponents)))),
   ];
   const accuracyComponent = accuracyComponentOf(reward, await builtinAccuracy(), observed);
-  const summary = summarise(run.runId, version, groups, ctx.now(), accuracyComponent);
+  const summary = {
+    ...summarise(run.runId, version, groups, ctx.now(), accuracyComponent),
+    droppedPrompts: dropped.size,
+  };
   const put = await putJsonIfAbsent(ctx.blobs, keys.evalSummary(run.runId, version), summary);
   if (put.written) ctx.log.info('validation summary', { ...summary });
   return summary;
@@ -189,6 +202,7 @@ export function summarise(
     runId,
     policyVersion: version,
     prompts: groups.length,
+    droppedPrompts: 0,
     trajectories: trajs.length,
     rewardMean: mean,
     rewardStd: std,

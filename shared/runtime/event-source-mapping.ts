@@ -3,6 +3,7 @@
 // once, and deletes only the records that succeeded — every record when the handler reports no item
 // failures, none when it throws. Works on any Queue (embedded or SQS).
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { z } from 'zod';
 import type { Log } from '../pipeline/log.ts';
 import { silentLog } from '../pipeline/log.ts';
 import type { Queue, ReceivedMessage } from '../ports/queue.ts';
@@ -123,7 +124,16 @@ export class EventSourceMapping {
     let threw = false;
     try {
       const response = await handler(toSqsEvent(queue, batch));
-      failedIds = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
+      failedIds = failedRecords(response, batch);
+      if (!validResponse(response, batch)) {
+        threw = true;
+        this.stats.handlerErrors++;
+        this.log.error('malformed partial batch response: its whole batch will be retried', {
+          function: name,
+          records: batch.length,
+          response: JSON.stringify(response)?.slice(0, 500),
+        });
+      }
     } catch (err) {
       threw = true;
       failedIds = new Set(batch.map((m) => m.messageId));
@@ -159,6 +169,31 @@ export class EventSourceMapping {
       ms: Date.now() - started,
     });
   }
+}
+
+/** What Lambda accepts as a partial batch response: `batchItemFailures` naming message ids of the batch. */
+const BatchResponseSchema = z
+  .object({
+    batchItemFailures: z.array(z.object({ itemIdentifier: z.string().min(1) })).nullish(),
+  })
+  .nullish();
+
+function validResponse(response: unknown, batch: readonly ReceivedMessage[]): boolean {
+  const parsed = BatchResponseSchema.safeParse(response);
+  if (!parsed.success) return false;
+  const ids = new Set(batch.map((m) => m.messageId));
+  return (parsed.data?.batchItemFailures ?? []).every((f) => ids.has(f.itemIdentifier));
+}
+
+/**
+ * The records to retry, as Lambda reads the response: none for an empty or absent list; the named ones; and
+ * every record when the response is malformed (an empty, null or unknown `itemIdentifier`, or not the shape at
+ * all), since deleting records the handler may not have handled would lose them.
+ */
+export function failedRecords(response: unknown, batch: readonly ReceivedMessage[]): Set<string> {
+  if (!validResponse(response, batch)) return new Set(batch.map((m) => m.messageId));
+  const failures = (response as SQSBatchResponse | undefined | null)?.batchItemFailures ?? [];
+  return new Set(failures.map((f) => f.itemIdentifier));
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

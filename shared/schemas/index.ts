@@ -9,6 +9,7 @@ export * from './config/run.ts';
 export * from './config/tools.ts';
 export * from './config/trainer.ts';
 export * from './dataset-row.ts';
+export * from './dead-letter.ts';
 export * from './policy.ts';
 export * from './scored-group.ts';
 export * from './tool-result.ts';

@@ -1,6 +1,7 @@
 // The schemas exported as JSON Schema for the Python learner (gpu-worker validates what it reads).
 import { z } from 'zod';
 import { RunConfigSchema } from './config/run.ts';
+import { DeadLetterRecordSchema } from './dead-letter.ts';
 import { LearnerInputLineSchema, LearnerOutputLineSchema, LearnerStateSchema } from './learner-stdio.ts';
 import { BundleManifestSchema, PolicyPointerSchema } from './policy.ts';
 import { RunStatusSchema } from './run-status.ts';
@@ -16,6 +17,7 @@ export const EXPORTED: Record<string, z.ZodType> = {
   'learner-stdio-out': LearnerOutputLineSchema,
   'learner-state': LearnerStateSchema,
   'run-status': RunStatusSchema,
+  'dead-letter-record': DeadLetterRecordSchema,
 };
 
 /** JSON Schema (draft 2020-12) of one exported schema, as the learner reads it (input side: defaults optional). */

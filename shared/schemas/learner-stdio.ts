@@ -75,14 +75,16 @@ export const LearnerCommittedLineSchema = z.object({
  * A group that will not be trained on. `stale` and `no_signal` are settled by the next `committed` (delete
  * the message then); a `duplicate` of a group still in flight is settled by that group's `committed`, of an
  * already committed one by the next `committed`. `invalid` (unreadable manifest, sha256 mismatch, schema
- * error, wrong run) is never committed: dead-letter the message with `message` as the reason. Stale,
- * no_signal and invalid groups of this run count as dropped in state.json; duplicates do not.
+ * error, wrong run) is never committed: dead-letter the message with `message` as the reason. `dead_lettered`:
+ * a stage dead-lettered a message of the group (its record is under `runs/<runId>/dead-letters/`), so it will
+ * not arrive; nothing to delete. Stale, no_signal, invalid and dead_lettered groups of this run count as
+ * dropped in state.json; duplicates do not.
  * @example {"type": "dropped", "groupId": "e0-p17", "reason": "stale", "message": "oldest token v0, policy v3"}
  */
 export const LearnerDroppedLineSchema = z.object({
   type: z.literal('dropped'),
   groupId: z.string(),
-  reason: z.enum(['stale', 'duplicate', 'no_signal', 'invalid']),
+  reason: z.enum(['stale', 'duplicate', 'no_signal', 'invalid', 'dead_lettered']),
   message: z.string().optional(),
 });
 
@@ -107,7 +109,7 @@ export const LearnerStateSchema = z.object({
   policyVersion: z.number().int().nonnegative(),
   /** Groups trained on (committed or not). */
   groupsConsumed: z.number().int().nonnegative(),
-  /** Groups dropped as stale or no_signal (duplicates are not counted: they were counted once already). */
+  /** Groups dropped as stale, no_signal, invalid or dead-lettered (duplicates are not: counted once already). */
   groupsDropped: z.number().int().nonnegative(),
   /** Mean reward of the last step's trajectories; null before the first step. */
   rewardMean: z.number().nullable(),

@@ -1,10 +1,12 @@
 // A message above SQS's size limit on LocalStack: the stages put its payload in S3 under its sha256 and send
 // the key (claim check); the run completes as if nothing were special.
 import { createHash } from 'node:crypto';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sqsClient } from '#shared/adapters/aws/clients';
 import { keys } from '#shared/topology';
 import { Scenario } from './support/harness.ts';
-import { assertLocalStackUp } from './support/localstack.ts';
+import { assertLocalStackUp, localstack } from './support/localstack.ts';
 import { writeRun } from './support/run-fixture.ts';
 
 let s: Scenario;
@@ -24,9 +26,14 @@ describe('claim check (LocalStack)', () => {
     // GIVEN a row whose extra_info makes every message about it 1.1 MB (the feeder copies the row into the
     // rollout request), which SQS itself refuses
     const bulky = 'x'.repeat(1_100_000);
-    await expect(s.queue('rollout').send(JSON.stringify({ bulky }))).rejects.toThrow(
-      /shorter than 1048576 bytes/,
-    );
+    await expect(
+      sqsClient(localstack()).send(
+        new SendMessageCommand({
+          QueueUrl: s.resources.queueUrls.rollout,
+          MessageBody: JSON.stringify({ bulky }),
+        }),
+      ),
+    ).rejects.toThrow(/shorter than 1048576 bytes/);
     const worker = s.startWorker();
     await worker.waitFor((e) => e.worker === 'ready', 'the worker to start');
     const run = await writeRun(s.dir, {
@@ -51,6 +58,6 @@ describe('claim check (LocalStack)', () => {
       expect(c.key).toBe(keys.claimCheck(runId, createHash('sha256').update(body).digest('hex')));
       expect(Buffer.from(body).toString('utf8')).toContain(bulky);
     }
-    for (const q of ['rollout', 'tool-calls', 'reward'] as const) expect(await s.peek(q, true)).toEqual([]);
+    await s.expectNoDeadLetters(['rollout', 'tool-calls', 'reward']);
   }, 900_000);
 });

@@ -156,9 +156,8 @@ describe('LocalStack end to end', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as { groups: number; duplicate_groups: number });
     expect(metrics.reduce((n, m) => n + m.groups, 0)).toBe(trained);
-    for (const q of Object.keys(QUEUES) as QueueName[]) {
-      expect(await s.peek(q), `${q} is empty`).toEqual([]);
-      expect(await s.peek(q, true), `${q}'s dead-letter queue is empty`).toEqual([]);
-    }
+    const all = Object.keys(QUEUES) as QueueName[];
+    await s.expectDrained(all);
+    await s.expectNoDeadLetters(all);
   }, 900_000);
 });

@@ -97,7 +97,7 @@ describe('the learner killed mid-run (LocalStack)', () => {
     expect(committed.sort()).toEqual(all);
     const state = (await readJson(s.blobs, keys.learnerState(runId), LearnerStateSchema))!.value;
     expect(state).toMatchObject({ step: 4, groupsConsumed: 8, groupsDropped: 0, done: true });
-    expect(await s.peek('scored-groups')).toEqual([]);
-    expect(await s.peek('scored-groups', true)).toEqual([]);
+    await s.expectDrained(['scored-groups']);
+    await s.expectNoDeadLetters(['scored-groups']);
   }, 900_000);
 });

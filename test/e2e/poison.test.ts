@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqsClient } from '#shared/adapters/aws/clients';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
+import { listDeadLetters } from '#shared/pipeline/dead-letters';
 import { ATTR } from '#shared/ports/queue';
 import { Scenario, until } from './support/harness.ts';
 import { assertLocalStackUp, localstack } from './support/localstack.ts';
@@ -43,13 +44,15 @@ describe('poison messages (LocalStack)', () => {
       JSON.stringify({ schemaVersion: 1, claimCheck: { key: missing, sha256: '0'.repeat(64), bytes: 10 } }),
     );
 
-    // THEN each lands in its own dead-letter queue, once, with a reason naming the problem
-    const deadLetters = async (q: 'rollout' | 'tool-calls' | 'reward') => s.peek(q, true);
+    // THEN each lands in its own dead-letter queue, once, with a reason naming the problem (counted with
+    // GetQueueAttributes and read with LocalStack's browser: a receive here would change what it looks at)
+    const deadLetters = async (q: 'rollout' | 'tool-calls' | 'reward') => s.browse(q, true);
+    const dlqCount = async (q: 'rollout' | 'tool-calls' | 'reward') => (await s.depth(q, true)).visible;
     await until(
       async () =>
-        (await deadLetters('rollout')).length === 1 &&
-        (await deadLetters('reward')).length === 1 &&
-        (await deadLetters('tool-calls')).length === 1,
+        (await dlqCount('rollout')) === 1 &&
+        (await dlqCount('reward')) === 1 &&
+        (await dlqCount('tool-calls')) === 1,
       'the three poison messages in their dead-letter queues',
       180_000,
       () => s.tails(),
@@ -76,9 +79,14 @@ describe('poison messages (LocalStack)', () => {
       'e0-p2',
       'e0-p3',
     ]);
-    for (const q of ['run-events', 'policy-events', 'scored-groups'] as const)
-      expect(await s.peek(q, true)).toEqual([]);
+    await s.expectNoDeadLetters(['run-events', 'policy-events', 'scored-groups']);
     for (const q of ['rollout', 'tool-calls', 'reward'] as const)
       expect(await deadLetters(q)).toHaveLength(1);
+    // the other tests' "no dead letters" check sees these, with their reasons
+    await expect(s.expectNoDeadLetters(['rollout'])).rejects.toThrow(
+      /rollout-dlq: .*message body is not JSON/,
+    );
+    // poison names no group, so no group of the run was recorded as dropped for it
+    expect(await listDeadLetters(s.blobs, runId)).toEqual([]);
   }, 900_000);
 });

@@ -62,7 +62,6 @@ describe('a worker killed mid-batch (LocalStack)', () => {
     const ckpt = await s.lastCheckpoint(runId);
     expect(new Set(ckpt.consumedGroupIds).size).toBe(ckpt.consumedGroupIds.length);
     expect([...ckpt.consumedGroupIds, ...ckpt.droppedGroupIds].sort()).toEqual([...groups.keys()].sort());
-    for (const q of ['rollout', 'tool-calls', 'reward', 'scored-groups'] as const)
-      expect(await s.peek(q, true)).toEqual([]);
+    await s.expectNoDeadLetters(['rollout', 'tool-calls', 'reward', 'scored-groups']);
   }, 900_000);
 });

@@ -6,21 +6,49 @@ written first), 1 on a fatal error (an `error` line is printed first).
 
 Under torchrun (`python -m toolrl_learner launch`) rank 0 speaks the protocol and the other ranks follow it
 (dist/session.py); they never read stdin or write stdout.
+
+stdin is read on a thread, so the session ticks every TICK_S while no line comes: it then sees dead-lettered
+groups and a failed run even when nothing more will ever arrive on stdin.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import queue
 import sys
 import threading
 import traceback
+from collections.abc import Iterator
 from typing import Any
 
 from ..contracts import ContractError, validate
 from .common import SignalGuard, Terminated, base_parser, setup_logging
 
 log = logging.getLogger("toolrl_learner.stdio")
+TICK_S = 2.0
+_EOF = object()
+
+
+def lines_with_ticks(stream, tick_s: float = TICK_S) -> Iterator[str | None]:
+    """The stream's lines, with None whenever `tick_s` passes without one; ends at EOF."""
+    q: queue.Queue[Any] = queue.Queue()
+
+    def pump() -> None:
+        for raw in stream:
+            q.put(raw)
+        q.put(_EOF)
+
+    threading.Thread(target=pump, daemon=True, name="stdin").start()
+    while True:
+        try:
+            item = q.get(timeout=tick_s)
+        except queue.Empty:
+            yield None
+            continue
+        if item is _EOF:
+            return
+        yield item
 
 
 class LineWriter:
@@ -91,9 +119,17 @@ def _lead(args, world, out: LineWriter) -> int:
                 max_steps=args.max_steps,
             )
             session.start()
+        lines = lines_with_ticks(sys.stdin)
         while True:
+            # an idle tick (None) is waiting too: the learner's time between groups
             with session.timer.phase("wait"):
-                raw = sys.stdin.readline()
+                raw = next(lines, "")
+            if raw is None:
+                with guard.busy():
+                    session.tick()
+                if session.done:
+                    break
+                continue
             if not raw or session.done:
                 break
             if not raw.strip():

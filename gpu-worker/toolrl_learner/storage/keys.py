@@ -39,3 +39,13 @@ def metrics(run_id: str) -> str:
 
 def learner_state(run_id: str) -> str:
     return f"runs/{run_id}/learner/state.json"
+
+
+def dead_letters(run_id: str) -> str:
+    """Records of dead-lettered group messages: `<prefix><groupId>/<stage>-<messageId>.json`."""
+    return f"runs/{run_id}/dead-letters/"
+
+
+def dead_letter(run_id: str, group_id: str, stage: str, message_id: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in message_id)
+    return f"{dead_letters(run_id)}{group_id}/{stage}-{safe}.json"

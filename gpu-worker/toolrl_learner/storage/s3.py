@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import boto3
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from .base import BlobNotFound, check_key
@@ -15,10 +16,18 @@ _MISSING = {"NoSuchKey", "404", "NotFound"}
 _CONDITION_FAILED = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 
 
+# Connect and read timeouts (botocore's defaults are 60 s each, retried): an endpoint that accepts and never
+# answers fails a call in about a minute, not never. The read timeout is per socket read, so it outlasts the
+# SQS driver's 20 s long poll and a large object that keeps streaming.
+CLIENT_CONFIG = Config(
+    connect_timeout=3, read_timeout=40, retries={"mode": "standard", "total_max_attempts": 4}
+)
+
+
 def make_client(service: str):
     """A boto3 client honouring AWS_ENDPOINT_URL (also set explicitly for older botocore versions)."""
     endpoint = os.environ.get("AWS_ENDPOINT_URL") or None
-    return boto3.client(service, endpoint_url=endpoint)
+    return boto3.client(service, endpoint_url=endpoint, config=CLIENT_CONFIG)
 
 
 class S3BlobStore:

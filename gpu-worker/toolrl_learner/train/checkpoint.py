@@ -61,6 +61,8 @@ class TrainerState:
     groups_dropped: int = 0
     consumed_group_ids: list[str] = field(default_factory=list)
     dropped_group_ids: list[str] = field(default_factory=list)
+    # Dropped because the pipeline dead-lettered them: trained after all if a DLQ redrive brings them back.
+    dead_lettered_group_ids: list[str] = field(default_factory=list)
     reward_mean: float | None = None
     # Lines of an offline JSONL already read (the offline driver's data position).
     data_position: int = 0

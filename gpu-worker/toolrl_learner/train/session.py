@@ -4,7 +4,9 @@ and stop when the planned groups are all seen or max_steps is reached.
 
 Drivers feed `offer()` and receive events through `emit` (the stdio protocol's lines as dicts). A group
 id is "settled" once a committed checkpoint records it (trained or dropped); only then may its queue
-message be deleted, so a crash redelivers exactly the groups whose effect was lost.
+message be deleted, so a crash redelivers exactly the groups whose effect was lost. Groups the pipeline
+dead-lettered are counted as dropped as their records appear (dead_letters.py), and a run that run.json says
+has failed (too many of them) is stopped.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..contracts import ContractError, validate
 from ..storage import BlobNotFound, BlobStore, keys
 from .batch import group_staleness
 from .checkpoint import TrainerState, load_latest_checkpoint, save_checkpoint
+from .dead_letters import DeadLetterWatch
 from .group_check import check_scored_group
 from .metrics import MetricsLogger
 from .ordered import OrderedBatches
@@ -99,6 +102,8 @@ class LearnerSession:
         self.last_published_step = -1
         self.last_checkpoint_step = -1
         self.groups_planned: int | None = None
+        self.run_failed: str | None = None  # run.json's reason once it says `failed`
+        self.dead_letters = DeadLetterWatch(store, run_id)
         self._totals_read_at = 0.0
         self.lines_offered = 0  # the offline driver's position in its file
         self.ordered: OrderedBatches | None = None  # trainer.deterministic: batches by feeder position
@@ -114,6 +119,8 @@ class LearnerSession:
             return None
         planned = (run.get("totals") or {}).get("groupsPlanned")
         self.groups_planned = int(planned) if planned is not None else None
+        if run.get("status") == "failed":
+            self.run_failed = run.get("reason") or "the run failed"
         return run
 
     def start(self) -> dict[str, Any]:
@@ -329,12 +336,16 @@ class LearnerSession:
             if run_id == self.run_id and group_id != "?" and group_id not in self.settled | self.in_flight:
                 # One of this run's planned groups that can never be trained: counted, so the run can end.
                 self._record_drop(group_id)
+                self.dead_letters.record_refused(group_id, f"learner: {reason}")
                 if self.ordered is not None:
                     self._place_ordered(line.get("position"), group_id, None)
                     return
             self.tick()
             return
         gid = group["groupId"]
+        if gid in self.state.dead_lettered_group_ids:
+            # Counted as dropped when a stage dead-lettered it; it came after all (a DLQ redrive sent it back).
+            self._revive(gid)
         if gid in self.settled or gid in self.in_flight:
             self.duplicates += 1
             self.emit({"type": "dropped", "groupId": gid, "reason": "duplicate"})
@@ -410,6 +421,23 @@ class LearnerSession:
         # dropped ones from state.json: a drop not on record there leaves its slot taken, and when every group in
         # flight is dropped (no signal, stale) no step comes to write it, so nothing more is fed and the run stalls.
         self._write_state()
+
+    def _revive(self, gid: str) -> None:
+        st = self.state
+        st.dead_lettered_group_ids.remove(gid)
+        if gid in st.dropped_group_ids:
+            st.dropped_group_ids.remove(gid)
+            st.groups_dropped -= 1
+        self.settled.discard(gid)
+        self.in_flight.discard(gid)
+        self.pending_commit = [g for g in self.pending_commit if g != gid]
+        log.info("group %s was dead-lettered and has arrived after all: training it", gid)
+
+    def _poll_dead_letters(self) -> None:
+        known = self.settled | self.in_flight | {g["groupId"] for g in self.buffer}
+        for gid, reason in self.dead_letters.new_train_groups(known):
+            self.state.dead_lettered_group_ids.append(gid)
+            self._drop(gid, "dead_lettered", reason)
 
     # -- step, publish, commit --------------------------------------------------------------------------
 
@@ -510,6 +538,10 @@ class LearnerSession:
             return True
         if time.monotonic() - self._totals_read_at > 5:
             self._read_run()
+        if self.run_failed is not None:
+            return True
+        if self.dead_letters.due():
+            self._poll_dead_letters()
         # Buffered groups count: finish() trains them, so the last partial batch is not waited for forever.
         seen = self.state.groups_consumed + self.state.groups_dropped + len(self.buffer)
         return self.groups_planned is not None and seen >= self.groups_planned
@@ -522,8 +554,16 @@ class LearnerSession:
     # -- the end ----------------------------------------------------------------------------------------
 
     def finish(self) -> None:
-        """Train what is buffered, publish the final weights, checkpoint, say done."""
+        """Train what is buffered, publish the final weights, checkpoint, say done. For a run that has failed
+        meanwhile, only keep what is trained (a checkpoint) and say done: no more steps for a dead run."""
         if self.done:
+            return
+        if self.run_failed is not None:
+            log.warning("run %s has failed; stopping: %s", self.run_id, self.run_failed)
+            self.interrupt()
+            self.done = True
+            self._write_state()
+            self.emit({"type": "done"})
             return
         if self.buffer and not (self.cfg.max_steps is not None and self.state.step >= self.cfg.max_steps):
             self.step()

@@ -1,8 +1,45 @@
 // AWS SDK v3 clients, created once per process. With AWS_ENDPOINT_URL (LocalStack) S3 is addressed
 // path-style and SQS is given the endpoint explicitly: otherwise the SQS client sends each call to the host
 // in the queue URL, which LocalStack may write differently from the address it is reached at.
+// Every client has connection and request timeouts: the SDK's defaults have none, so an endpoint that accepts
+// connections and never answers (a wedged LocalStack, a black-holed route) would hang a command or a stage.
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
+
+/** Milliseconds. A request's time runs until the response headers arrive (an upload's body included). */
+export const AWS_TIMEOUTS = {
+  /** TCP (and TLS) connect. */
+  connectMs: 3_000,
+  /** A control-plane call (SQS, STS, Batch, one small object). */
+  requestMs: 15_000,
+  /** Idle socket: no byte either way for this long while a large object streams. */
+  socketIdleMs: 60_000,
+} as const;
+
+/**
+ * The `requestHandler` options every client gets (the SDK builds its Node handler from them). A call that needs
+ * longer, a long poll or a large upload, passes its own `requestTimeout` with the call.
+ */
+export function httpHandlerOptions(requestMs: number = AWS_TIMEOUTS.requestMs) {
+  return {
+    requestHandler: {
+      connectionTimeout: AWS_TIMEOUTS.connectMs,
+      requestTimeout: requestMs,
+      socketTimeout: AWS_TIMEOUTS.socketIdleMs,
+      // Without it the SDK only logs a warning when the request timeout passes and keeps waiting.
+      throwOnRequestTimeout: true,
+    },
+  };
+}
+
+/** The common configuration of a client: region, endpoint (LocalStack) and the timeouts. */
+export function awsClientConfig(opts: AwsClientOptions, requestMs?: number) {
+  return {
+    ...(opts.region ? { region: opts.region } : {}),
+    ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
+    ...httpHandlerOptions(requestMs),
+  };
+}
 
 export interface AwsClientOptions {
   /** e.g. http://127.0.0.1:4566 (LocalStack); undefined for real AWS. */
@@ -24,10 +61,10 @@ export function s3Client(opts: AwsClientOptions = awsClientOptionsFromEnv()): S3
   let c = s3Clients.get(id);
   if (!c) {
     c = new S3Client({
-      ...(opts.region ? { region: opts.region } : {}),
+      ...awsClientConfig(opts),
       // Virtual-hosted style (bucket.s3.region.amazonaws.com) on AWS, where path style is deprecated; a local
       // endpoint has no per-bucket host names, so there the bucket goes in the path.
-      ...(opts.endpoint ? { endpoint: opts.endpoint, forcePathStyle: true } : {}),
+      ...(opts.endpoint ? { forcePathStyle: true } : {}),
     });
     s3Clients.set(id, c);
   }
@@ -39,8 +76,8 @@ export function sqsClient(opts: AwsClientOptions = awsClientOptionsFromEnv()): S
   let c = sqsClients.get(id);
   if (!c) {
     c = new SQSClient({
-      ...(opts.region ? { region: opts.region } : {}),
-      ...(opts.endpoint ? { endpoint: opts.endpoint, useQueueUrlAsEndpoint: false } : {}),
+      ...awsClientConfig(opts),
+      ...(opts.endpoint ? { useQueueUrlAsEndpoint: false } : {}),
     });
     sqsClients.set(id, c);
   }

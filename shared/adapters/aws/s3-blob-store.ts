@@ -19,6 +19,7 @@ import {
   type ConditionalPut,
   type PutOptions,
 } from '../../ports/blob-store.ts';
+import { AWS_TIMEOUTS } from './clients.ts';
 
 const status = (err: unknown): number | undefined =>
   (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
@@ -72,7 +73,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   async put(key: string, body: Body, opts: PutOptions = {}): Promise<{ etag: string }> {
-    const r = await this.client.send(new PutObjectCommand(this.input(key, body, opts)));
+    const r = await this.client.send(new PutObjectCommand(this.input(key, body, opts)), uploadTimeout(body));
     return { etag: r.ETag ?? '' };
   }
 
@@ -139,7 +140,7 @@ export class S3BlobStore implements BlobStore {
   private async conditionalPut(input: PutObjectCommandInput): Promise<ConditionalPut> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const r = await this.client.send(new PutObjectCommand(input));
+        const r = await this.client.send(new PutObjectCommand(input), uploadTimeout(input.Body as Body));
         return { written: true, etag: r.ETag ?? '' };
       } catch (err) {
         if (isConditionFailed(err)) return { written: false };
@@ -153,3 +154,8 @@ export class S3BlobStore implements BlobStore {
     }
   }
 }
+
+/** An upload's request time includes sending its body: the control-plane timeout plus 1 s per MB sent. */
+const uploadTimeout = (body: Body) => ({
+  requestTimeout: AWS_TIMEOUTS.requestMs + Math.ceil(Buffer.byteLength(body) / 1000),
+});

@@ -11,6 +11,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '../../ports/queue.ts';
+import { assertMessageFits, planBatches, SQS_LIMITS } from '../../ports/queue-limits.ts';
+import { AWS_TIMEOUTS } from './clients.ts';
 
 const attributes = (
   a: Readonly<Record<string, string>> | undefined,
@@ -39,6 +41,7 @@ export class SqsQueue implements Queue {
   ) {}
 
   async send(body: string, opts: SendOptions = {}): Promise<{ messageId: string }> {
+    assertMessageFits(this.name, body, opts);
     const r = await this.client.send(
       new SendMessageCommand({
         QueueUrl: this.url,
@@ -54,7 +57,8 @@ export class SqsQueue implements Queue {
     entries: readonly { body: string; opts?: SendOptions }[],
   ): Promise<{ messageId: string }[]> {
     const ids: { messageId: string }[] = [];
-    for (const chunk of chunks(entries, 10)) {
+    // By count and by bytes: ten 190 KB trajectories are one request by count, and one SQS refuses by size.
+    for (const chunk of planBatches(this.name, entries)) {
       const r = await this.client.send(
         new SendMessageBatchCommand({
           QueueUrl: this.url,
@@ -93,7 +97,11 @@ export class SqsQueue implements Queue {
           ],
           MessageAttributeNames: ['All'],
         }),
-        opts.signal ? { abortSignal: opts.signal } : {},
+        // A long poll is silent for up to 20 s by design: its own request timeout covers the wait.
+        {
+          requestTimeout: (Math.min(20, opts.waitTimeSec ?? 0) * 1000 + AWS_TIMEOUTS.requestMs) as number,
+          ...(opts.signal ? { abortSignal: opts.signal } : {}),
+        },
       );
       return (r.Messages ?? []).map((m) => ({
         messageId: m.MessageId ?? '',
@@ -119,7 +127,7 @@ export class SqsQueue implements Queue {
   }
 
   async deleteBatch(receiptHandles: readonly string[]): Promise<void> {
-    for (const chunk of chunks(receiptHandles, 10)) {
+    for (const chunk of chunks(receiptHandles, SQS_LIMITS.maxBatchEntries)) {
       const r = await this.client.send(
         new DeleteMessageBatchCommand({
           QueueUrl: this.url,

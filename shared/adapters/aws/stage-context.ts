@@ -11,7 +11,7 @@ import type { StageContext } from '../../pipeline/context.ts';
 import type { Log } from '../../pipeline/log.ts';
 import { consumedQueue, FUNCTION_SENDS, type FunctionName, type QueueName } from '../../topology.ts';
 import { BatchLearnerJobs } from './batch-learner-jobs.ts';
-import { awsClientOptionsFromEnv, s3Client, sqsClient } from './clients.ts';
+import { awsClientConfig, awsClientOptionsFromEnv, s3Client, sqsClient } from './clients.ts';
 import { S3BlobStore } from './s3-blob-store.ts';
 import { SqsQueue } from './sqs-queue.ts';
 
@@ -82,10 +82,7 @@ export function awsStageContext(
     ...(fn === 'run-starter'
       ? {
           learnerJobs: new BatchLearnerJobs(
-            new BatchClient({
-              ...(clientOpts.region ? { region: clientOpts.region } : {}),
-              ...(clientOpts.endpoint ? { endpoint: clientOpts.endpoint } : {}),
-            }),
+            new BatchClient(awsClientConfig(clientOpts)),
             vars[FUNCTION_ENV.learnerJobQueue]!,
             vars[FUNCTION_ENV.learnerJobDefinition]!,
           ),

@@ -3,6 +3,7 @@
 // delays and long polling. Receipt handles go stale on redelivery, as on SQS.
 import { randomUUID } from 'node:crypto';
 import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '../../ports/queue.ts';
+import { assertMessageFits, planBatches } from '../../ports/queue-limits.ts';
 import { MinHeap } from './min-heap.ts';
 import { type JournaledMessage, QueueJournal } from './queue-journal.ts';
 
@@ -70,13 +71,17 @@ export class EmbeddedQueue implements Queue {
   }
 
   async send(body: string, opts: SendOptions = {}): Promise<{ messageId: string }> {
+    assertMessageFits(this.name, body, opts);
     return { messageId: this.sendSync(body, opts) };
   }
 
+  /** SQS's limits hold here too (a message over 256 KiB is refused), so a test sees what SQS would refuse. */
   async sendBatch(
     entries: readonly { body: string; opts?: SendOptions }[],
   ): Promise<{ messageId: string }[]> {
-    return entries.map((e) => ({ messageId: this.sendSync(e.body, e.opts ?? {}) }));
+    return planBatches(this.name, entries)
+      .flat()
+      .map((e) => ({ messageId: this.sendSync(e.body, e.opts ?? {}) }));
   }
 
   /** Adds a message as sent (redrive from a source queue keeps the original send time and attributes). */

@@ -56,6 +56,13 @@ export const TrainerConfigSchema = z
     max_steps: z.number().int().positive().optional(),
     /** A group whose oldest sampled token is more than this many versions behind is dropped. */
     max_staleness: z.number().int().nonnegative().default(1),
+    /**
+     * The run fails, naming the reasons, once more than this fraction of its planned train groups were
+     * dead-lettered (a stage gave up on one of their messages: a reward that throws, a tool server that is down).
+     * Below it each such group is dropped and counted and the run goes on (a group whose message a DLQ redrive
+     * sends back is trained after all).
+     */
+    max_dead_letter_fraction: z.number().min(0).max(1).default(0.05),
     publish_every: z.number().int().positive().default(1),
     /** A checkpoint every this many learner steps (10 when neither this nor save_every_epochs is set). */
     save_every: z.number().int().positive().optional(),

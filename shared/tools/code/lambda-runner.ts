@@ -3,7 +3,10 @@
 // another uid, so it can read /proc/<pid>/environ of the process that started it, role credentials included; the
 // code runner's role grants nothing beyond its own logs. The request carries the tool's limits, the
 // answer is SandboxFusion's `/run_code` response (the built-in sandbox's, mapped by toRunCodeResponse).
+
 import { z } from 'zod';
+import { httpHandlerOptions } from '../../adapters/aws/clients.ts';
+import { FUNCTIONS } from '../../topology.ts';
 import { ToolFailure } from '../types.ts';
 import { type RunCodeResponse, RunCodeResponseSchema } from './run-code-api.ts';
 
@@ -49,7 +52,8 @@ let lambdaInvoke: Promise<Invoke> | undefined;
  */
 export function defaultInvoke(): Promise<Invoke> {
   lambdaInvoke ??= import('@aws-sdk/client-lambda').then(({ LambdaClient, InvokeCommand }) => {
-    const client = new LambdaClient({});
+    // The runner may work for as long as its function timeout (the tool-call stage's); then Lambda answers.
+    const client = new LambdaClient(httpHandlerOptions((FUNCTIONS['tool-call'].timeoutSec + 15) * 1000));
     return (functionName, payload, signal) =>
       client.send(
         new InvokeCommand({

@@ -1,19 +1,21 @@
 // One e2e scenario on LocalStack: a fresh environment bootstrapped from the topology (its own bucket and
 // queues, so scenarios never see each other's messages), pipeline workers as real processes, and helpers to
-// read the bucket and queues while the run goes.
+// read the bucket and queues while the run goes. A queue is looked at without receiving from it (queue counts,
+// LocalStack's message browser): a receive would bump the receive count toward the DLQ and hide the message.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListObjectVersionsCommand } from '@aws-sdk/client-s3';
-import { s3Client, sqsClient } from '#shared/adapters/aws/clients';
+import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { awsClientConfig, s3Client, sqsClient } from '#shared/adapters/aws/clients';
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { bootstrapEnvironment, destroyEnvironment } from '#shared/aws/bootstrap';
 import type { EnvironmentResources } from '#shared/aws/environment';
 import { readJson } from '#shared/pipeline/blob-json';
-import type { ReceivedMessage } from '#shared/ports/queue';
+import { ATTR, type QueueDepth } from '#shared/ports/queue';
 import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { keys, type QueueName } from '#shared/topology';
@@ -35,6 +37,14 @@ export const E2E_VISIBILITY_SEC: Partial<Record<QueueName, number>> = {
 
 /** The learner's own lease on scored-group messages (renewed while it trains; kept short so a kill shows). */
 export const LEARNER_VISIBILITY_SEC = 20;
+
+/** A message as LocalStack's browser shows it (no receipt handle: it was not received). */
+export interface BrowsedMessage {
+  readonly messageId: string;
+  readonly body: string;
+  readonly receiveCount: number;
+  readonly attributes: Readonly<Record<string, string>>;
+}
 
 export type WorkerEvent = Record<string, unknown> & { worker: string };
 
@@ -231,17 +241,82 @@ export class Scenario {
     return new SqsQueue(sqsClient(localstack()), url, dlq ? `${name}-dlq` : name);
   }
 
-  /** Every message in a queue right now, received and made visible again at once. */
-  async peek(name: QueueName, dlq = false): Promise<ReceivedMessage[]> {
-    const q = this.queue(name, dlq);
-    const out: ReceivedMessage[] = [];
-    for (;;) {
-      const got = await q.receive({ maxMessages: 10, waitTimeSec: 0, visibilityTimeoutSec: 60 });
-      if (got.length === 0) break;
-      out.push(...got);
+  /** A queue's counts right now (GetQueueAttributes: nothing is received, so nothing is moved or hidden). */
+  depth(name: QueueName, dlq = false): Promise<QueueDepth> {
+    return this.queue(name, dlq).depth();
+  }
+
+  /**
+   * Every message in a queue right now, without receiving it: LocalStack's message browser
+   * (`/_aws/sqs/messages`, ReceiveMessage's shape) leaves receive counts and visibility as they are, so a look
+   * can neither dead-letter a message nor hide it from a worker. Visible messages only: enough for a DLQ, which
+   * nothing receives from. `receiveCount` is the message's count on this queue (0 in a DLQ nobody reads).
+   */
+  async browse(name: QueueName, dlq = false): Promise<BrowsedMessage[]> {
+    const { endpoint, region } = localstack();
+    const browser = new SQSClient(awsClientConfig({ endpoint: `${endpoint}/_aws/sqs/messages`, region }));
+    try {
+      const url = dlq ? this.resources.deadLetterQueueUrls[name] : this.resources.queueUrls[name];
+      const r = await browser.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 10,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['All'],
+        }),
+      );
+      return (r.Messages ?? []).map((m) => ({
+        messageId: m.MessageId ?? '',
+        body: m.Body ?? '',
+        receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 0),
+        attributes: Object.fromEntries(
+          Object.entries(m.MessageAttributes ?? {}).flatMap(([k, v]) =>
+            v.StringValue !== undefined ? [[k, v.StringValue]] : [],
+          ),
+        ),
+      }));
+    } finally {
+      browser.destroy();
     }
-    for (const m of out) await q.changeVisibility(m.receiptHandle, 0);
-    return out;
+  }
+
+  /**
+   * Fails, with each message's dead-letter reason, unless the queues' dead-letter queues are empty. Read once:
+   * nothing receives from a DLQ, so a dead letter that is there stays there.
+   */
+  async expectNoDeadLetters(names: readonly QueueName[]): Promise<void> {
+    const found: string[] = [];
+    for (const q of names) {
+      const d = await this.depth(q, true);
+      if (d.visible + d.inFlight + d.delayed === 0) continue;
+      const reasons = (await this.browse(q, true)).map((m) => m.attributes[ATTR.deadLetterReason] ?? m.body);
+      found.push(`${q}-dlq: ${JSON.stringify(d)}: ${reasons.join(' | ')}`);
+    }
+    if (found.length > 0) throw new Error(`dead letters where none were expected:\n${found.join('\n')}`);
+  }
+
+  /**
+   * Waits until the queues hold nothing, visible, in flight or delayed, in two reads `settleMs` apart (a message
+   * a worker still holds is in flight, not gone; SQS's counts are approximate and settle within seconds).
+   */
+  async expectDrained(names: readonly QueueName[], ms = 120_000, settleMs = 2_000): Promise<void> {
+    const counts = async () =>
+      Promise.all(names.map(async (q) => ({ q, d: await this.depth(q) }))).then((all) =>
+        all.filter(({ d }) => d.visible + d.inFlight + d.delayed > 0),
+      );
+    let left: { q: QueueName; d: QueueDepth }[] = [];
+    await until(
+      async () => {
+        left = await counts();
+        if (left.length > 0) return false;
+        await new Promise((r) => setTimeout(r, settleMs));
+        left = await counts();
+        return left.length === 0;
+      },
+      `queues ${names.join(', ')} to drain`,
+      ms,
+      () => `${left.map(({ q, d }) => `${q}: ${JSON.stringify(d)}`).join('\n')}\n${this.tails()}`,
+    );
   }
 
   /** Submits a run with `toolrl submit`; returns its id. */

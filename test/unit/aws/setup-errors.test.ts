@@ -1,10 +1,12 @@
 // Without a region or credentials, `toolrl submit|status` and the LocalStack worker say what to set (exit 2),
 // instead of the SDK's stack trace; the worker's bad flags get its usage, and --help prints it.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AWS_TIMEOUTS, s3Client, sqsClient } from '#shared/adapters/aws/clients';
 import { awsSetupError } from '#shared/aws/environment';
 import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
 import { writeRun } from '../../e2e/support/run-fixture.ts';
@@ -90,6 +92,85 @@ describe('AWS setup errors', () => {
     const r = worker(['--env', 'dev'], bareEnv({ AWS_ENDPOINT_URL: 'http://127.0.0.1:9' }));
     expect(r.stderr).toMatch(/^local-worker: no AWS region: set AWS_REGION/m);
     expect(r.stderr).not.toMatch(STACK);
+    expect(r.code).toBe(2);
+  });
+});
+
+/** A listener that accepts every connection and never answers: a wedged LocalStack. */
+async function wedged(): Promise<{ server: Server; port: number; sockets: Socket[] }> {
+  const sockets: Socket[] = [];
+  const server = createServer((s) => void sockets.push(s));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as { port: number }).port, sockets };
+}
+
+/** Runs toolrl without blocking the event loop (the wedged listener lives in this process). */
+const toolrlAsync = (args: string[], env: Record<string, string>) =>
+  new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/toolrl.mjs'), ...args], {
+      cwd: REPO_ROOT,
+      env,
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('exit', (code) => resolve({ code, stderr }));
+  });
+
+const localEnv = (port: number) =>
+  bareEnv({
+    AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    TOOLRL_BUCKET: 'b',
+  });
+
+describe('timeouts on every AWS client', () => {
+  const servers: Server[] = [];
+  afterAll(() => {
+    for (const s of servers) s.close();
+  });
+
+  it('gives the S3 and SQS clients connection and request timeouts that throw', async () => {
+    for (const c of [s3Client({ region: 'eu-west-1' }), sqsClient({ region: 'eu-west-1' })]) {
+      const handler = c.config.requestHandler as unknown as {
+        configProvider: Promise<Record<string, unknown>>;
+      };
+      expect(await handler.configProvider).toMatchObject({
+        connectionTimeout: AWS_TIMEOUTS.connectMs,
+        requestTimeout: AWS_TIMEOUTS.requestMs,
+        throwOnRequestTimeout: true,
+      });
+    }
+  });
+
+  it('`toolrl status` against a LocalStack that accepts connections and never answers fails with a clear error, exit 2', async () => {
+    const w = await wedged();
+    servers.push(w.server);
+    const r = await toolrlAsync(['status', 'r-1', '--env', 'dev'], localEnv(w.port));
+    expect(w.sockets.length).toBeGreaterThan(0); // it did connect: the hang was the server's
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^toolrl: the AWS endpoint http://127.0.0.1:${w.port} did not answer within 5 s: it accepts connections but does not respond; restart it`,
+        'm',
+      ),
+    );
+    expect(r.stderr).not.toMatch(STACK);
+    expect(r.code).toBe(2);
+  });
+
+  it('`toolrl submit` against an endpoint where nothing listens says so, exit 2', async () => {
+    const w = await wedged();
+    const { port } = w;
+    await new Promise((r) => w.server.close(r)); // nothing listens there now
+    const files = await writeRun(mkdtempSync(join(tmpdir(), 'toolrl-submit-')), { prompts: 2 });
+    const r = await toolrlAsync(
+      ['submit', '--env', 'dev', '--config', files.configPath, '--dataset', files.datasetPath],
+      localEnv(port),
+    );
+    expect(r.stderr).toMatch(
+      new RegExp(`^toolrl: cannot reach the AWS endpoint http://127.0.0.1:${port}: connection refused`, 'm'),
+    );
     expect(r.code).toBe(2);
   });
 });

@@ -156,7 +156,7 @@ async function callThroughStage(blobs: BlobStore, scratchDir: string): Promise<s
   } finally {
     await resources.close();
   }
-  const [sent] = await rollout.receive({ maxMessages: 10 });
+  const [sent] = rollout.browse();
   const next = RolloutContinueSchema.parse(await decodeMessage(blobs, sent!.body));
   const call = next.trajectory.episode.turns.at(-1)!.toolCalls[0]!;
   expect(call.result).toMatchObject({ ok: true, truncated: true });

@@ -81,7 +81,7 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     await m.stop();
     expect(m.stats.invocations).toBe(1);
     expect(handled.sort()).toEqual([0, 1, 2, 3, 5, 6, 7, 8, 9]);
-    const [dead] = await dlq.receive();
+    const [dead] = dlq.browse();
     expect(dead?.body).toBe('{"n": "four"}');
     expect(dead?.attributes[ATTR.deadLetterReason]).toMatch(/invalid message.*n/s);
     expect(dead?.attributes[ATTR.sourceQueue]).toBe('embedded:work');
@@ -131,6 +131,40 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     ]);
   });
 
+  it.each([
+    ['an unknown id', { batchItemFailures: [{ itemIdentifier: 'not-in-this-batch' }] }],
+    ['an empty id', { batchItemFailures: [{ itemIdentifier: '' }] }],
+    ['a null id', { batchItemFailures: [{ itemIdentifier: null }] }],
+    ['a misspelt key', { batchItemFailures: [{ itemIdentifer: 'x' }] }],
+    ['not a list', { batchItemFailures: 'all of them' }],
+  ])('a partial batch response with %s fails the whole batch, as Lambda does', async (_, bad) => {
+    const { queue } = setup();
+    const seen: string[][] = [];
+    const handler = (async (event) => {
+      seen.push(event.Records.map((r) => r.attributes.ApproximateReceiveCount));
+      return seen.length === 1 ? bad : { batchItemFailures: [] };
+    }) as SqsHandler;
+    for (let i = 0; i < 2; i++) await queue.send(String(i));
+    const m = run(queue, handler, { batchSize: 2, windowSec: 30, retryAfterSec: 0 });
+    await until(() => queue.size === 0);
+    expect(seen).toEqual([
+      ['1', '1'],
+      ['2', '2'],
+    ]);
+    expect(m.stats).toMatchObject({ recordsFailed: 2, handlerErrors: 1 });
+  });
+
+  it('an empty or absent partial batch response deletes every record', async () => {
+    const { queue } = setup();
+    const responses = [undefined, null, {}, { batchItemFailures: null }, { batchItemFailures: [] }];
+    let calls = 0;
+    const handler = (async () => responses[calls++]) as SqsHandler;
+    for (let i = 0; i < responses.length; i++) await queue.send(String(i));
+    const m = run(queue, handler, { batchSize: 1 });
+    await until(() => queue.size === 0);
+    expect(m.stats).toMatchObject({ invocations: 5, recordsSucceeded: 5, recordsFailed: 0 });
+  });
+
   it('on the last allowed receive a transient failure is dead-lettered with its reason and attempt count', async () => {
     const { queue, dlq, ctx } = setup(2);
     const handler = sqsBatchHandler(ctx, {
@@ -144,7 +178,7 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     await queue.send('{"n": 1}');
     run(queue, handler, { retryAfterSec: 0 });
     await until(async () => (await dlq.depth()).visible === 1);
-    const [dead] = await dlq.receive();
+    const [dead] = dlq.browse();
     expect(dead?.attributes[ATTR.deadLetterReason]).toBe('Error: tool server down (after 2 attempts)');
     expect(queue.size).toBe(0);
   });
@@ -165,7 +199,7 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     run(queue, handler);
     await until(async () => (await dlq.depth()).visible === 1);
     expect(attempts).toBe(1);
-    const [dead] = await dlq.receive();
+    const [dead] = dlq.browse();
     expect(dead?.attributes[ATTR.deadLetterReason]).toBe('PermanentError: dataset row 3: prompt is empty');
   });
 
@@ -190,12 +224,12 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     const { queue } = setup();
     const sizes: number[] = [];
     const handler: SqsHandler = async (e) => void sizes.push(e.Records.length);
-    run(queue, handler, { batchSize: 10, windowSec: 0.3 });
+    // A window far longer than any stall: the batch closes when it is full, not when the window ends.
+    run(queue, handler, { batchSize: 10, windowSec: 60 });
     await queue.send('a');
     await new Promise((r) => setTimeout(r, 50));
-    await queue.send('b');
-    await queue.send('c');
+    await queue.sendBatch(Array.from({ length: 9 }, (_, i) => ({ body: String(i) })));
     await until(() => queue.size === 0);
-    expect(sizes).toEqual([3]);
+    expect(sizes).toEqual([10]);
   });
 });
