@@ -8,8 +8,8 @@ import { stringify } from 'yaml';
 import { DatasetError, encodeDataset } from '../data/dataset.ts';
 import { datasetFormat, parquetName, readJsonDataset } from '../data/dataset-file.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
-import { toolSource } from '../tools/kinds.ts';
 import type { ToolSpec } from '../schemas/config/tools.ts';
+import { toolSource } from '../tools/kinds.ts';
 import { toolSpecsOf } from '../tools/specs.ts';
 import { isPlain, type Plain } from './config-aliases.ts';
 import { ConfigError, checkInputNames, inputName, loadRunConfig, referencedFiles } from './run-config.ts';
@@ -151,7 +151,8 @@ function pythonClassModules(specs: readonly ToolSpec[], configDir: string): Inpu
   for (const top of tops) {
     const file = join(configDir, `${top}.py`);
     const pkg = join(configDir, top);
-    if (existsSync(file) && statSync(file).isFile()) out.push({ name: `${top}.py`, path: file, convert: false });
+    if (existsSync(file) && statSync(file).isFile())
+      out.push({ name: `${top}.py`, path: file, convert: false });
     else if (existsSync(join(pkg, '__init__.py')))
       for (const rel of readdirSync(pkg, { recursive: true, encoding: 'utf8' }).sort()) {
         const path = join(pkg, rel);

@@ -36,7 +36,11 @@ describe('the inputs of a run with Python tool classes', () => {
           // installed in the tools environment, not here: left to it
           { class_name: 'verl.tools.gsm8k_tool.Gsm8kTool', config: {}, tool_schema: schema('gsm8k') },
           // a built-in under verl's class name: no code
-          { class_name: 'verl.tools.sandbox_fusion_tools.SandboxFusionTool', config: {}, tool_schema: schema('code') },
+          {
+            class_name: 'verl.tools.sandbox_fusion_tools.SandboxFusionTool',
+            config: {},
+            tool_schema: schema('code'),
+          },
         ],
       }),
     );
@@ -55,7 +59,9 @@ describe('the inputs of a run with Python tool classes', () => {
       toYaml({
         model: { path: 'tiny' },
         data: { train: 'train.parquet' },
-        tools: { tools: [{ class_name: 'mypkg.tools.lookup.Lookup', config: {}, tool_schema: schema('lookup') }] },
+        tools: {
+          tools: [{ class_name: 'mypkg.tools.lookup.Lookup', config: {}, tool_schema: schema('lookup') }],
+        },
       }),
     );
 
