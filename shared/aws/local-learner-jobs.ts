@@ -93,6 +93,9 @@ export class LocalLearnerJobs implements LearnerJobs {
           ...base,
           // boto3 reads AWS_DEFAULT_REGION (ECS sets both on Batch).
           ...(base.AWS_REGION && !base.AWS_DEFAULT_REGION ? { AWS_DEFAULT_REGION: base.AWS_REGION } : {}),
+          // As in an embedded run (runtime/embedded.ts): the learner shares this machine with the stages, and
+          // libgomp's spinning workers would hold the cores the rollouts (and, on a loaded machine, others) wait for.
+          OMP_WAIT_POLICY: base.OMP_WAIT_POLICY ?? 'PASSIVE',
           TOOLRL_RUN_ID: runId,
           [FUNCTION_ENV.bucket]: r.bucket,
           [FUNCTION_ENV.queueUrl('scored-groups')]: r.queueUrls['scored-groups'],

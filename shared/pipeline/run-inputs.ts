@@ -2,12 +2,14 @@
 // command-line overrides applied) as config.yaml, and every file it names, JSON datasets converted to Parquet on
 // the way (`data.train: sample_data.jsonl` is uploaded as sample_data.parquet and the config says so). Everything
 // is read and checked here, before anything is uploaded: a bad config or dataset never becomes a failed run.
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { stringify } from 'yaml';
 import { DatasetError, encodeDataset } from '../data/dataset.ts';
 import { datasetFormat, parquetName, readJsonDataset } from '../data/dataset-file.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
+import type { ToolSpec } from '../schemas/config/tools.ts';
+import { toolSource } from '../tools/kinds.ts';
 import { toolSpecsOf } from '../tools/specs.ts';
 import { isPlain, type Plain } from './config-aliases.ts';
 import { ConfigError, checkInputNames, inputName, loadRunConfig, referencedFiles } from './run-config.ts';
@@ -110,10 +112,55 @@ export function prepareInputs(configPath: string, opts: PrepareOptions = {}): Pr
     }
     files.push({ name: inputName(p), path, convert: source !== undefined });
   }
+  const toolSpecs = [
+    ...(config.tools.tools ?? []),
+    ...(config.tools.config_file ? toolsFile(config.tools.config_file) : []),
+  ];
+  const taken = new Set(files.map((f) => f.name));
+  // Before the datasets: the last upload starts the run.
+  const firstDataset = refs.other.length;
+  files.splice(
+    firstDataset,
+    0,
+    ...pythonClassModules(toolSpecs, configDir).filter((f) => !taken.has(f.name)),
+  );
   const header = `# The effective run config: ${basename(configPath)} in toolrl's names${
     opts.overrides?.length ? `, with ${opts.overrides.join(' ')}` : ''
   }\n`;
   return { config, configText: header + stringify(effective), files, notices };
+}
+
+/**
+ * The code of Python tool classes named by dotted path (`class_name: my_tools.LookupTool`) whose top module sits
+ * next to the config (`my_tools.py`, or the `my_tools/` package, uploaded under its own folder): an embedded run
+ * imports it from there, so it travels with the run to LocalStack and AWS, whose tool-call stage imports from
+ * the run's input folder. A module not found there is left to the tools' Python environment (verl's own tools,
+ * an installed package).
+ */
+function pythonClassModules(specs: readonly ToolSpec[], configDir: string): InputFile[] {
+  const tops = new Set<string>();
+  for (const spec of specs) {
+    if (spec.path !== undefined || spec.class_name === undefined) continue;
+    let python = false;
+    try {
+      python = toolSource(spec).type === 'python';
+    } catch {} // an unknown kind fails the registry, which says why
+    if (python) tops.add(spec.class_name.split('.')[0]!);
+  }
+  const out: InputFile[] = [];
+  for (const top of tops) {
+    const file = join(configDir, `${top}.py`);
+    const pkg = join(configDir, top);
+    if (existsSync(file) && statSync(file).isFile())
+      out.push({ name: `${top}.py`, path: file, convert: false });
+    else if (existsSync(join(pkg, '__init__.py')))
+      for (const rel of readdirSync(pkg, { recursive: true, encoding: 'utf8' }).sort()) {
+        const path = join(pkg, rel);
+        if (rel.split(sep).includes('__pycache__') || !statSync(path).isFile()) continue;
+        out.push({ name: relative(configDir, path).split(sep).join('/'), path, convert: false });
+      }
+  }
+  return out;
 }
 
 function readJsonDatasetOrThrow(path: string): void {

@@ -157,8 +157,11 @@ export class Scenario {
     };
   }
 
-  /** Starts a pipeline worker process (the five stages on this environment's queues). */
-  startWorker(name = `worker${this.workers.length}`): Worker {
+  /**
+   * Starts a pipeline worker process (the five stages on this environment's queues); `env` is added to its
+   * environment (e.g. a PYTHONPATH for its Python tool host).
+   */
+  startWorker(name = `worker${this.workers.length}`, env: NodeJS.ProcessEnv = {}): Worker {
     const dir = join(this.dir, name);
     mkdirSync(join(dir, 'tmp'), { recursive: true });
     const logPath = join(dir, 'worker.log');
@@ -179,7 +182,11 @@ export class Scenario {
         ),
       ],
       // Its own TMPDIR: the stages cache policy bundles there, and a killed worker's leftovers stay its own.
-      { cwd: REPO_ROOT, env: this.processEnv({ TMPDIR: join(dir, 'tmp') }), stdio: ['ignore', log, log] },
+      {
+        cwd: REPO_ROOT,
+        env: this.processEnv({ ...env, TMPDIR: join(dir, 'tmp') }),
+        stdio: ['ignore', log, log],
+      },
     );
     closeSync(log);
     const w = new Worker(child, logPath);
