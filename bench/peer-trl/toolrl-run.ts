@@ -1,0 +1,73 @@
+// What bench/peer-trl reads back from a finished `toolrl train` run folder: validation summaries, step rows, and
+// one sampled prompt's tokens (so the TRL side can prove it feeds the model the same prompt).
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RunConfig } from '#shared/schemas/config/run';
+import type { SideResult, ValidationPoint } from './report.ts';
+
+function readEvals(runDir: string): (ValidationPoint & { at: number })[] {
+  const dir = join(runDir, 'metrics', 'eval');
+  return readdirSync(dir)
+    .filter((f) => /^v\d+\.json$/.test(f))
+    .map((f) => {
+      const s = JSON.parse(readFileSync(join(dir, f), 'utf8'));
+      return {
+        step: s.policyVersion as number,
+        accuracy: s.accuracy as number,
+        reward: s.rewardMean as number,
+        toolCalls: s.toolCallsPerTrajectory as number,
+        at: Date.parse(s.createdAt),
+      };
+    })
+    .sort((a, b) => a.step - b.step);
+}
+
+/**
+ * The RL stage is timed as bench/learning times it: from the warm-started policy's validation (v0) being written
+ * to the last validation being written; the command's wall-clock (warm start included) is reported beside it.
+ */
+export function readToolrlRun(runDir: string, startMs: number, endMs: number, config: RunConfig): SideResult {
+  const evals = readEvals(runDir);
+  const rows = readFileSync(join(runDir, 'metrics', 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, number>);
+  const first = evals[0];
+  const last = evals.at(-1);
+  if (!first || !last || first === last) throw new Error(`${runDir}: fewer than two validations`);
+  const rlS = (last.at - first.at) / 1000;
+  const sampled = rows.reduce(
+    (a, r) => a + ((r.groups ?? 0) + (r.dropped_groups ?? 0)) * config.rollout.n,
+    0,
+  );
+  const trained = rows.reduce((a, r) => a + (r.trajectories ?? 0), 0);
+  const stepS = rows.map((r) => r.step_time_s ?? Number.NaN);
+  return {
+    commandS: (endMs - startMs) / 1000,
+    rlS,
+    steps: rows.length,
+    stepS: stepS.reduce((a, b) => a + b, 0) / stepS.length,
+    sampled,
+    trained,
+    responseTokens: rows.reduce((a, r) => a + (r.response_length_mean ?? 0), 0) / rows.length,
+    validation: evals.map(({ at, ...v }) => ({ ...v, atS: (at - first.at) / 1000 })),
+    rewardFirst: rows[0]?.reward_mean,
+    rewardLast: rows.at(-1)?.reward_mean,
+  };
+}
+
+/** The prompt (last user message) and the prompt tokens of one trajectory toolrl sampled. */
+export function findPromptCheck(runDir: string): { content: string; tokenIds: number[] } | undefined {
+  const root = join(runDir, 'trajectories');
+  for (const group of readdirSync(root).sort()) {
+    for (const f of readdirSync(join(root, group)).sort()) {
+      const t = JSON.parse(readFileSync(join(root, group, f), 'utf8'));
+      const user = (t.messages as { role: string; content: string }[] | undefined)?.find(
+        (m) => m.role === 'user',
+      );
+      if (user && Array.isArray(t.tokenIds) && typeof t.promptLength === 'number')
+        return { content: user.content, tokenIds: t.tokenIds.slice(0, t.promptLength) };
+    }
+  }
+  return undefined;
+}
