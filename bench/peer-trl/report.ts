@@ -8,21 +8,21 @@ export interface ValidationPoint {
   accuracy: number | null;
   reward: number | null;
   toolCalls: number | null;
-  /** Seconds from the v0 validation to this one. */
+  /** Seconds from the start of the RL stage to the end of this validation. */
   atS?: number;
 }
 
 export interface SideResult {
   /** The whole child process: toolrl's command (warm start included); TRL's script (load, v0 validation too). */
   commandS: number;
-  /** From the v0 validation's end to the last validation's end. */
+  /** The RL stage, every validation included: from v0 being ready to the last validation's end. */
   rlS: number;
   steps: number;
   /** Mean seconds of one learner step: toolrl's step_time_s; TRL's training loop less its validations. */
   stepS: number;
   sampled: number;
   trained: number;
-  /** Mean tokens after the prompt per episode (tool responses included). */
+  /** Mean tokens the model sampled per episode (tool responses excluded). */
   responseTokens: number;
   validation: ValidationPoint[];
   rewardFirst: number | undefined;
@@ -72,7 +72,7 @@ export function readTrlResult(path: string, startMs: number, endMs: number, conf
   const lengths = stepLogs.map((l) => l['completions/mean_length'] ?? Number.NaN);
   return {
     commandS: (endMs - startMs) / 1000,
-    rlS: last.end - v0.end,
+    rlS: last.end - v0.start,
     steps,
     stepS: (tl.trainEnd - tl.trainStart - inTrain) / steps,
     sampled: steps * perStep,
@@ -83,7 +83,7 @@ export function readTrlResult(path: string, startMs: number, endMs: number, conf
       accuracy: e.accuracy,
       reward: e.reward,
       toolCalls: e.toolCalls,
-      atS: e.end - v0.end,
+      atS: e.end - v0.start,
     })),
     rewardFirst: stepLogs[0]?.['reward'],
     rewardLast: stepLogs.at(-1)?.['reward'],
@@ -107,18 +107,18 @@ export function renderMarkdown(r: PeerResult): string {
     '',
     `| ${r.steps} learner steps | toolrl (\`toolrl train\`, embedded) | TRL \`GRPOTrainer\` (tools) | toolrl / TRL |`,
     '|---|---|---|---|',
-    `| RL stage wall-clock (v0 validation to the last) | ${f(a.rlS, 1)} s | ${f(b.rlS, 1)} s | ${ratio(a.rlS, b.rlS)} |`,
+    `| RL stage wall-clock (v0 ready to the last validation written, validations included) | ${f(a.rlS, 1)} s | ${f(b.rlS, 1)} s | ${ratio(a.rlS, b.rlS)} |`,
     `| seconds per learner step | ${f(a.stepS)} | ${f(b.stepS)} | ${ratio(a.stepS, b.stepS)} |`,
     `| learner steps per second (RL stage) | ${f(a.steps / a.rlS, 3)} | ${f(b.steps / b.rlS, 3)} | ${ratio(a.steps / a.rlS, b.steps / b.rlS)} |`,
     `| completions sampled per second (RL stage) | ${f(a.sampled / a.rlS, 1)} | ${f(b.sampled / b.rlS, 1)} | ${ratio(a.sampled / a.rlS, b.sampled / b.rlS)} |`,
     `| completions trained per second (RL stage) | ${f(a.trained / a.rlS, 1)} | ${f(b.trained / b.rlS, 1)} | ${ratio(a.trained / a.rlS, b.trained / b.rlS)} |`,
-    `| tokens after the prompt per episode (tool responses included) | ${f(a.responseTokens, 1)} | ${f(b.responseTokens, 1)} | |`,
+    `| tokens the model sampled per episode (tool responses excluded) | ${f(a.responseTokens, 1)} | ${f(b.responseTokens, 1)} | |`,
     `| train reward, first -> last step | ${f(a.rewardFirst, 3)} -> ${f(a.rewardLast, 3)} | ${f(b.rewardFirst, 3)} -> ${f(b.rewardLast, 3)} | |`,
     `| validation accuracy, v0 -> v${endA?.step ?? '?'} | ${pct(a.validation[0]?.accuracy)} -> ${pct(endA?.accuracy)} | ${pct(b.validation[0]?.accuracy)} -> ${pct(endB?.accuracy)} | |`,
     `| validation reward, v0 -> v${endA?.step ?? '?'} | ${f(a.validation[0]?.reward, 3)} -> ${f(endA?.reward, 3)} | ${f(b.validation[0]?.reward, 3)} -> ${f(endB?.reward, 3)} | |`,
     `| whole process wall-clock | ${f(a.commandS, 1)} s (warm start included) | ${f(b.commandS, 1)} s (loading, v0 validation included) | |`,
     '',
-    'Validation curve (64 held-out questions x 4 samples; accuracy = the boxed answer equals the ground truth; seconds from v0):',
+    'Validation curve (64 held-out questions x 4 samples; accuracy = the boxed answer equals the ground truth; seconds from the start of the RL stage to the validation's end):',
     '',
     '| policy version | toolrl accuracy | toolrl reward | toolrl at | TRL accuracy | TRL reward | TRL at |',
     '|---|---|---|---|---|---|---|',

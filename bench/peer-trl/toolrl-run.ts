@@ -23,8 +23,21 @@ function readEvals(runDir: string): (ValidationPoint & { at: number })[] {
 }
 
 /**
- * The RL stage is timed as bench/learning times it: from the warm-started policy's validation (v0) being written
- * to the last validation being written; the command's wall-clock (warm start included) is reported beside it.
+ * When the learner published v0 (warm start done, the RL stage begins): pipeline.log's `learner ready` line. The v0
+ * validation runs beside the first steps, so its own timestamp would start the clock late.
+ */
+function learnerReadyAt(runDir: string): number {
+  for (const line of readFileSync(join(runDir, 'pipeline.log'), 'utf8').split('\n')) {
+    if (!line.includes('"learner ready"')) continue;
+    const rec = JSON.parse(line) as { time: string; message: string };
+    if (rec.message === 'learner ready') return Date.parse(rec.time);
+  }
+  throw new Error(`${runDir}/pipeline.log: no "learner ready" line`);
+}
+
+/**
+ * The RL stage: from the learner publishing v0 to the last validation written, every validation included (v0's
+ * runs beside the first steps here, before them in TRL). The command's wall-clock (warm start included) is beside it.
  */
 export function readToolrlRun(runDir: string, startMs: number, endMs: number, config: RunConfig): SideResult {
   const evals = readEvals(runDir);
@@ -35,7 +48,8 @@ export function readToolrlRun(runDir: string, startMs: number, endMs: number, co
   const first = evals[0];
   const last = evals.at(-1);
   if (!first || !last || first === last) throw new Error(`${runDir}: fewer than two validations`);
-  const rlS = (last.at - first.at) / 1000;
+  const ready = learnerReadyAt(runDir);
+  const rlS = (last.at - ready) / 1000;
   const sampled = rows.reduce(
     (a, r) => a + ((r.groups ?? 0) + (r.dropped_groups ?? 0)) * config.rollout.n,
     0,
@@ -50,7 +64,7 @@ export function readToolrlRun(runDir: string, startMs: number, endMs: number, co
     sampled,
     trained,
     responseTokens: rows.reduce((a, r) => a + (r.response_length_mean ?? 0), 0) / rows.length,
-    validation: evals.map(({ at, ...v }) => ({ ...v, atS: (at - first.at) / 1000 })),
+    validation: evals.map(({ at, ...v }) => ({ ...v, atS: (at - ready) / 1000 })),
     rewardFirst: rows[0]?.reward_mean,
     rewardLast: rows.at(-1)?.reward_mean,
   };
