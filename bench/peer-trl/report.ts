@@ -118,7 +118,7 @@ export function renderMarkdown(r: PeerResult): string {
     `| validation reward, v0 -> v${endA?.step ?? '?'} | ${f(a.validation[0]?.reward, 3)} -> ${f(endA?.reward, 3)} | ${f(b.validation[0]?.reward, 3)} -> ${f(endB?.reward, 3)} | |`,
     `| whole process wall-clock | ${f(a.commandS, 1)} s (warm start included) | ${f(b.commandS, 1)} s (loading, v0 validation included) | |`,
     '',
-    'Validation curve (64 held-out questions x 4 samples; accuracy = the boxed answer equals the ground truth; seconds from the start of the RL stage to the validation's end):',
+    'Validation curve (64 held-out questions x 4 samples; accuracy = the boxed answer equals the ground truth; seconds from the start of the RL stage to the end of each validation):',
     '',
     '| policy version | toolrl accuracy | toolrl reward | toolrl at | TRL accuracy | TRL reward | TRL at |',
     '|---|---|---|---|---|---|---|',
