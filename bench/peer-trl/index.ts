@@ -43,9 +43,18 @@ if (values.help) {
   process.exit(0);
 }
 
+// Nothing is fetched from the Hugging Face Hub: the model, tokenizer and data are local files.
+const OFFLINE = {
+  HF_HUB_OFFLINE: '1',
+  HF_DATASETS_OFFLINE: '1',
+  TRANSFORMERS_OFFLINE: '1',
+  HF_HUB_DISABLE_TELEMETRY: '1',
+};
+
 function run(cmd: string, args: string[], what: string): string {
   const r = spawnSync(cmd, args, {
     cwd: REPO,
+    env: { ...process.env, ...OFFLINE },
     encoding: 'utf8',
     maxBuffer: 256 << 20,
     stdio: ['ignore', 'pipe', 'inherit'],
