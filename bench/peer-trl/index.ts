@@ -32,13 +32,15 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '0' },
     write: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    report: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
   process.stdout.write(
     'usage: npx tsx bench/peer-trl/index.ts [--max-steps 16] [--config RUN.yaml] [--seed N] [--keep]\n' +
-      '         [--write]   (rewrites BENCHMARKS.md "Peer: TRL")\n',
+      '         [--write]   (rewrites BENCHMARKS.md "Peer: TRL")\n' +
+      "       npx tsx bench/peer-trl/index.ts --report DIR/result.json [--write]   (a kept run's table again)\n",
   );
   process.exit(0);
 }
@@ -196,21 +198,29 @@ function main(): void {
     },
     differences: knownDifferences(config),
   };
-  const md = renderMarkdown(result);
-  process.stdout.write(`${md}\n`);
   writeFileSync(join(work, 'result.json'), JSON.stringify(result, null, 1));
-  if (values.keep) process.stderr.write(`runs kept in ${work}\n`);
+  if (values.keep) process.stderr.write(`runs kept in ${work} (result: ${join(work, 'result.json')})\n`);
   else rmSync(work, { recursive: true, force: true });
-  if (values.write) {
-    const path = join(REPO, 'BENCHMARKS.md');
-    const BEGIN = '<!-- bench/peer-trl:begin -->';
-    const END = '<!-- bench/peer-trl:end -->';
-    const text = readFileSync(path, 'utf8');
-    const i = text.indexOf(BEGIN);
-    const j = text.indexOf(END);
-    if (i < 0 || j < 0) throw new Error(`BENCHMARKS.md has no ${BEGIN} ... ${END} block`);
-    writeFileSync(path, `${text.slice(0, i)}${BEGIN}\n${md}\n${END}${text.slice(j + END.length)}`);
-  }
+  publish(result);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) main();
+/** Prints the table; with --write, puts it into BENCHMARKS.md between its markers. */
+function publish(result: PeerResult): void {
+  const md = renderMarkdown(result);
+  process.stdout.write(`${md}\n`);
+  if (!values.write) return;
+  const path = join(REPO, 'BENCHMARKS.md');
+  const BEGIN = '<!-- bench/peer-trl:begin -->';
+  const END = '<!-- bench/peer-trl:end -->';
+  const text = readFileSync(path, 'utf8');
+  const i = text.indexOf(BEGIN);
+  const j = text.indexOf(END);
+  if (i < 0 || j < 0) throw new Error(`BENCHMARKS.md has no ${BEGIN} ... ${END} block`);
+  writeFileSync(path, `${text.slice(0, i)}${BEGIN}\n${md}\n${END}${text.slice(j + END.length)}`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  // --report: the table of a kept run's result.json again (e.g. to --write it), without running anything.
+  if (values.report) publish(JSON.parse(readFileSync(values.report, 'utf8')) as PeerResult);
+  else main();
+}
