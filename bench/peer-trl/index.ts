@@ -3,7 +3,7 @@
 // tool, reward and hyperparameters. toolrl runs as a user runs it (`toolrl train`, warm start included); TRL then
 // starts from the checkpoint toolrl wrote right after its warm start (checkpoints/step-0, Hugging Face format), on
 // the same parquet files, with toolrl's calculator and `toolcall` reward reached through bridge.ts, and the
-// GRPOConfig trl-config.ts derives from the run config. TRL (pinned in requirements.txt) lives in its own venv,
+// GRPOConfig trl-config.ts derives from the run config. TRL (pinned with its dependencies in requirements.lock) lives in its own venv,
 // .cache/peer-trl-venv, created on first use; it is never a dependency of the product.
 //
 // Reported for both: the RL stage's wall-clock (from the warm-started policy's validation, v0, to the last
@@ -21,8 +21,7 @@ import { knownDifferences, trlGrpoKwargs } from './trl-config.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const VENV = join(REPO, '.cache', 'peer-trl-venv');
-const REQUIREMENTS = join(REPO, 'bench', 'peer-trl', 'requirements.txt');
-const LEARNER_LOCK = join(REPO, 'gpu-worker', 'requirements.lock');
+const LOCK = join(REPO, 'bench', 'peer-trl', 'requirements.lock');
 const UV = join(REPO, 'gpu-worker', '.venv', 'bin', 'uv');
 
 const { values } = parseArgs({
@@ -66,31 +65,18 @@ function run(cmd: string, args: string[], what: string): string {
 }
 
 /**
- * TRL and its dependencies in their own venv. The learner's lock is a constraint file: torch, transformers and
- * accelerate resolve to the learner's versions, so uv links them from its cache instead of downloading them again.
+ * TRL and its dependencies in their own venv, from bench/peer-trl/requirements.lock. The lock was compiled with the
+ * learner's lock as constraints (see requirements.in), so torch, transformers and accelerate are the learner's own
+ * versions and uv links them from its cache instead of downloading them again.
  */
 function ensureVenv(): Record<string, string> {
-  const stamp = join(VENV, '.requirements.sha');
-  const want = readFileSync(REQUIREMENTS, 'utf8') + readFileSync(LEARNER_LOCK, 'utf8');
+  const stamp = join(VENV, '.lock.sha');
+  const want = readFileSync(LOCK, 'utf8');
   if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== want) {
-    process.stderr.write(`peer-trl: installing ${REQUIREMENTS} into ${VENV}\n`);
+    process.stderr.write(`peer-trl: installing ${LOCK} into ${VENV}\n`);
     rmSync(VENV, { recursive: true, force: true });
     run(UV, ['venv', '-q', '--python', '3.11', VENV], 'uv venv');
-    run(
-      UV,
-      [
-        'pip',
-        'install',
-        '-q',
-        '--python',
-        join(VENV, 'bin', 'python'),
-        '-r',
-        REQUIREMENTS,
-        '-c',
-        LEARNER_LOCK,
-      ],
-      'uv pip install',
-    );
+    run(UV, ['pip', 'sync', '-q', '--python', join(VENV, 'bin', 'python'), LOCK], 'uv pip sync');
     writeFileSync(stamp, want);
   }
   const freeze = run(UV, ['pip', 'freeze', '--python', join(VENV, 'bin', 'python')], 'uv pip freeze');
