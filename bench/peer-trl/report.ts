@@ -27,6 +27,8 @@ export interface SideResult {
   validation: ValidationPoint[];
   rewardFirst: number | undefined;
   rewardLast: number | undefined;
+  /** TRL only: seconds spent waiting on the bridge (toolrl's calculator and reward, and the pipe to them). */
+  bridgeS?: number;
 }
 
 export interface PeerResult {
@@ -56,6 +58,7 @@ interface TrlTimeline {
   logs: Record<string, number>[];
   trainStart: number;
   trainEnd: number;
+  bridgeSeconds: number;
 }
 
 export function readTrlResult(path: string, startMs: number, endMs: number, config: RunConfig): SideResult {
@@ -87,6 +90,7 @@ export function readTrlResult(path: string, startMs: number, endMs: number, conf
     })),
     rewardFirst: stepLogs[0]?.['reward'],
     rewardLast: stepLogs.at(-1)?.['reward'],
+    bridgeS: tl.bridgeSeconds,
   };
 }
 
@@ -117,6 +121,11 @@ export function renderMarkdown(r: PeerResult): string {
     `| validation accuracy, v0 -> v${endA?.step ?? '?'} | ${pct(a.validation[0]?.accuracy)} -> ${pct(endA?.accuracy)} | ${pct(b.validation[0]?.accuracy)} -> ${pct(endB?.accuracy)} | |`,
     `| validation reward, v0 -> v${endA?.step ?? '?'} | ${f(a.validation[0]?.reward, 3)} -> ${f(endA?.reward, 3)} | ${f(b.validation[0]?.reward, 3)} -> ${f(endB?.reward, 3)} | |`,
     `| whole process wall-clock | ${f(a.commandS, 1)} s (warm start included) | ${f(b.commandS, 1)} s (loading, v0 validation included) | |`,
+    ...(b.bridgeS !== undefined
+      ? [
+          `| of which TRL waited on the bridge (toolrl's calculator and reward over a pipe) | | ${f(b.bridgeS, 1)} s | |`,
+        ]
+      : []),
     '',
     'Validation curve (64 held-out questions x 4 samples; accuracy = the boxed answer equals the ground truth; seconds from the start of the RL stage to the end of each validation):',
     '',
