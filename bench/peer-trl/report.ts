@@ -123,7 +123,7 @@ export function renderMarkdown(r: PeerResult): string {
     `| whole process wall-clock | ${f(a.commandS, 1)} s (warm start included) | ${f(b.commandS, 1)} s (loading, v0 validation included) | |`,
     ...(b.bridgeS !== undefined
       ? [
-          `| of which TRL waited on the bridge (toolrl's calculator and reward over a pipe) | | ${f(b.bridgeS, 1)} s | |`,
+          `| TRL's wait on the bridge (toolrl's calculator and reward over a pipe), whole process | | ${f(b.bridgeS, 1)} s | |`,
         ]
       : []),
     '',
