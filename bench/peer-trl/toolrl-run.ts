@@ -1,0 +1,87 @@
+// What bench/peer-trl reads back from a finished `toolrl train` run folder: validation summaries, step rows, and
+// one sampled prompt's tokens (so the TRL side can prove it feeds the model the same prompt).
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RunConfig } from '#shared/schemas/config/run';
+import type { SideResult, ValidationPoint } from './report.ts';
+
+function readEvals(runDir: string): (ValidationPoint & { at: number })[] {
+  const dir = join(runDir, 'metrics', 'eval');
+  return readdirSync(dir)
+    .filter((f) => /^v\d+\.json$/.test(f))
+    .map((f) => {
+      const s = JSON.parse(readFileSync(join(dir, f), 'utf8'));
+      return {
+        step: s.policyVersion as number,
+        accuracy: s.accuracy as number,
+        reward: s.rewardMean as number,
+        toolCalls: s.toolCallsPerTrajectory as number,
+        at: Date.parse(s.createdAt),
+      };
+    })
+    .sort((a, b) => a.step - b.step);
+}
+
+/**
+ * When the learner published v0 (warm start done, the RL stage begins): pipeline.log's `learner ready` line. The v0
+ * validation runs beside the first steps, so its own timestamp would start the clock late.
+ */
+function learnerReadyAt(runDir: string): number {
+  for (const line of readFileSync(join(runDir, 'pipeline.log'), 'utf8').split('\n')) {
+    if (!line.includes('"learner ready"')) continue;
+    const rec = JSON.parse(line) as { time: string; message: string };
+    if (rec.message === 'learner ready') return Date.parse(rec.time);
+  }
+  throw new Error(`${runDir}/pipeline.log: no "learner ready" line`);
+}
+
+/**
+ * The RL stage: from the learner publishing v0 to the last validation written, every validation included (v0's
+ * runs beside the first steps here, before them in TRL). The command's wall-clock (warm start included) is beside it.
+ */
+export function readToolrlRun(runDir: string, startMs: number, endMs: number, config: RunConfig): SideResult {
+  const evals = readEvals(runDir);
+  const rows = readFileSync(join(runDir, 'metrics', 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, number>);
+  const first = evals[0];
+  const last = evals.at(-1);
+  if (!first || !last || first === last) throw new Error(`${runDir}: fewer than two validations`);
+  const ready = learnerReadyAt(runDir);
+  const rlS = (last.at - ready) / 1000;
+  const sampled = rows.reduce(
+    (a, r) => a + ((r.groups ?? 0) + (r.dropped_groups ?? 0)) * config.rollout.n,
+    0,
+  );
+  const trained = rows.reduce((a, r) => a + (r.trajectories ?? 0), 0);
+  const stepS = rows.map((r) => r.step_time_s ?? Number.NaN);
+  return {
+    commandS: (endMs - startMs) / 1000,
+    rlS,
+    steps: rows.length,
+    stepS: stepS.reduce((a, b) => a + b, 0) / stepS.length,
+    sampled,
+    trained,
+    responseTokens: rows.reduce((a, r) => a + (r.response_length_mean ?? 0), 0) / rows.length,
+    validation: evals.map(({ at, ...v }) => ({ ...v, atS: (at - ready) / 1000 })),
+    rewardFirst: rows[0]?.reward_mean,
+    rewardLast: rows.at(-1)?.reward_mean,
+  };
+}
+
+/** The prompt (last user message) and the prompt tokens of one trajectory toolrl sampled. */
+export function findPromptCheck(runDir: string): { content: string; tokenIds: number[] } | undefined {
+  const root = join(runDir, 'trajectories');
+  for (const group of readdirSync(root).sort()) {
+    for (const f of readdirSync(join(root, group)).sort()) {
+      const t = JSON.parse(readFileSync(join(root, group, f), 'utf8'));
+      const user = (t.messages as { role: string; content: string }[] | undefined)?.find(
+        (m) => m.role === 'user',
+      );
+      if (user && Array.isArray(t.tokenIds) && typeof t.promptLength === 'number')
+        return { content: user.content, tokenIds: t.tokenIds.slice(0, t.promptLength) };
+    }
+  }
+  return undefined;
+}

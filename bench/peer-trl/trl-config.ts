@@ -1,0 +1,113 @@
+// toolrl's run config in TRL's names: the GRPOConfig the peer benchmark gives TRL's GRPOTrainer so both systems train
+// with the same G, batch, learning rate and schedule, clip range, loss aggregation, sampling and token budgets, and
+// the list of what cannot be made the same (printed with the results, written into BENCHMARKS.md).
+import type { RunConfig } from '#shared/schemas/config/run';
+
+/** GRPOConfig keyword arguments (TRL 1.16), JSON-ready. */
+export type GrpoKwargs = Record<string, unknown>;
+
+export interface TrlSpecOptions {
+  /** Learner steps of the RL stage (the bench's --max-steps). */
+  steps: number;
+  seed: number;
+}
+
+/** The run config's loss aggregation in TRL's `loss_type`, or an error naming what TRL lacks. */
+function lossType(config: RunConfig): string {
+  const mode =
+    config.algorithm.loss_agg_mode ??
+    (config.algorithm.adv_estimator === 'dr_grpo' ? 'seq-mean-token-sum-norm' : 'token-mean');
+  // token-mean over the whole batch is DAPO's; seq-mean-token-mean is GRPO's paper form; the constant normaliser is
+  // Dr. GRPO's.
+  const map: Record<string, string> = {
+    'token-mean': 'dapo',
+    'seq-mean-token-mean': 'grpo',
+    'seq-mean-token-sum-norm': 'dr_grpo',
+  };
+  const t = map[mode];
+  if (!t) throw new Error(`algorithm.loss_agg_mode ${mode} has no TRL loss_type`);
+  return t;
+}
+
+export function trlGrpoKwargs(config: RunConfig, opts: TrlSpecOptions): GrpoKwargs {
+  const { algorithm: alg, rollout, trainer } = config;
+  if (alg.adv_estimator !== 'grpo' && alg.adv_estimator !== 'dr_grpo')
+    throw new Error(`adv_estimator ${alg.adv_estimator}: the peer benchmark compares GRPO only`);
+  if ((trainer.ppo_mini_batch_size ?? trainer.batch_prompts) !== trainer.batch_prompts)
+    throw new Error('ppo_mini_batch_size below batch_prompts has no one-to-one TRL setting here');
+  const completions = trainer.batch_prompts * rollout.n;
+  const mt = rollout.multi_turn;
+  const kwargs: GrpoKwargs = {
+    // One generation batch of batch_prompts x n completions, one optimizer step on it (toolrl's step).
+    num_generations: rollout.n,
+    per_device_train_batch_size: completions,
+    gradient_accumulation_steps: 1,
+    steps_per_generation: 1,
+    num_iterations: trainer.ppo_epochs,
+    max_steps: opts.steps,
+    learning_rate: trainer.lr,
+    lr_scheduler_type: trainer.lr_scheduler === 'cosine' ? 'cosine_with_min_lr' : 'constant',
+    ...(trainer.lr_scheduler === 'cosine'
+      ? { lr_scheduler_kwargs: { min_lr_rate: trainer.min_lr_ratio } }
+      : {}),
+    warmup_steps: trainer.warmup_steps,
+    weight_decay: trainer.weight_decay,
+    max_grad_norm: trainer.grad_clip,
+    optim: 'adamw_torch',
+    epsilon: alg.clip_ratio_low,
+    epsilon_high: alg.clip_ratio_high,
+    importance_sampling_level: alg.importance_sampling_level,
+    loss_type: lossType(config),
+    scale_rewards: alg.adv_estimator === 'dr_grpo' || !alg.norm_adv_by_std_in_grpo ? 'none' : 'group',
+    beta: alg.use_kl_loss ? alg.kl_loss_coef : 0,
+    temperature: rollout.temperature,
+    top_p: rollout.top_p,
+    top_k: rollout.top_k,
+    // The whole completion (every turn and the tool responses between them) and each turn's own budget.
+    max_completion_length: mt.max_total_response_length,
+    generation_kwargs: { max_new_tokens: rollout.max_new_tokens },
+    // A tool round adds a turn: at most max_turns - 1 rounds, and no more than max_tool_calls.
+    max_tool_calling_iterations: Math.min(mt.max_tool_calls, mt.max_turns - 1),
+    // Validation: every prompt of val sampled val_kwargs.n times, every eval_every steps.
+    num_generations_eval: rollout.val_kwargs.n,
+    per_device_eval_batch_size: 16 * rollout.val_kwargs.n,
+    eval_strategy: trainer.eval_every > 0 ? 'steps' : 'no',
+    ...(trainer.eval_every > 0 ? { eval_steps: trainer.eval_every } : {}),
+    seed: opts.seed,
+    data_seed: opts.seed,
+    use_cpu: true,
+    bf16: false,
+    logging_steps: 1,
+    save_strategy: 'no',
+    report_to: 'none',
+    disable_tqdm: true,
+  };
+  return kwargs;
+}
+
+/** What the comparison cannot hold equal, in one line each (config-dependent lines only where they apply). */
+export function knownDifferences(config: RunConfig): string[] {
+  const out = [
+    "a malformed tool call: toolrl answers it with a parse-error message and gives the model another turn; TRL's parser falls back to plain text and the episode ends",
+    'sampling: toolrl samples with its ONNX Runtime engine (fp32) and recomputes old log-probs in the learner; TRL samples with transformers generate() from the model it trains (no rollout/learner mismatch, so no importance-sampling correction)',
+    'data order: each system shuffles the 512 training questions with its own seeded sampler',
+  ];
+  if (config.algorithm.filter_groups)
+    out.push(
+      'filter_groups: toolrl drops groups whose rewards are all equal before the step (DAPO dynamic sampling); TRL keeps them (zero advantage, but counted in the token-mean denominator)',
+    );
+  if (config.algorithm.rollout_is !== 'none')
+    out.push(
+      `rollout_is ${config.algorithm.rollout_is}: toolrl's truncated importance sampling has nothing to correct in TRL, which samples with the trained model`,
+    );
+  const val = config.rollout.val_kwargs;
+  if (val.temperature !== config.rollout.temperature || val.top_p !== config.rollout.top_p)
+    out.push(
+      `validation sampling: toolrl validates at temperature ${val.temperature}, TRL at the training temperature ${config.rollout.temperature}`,
+    );
+  if (config.rollout.multi_turn.max_tool_response_length)
+    out.push(
+      'tool responses: toolrl truncates them at max_tool_response_length tokens, the bridge in characters (the calculator never comes near either)',
+    );
+  return out;
+}

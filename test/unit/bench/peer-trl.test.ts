@@ -1,0 +1,128 @@
+// bench/peer-trl without TRL installed: the GRPOConfig it derives from a run config, and how a TRL completion
+// becomes a reward input scored by toolrl's own `toolcall` reward.
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseToolCalls } from '#shared/parsing/registry';
+import { loadRunConfig } from '#shared/pipeline/run-config';
+import { buildReward } from '#shared/rewards/build';
+import { normaliseRewardInput } from '#shared/rewards/input';
+import type { ToolResult } from '#shared/schemas/tool-result';
+import { callKey, episodeFromCompletion } from '../../../bench/peer-trl/bridge.ts';
+import { knownDifferences, trlGrpoKwargs } from '../../../bench/peer-trl/trl-config.ts';
+
+const QUICKSTART = resolve(import.meta.dirname, '../../../examples/quickstart/run.yaml');
+const load = (overrides: string[] = []) =>
+  loadRunConfig(readFileSync(QUICKSTART, 'utf8'), QUICKSTART, overrides, dirname(QUICKSTART)).config;
+
+describe('trlGrpoKwargs', () => {
+  it("gives TRL the quick start's G, batch, schedule, clip range, loss and token budgets", () => {
+    const k = trlGrpoKwargs(load(), { steps: 16, seed: 3 });
+    expect(k).toMatchObject({
+      num_generations: 8,
+      per_device_train_batch_size: 64, // 8 questions x 8 samples, one optimizer step on them
+      gradient_accumulation_steps: 1,
+      steps_per_generation: 1,
+      max_steps: 16,
+      learning_rate: 2e-4,
+      lr_scheduler_type: 'cosine_with_min_lr',
+      lr_scheduler_kwargs: { min_lr_rate: 0.1 },
+      epsilon: 0.2,
+      epsilon_high: 0.28,
+      loss_type: 'dapo', // token-mean
+      scale_rewards: 'group',
+      beta: 0,
+      temperature: 1,
+      max_completion_length: 160, // max_total_response_length
+      generation_kwargs: { max_new_tokens: 48 }, // each turn's own budget
+      max_tool_calling_iterations: 2, // min(max_tool_calls 2, max_turns 3 - 1)
+      num_generations_eval: 4,
+      eval_steps: 16,
+      seed: 3,
+    });
+    expect((k['per_device_eval_batch_size'] as number) % 4).toBe(0);
+  });
+
+  it('follows the config: constant lr, Dr. GRPO, fewer turns', () => {
+    const k = trlGrpoKwargs(
+      load([
+        'trainer.lr_scheduler=constant',
+        'algorithm.adv_estimator=dr_grpo',
+        'rollout.multi_turn.max_turns=2',
+      ]),
+      { steps: 4, seed: 0 },
+    );
+    expect(k['lr_scheduler_type']).toBe('constant');
+    expect(k['lr_scheduler_kwargs']).toBeUndefined();
+    expect(k['loss_type']).toBe('dr_grpo');
+    expect(k['scale_rewards']).toBe('none');
+    expect(k['max_tool_calling_iterations']).toBe(1);
+  });
+
+  it('refuses what it cannot map, naming it', () => {
+    expect(() => trlGrpoKwargs(load(['algorithm.adv_estimator=rloo']), { steps: 1, seed: 0 })).toThrow(
+      /adv_estimator rloo/,
+    );
+  });
+
+  it('lists the differences that apply to the config', () => {
+    expect(knownDifferences(load()).join('\n')).toMatch(/filter_groups/);
+    expect(knownDifferences(load(['algorithm.filter_groups=false'])).join('\n')).not.toMatch(/filter_groups/);
+  });
+});
+
+describe('episodeFromCompletion', () => {
+  const call = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "685 - 511"}}\n</tool_call>';
+  const response = '<|im_end|>\n<|im_start|>user\n<tool_response>\n174\n</tool_response><|im_end|>\n';
+  const config = load();
+
+  async function score(completion: string, results: Map<string, ToolResult>) {
+    const reward = await buildReward(config.reward, { baseDir: dirname(QUICKSTART) });
+    const file = episodeFromCompletion(completion, '174', results, ['calculator'], 'hermes', parseToolCalls);
+    return { file, out: await reward(normaliseRewardInput(file)) };
+  }
+
+  // What the calculator returned when TRL executed the call (ToolResult as the registry gives it; written out so
+  // the test does not depend on how fast a worker thread starts on a loaded machine).
+  const executed = new Map<string, ToolResult>([
+    [
+      callKey('calculator', { expression: '685 - 511' }),
+      { ok: true, output: '174', error: null, truncated: false },
+    ],
+  ]);
+
+  it('scores a call whose real result reaches the boxed answer as toolrl scores it: 1.0', async () => {
+    const { file, out } = await score(
+      `${call}${response}<|im_start|>assistant\n\\boxed{174}<|im_end|>`,
+      executed,
+    );
+    expect(file.turns.map((t) => t.stop)).toEqual(['tool_call', 'eos']);
+    expect(file.finishReason).toBe('eos');
+    expect(out.score).toBeCloseTo(1, 9);
+  });
+
+  it('gives no tool credit to an answer without a call, and none to a call TRL never executed', async () => {
+    const bare = await score('\\boxed{174}<|im_end|>', new Map());
+    expect(bare.out.components['toolcall/final_answer']).toBe(1);
+    expect(bare.out.score).toBeCloseTo(0.3, 9);
+    const unexecuted = await score(
+      `${call}${response}<|im_start|>assistant\n\\boxed{174}<|im_end|>`,
+      new Map(),
+    );
+    expect(unexecuted.out.score).toBeLessThan(1);
+  });
+
+  it('reads a completion cut by the token budget as `length`', async () => {
+    const { file, out } = await score(`${call}${response}<|im_start|>assistant\n\\boxed{17`, executed);
+    expect(file.finishReason).toBe('length');
+    expect(out.components['toolcall/final_answer']).toBe(0);
+  });
+
+  it('sees a malformed call as a parse error (coherence), as toolrl does', async () => {
+    const { out } = await score(
+      '<tool_call>\n{"name": "calculator", "arguments": {"expression": </tool_call><|im_end|>',
+      new Map(),
+    );
+    expect(out.components['toolcall/coherence']).toBeLessThan(1);
+  });
+});
