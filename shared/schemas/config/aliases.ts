@@ -202,6 +202,13 @@ function keyAliases(): KeyAlias[] {
     to: 'algorithm.filter_groups',
     origin: 'MindSpeed-RL',
   });
+  // verl's DAPO recipe nests the switch: algorithm.filter_groups: {enable, metric, max_num_gen_batches}.
+  add('algorithm.filter_groups.enable', { to: 'algorithm.filter_groups', origin: 'verl' });
+  add(['algorithm.filter_groups.metric', 'algorithm.filter_groups.max_num_gen_batches'], {
+    to: null,
+    origin: 'verl',
+    note: 'filter_groups drops groups whose rewards (the trajectory score) are all equal; refill_filtered_groups keeps reading until the batch is full',
+  });
   add(['algorithm.advantage_whiten'], {
     to: null,
     origin: 'MindSpeed-RL',
