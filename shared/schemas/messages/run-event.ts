@@ -24,3 +24,15 @@ export function parseInputKey(key: string): { runId: string; file: string } | un
 export const RunIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'a run id is letters, digits, ".", "_" and "-" (max 128)');
+
+/**
+ * A new run's id: the config's name as a slug, the UTC start time and an optional suffix, e.g.
+ * `calc-grpo-20250101-120000` (embedded runs, unique per second and workdir) or `calc-grpo-20250101-120000-3f9a`
+ * (submitted runs add random hex so two users never collide). Always satisfies RunIdSchema.
+ */
+export function newRunId(name: string, now = new Date(), suffix = ''): string {
+  const trim = (s: string) => s.replace(/^[-._]+|[-._]+$/g, '');
+  const slug = trim(trim(name.toLowerCase().replace(/[^a-z0-9._-]+/g, '-')).slice(0, 96)) || 'run';
+  const t = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return suffix ? `${slug}-${t}-${suffix}` : `${slug}-${t}`;
+}
