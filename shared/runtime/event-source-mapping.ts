@@ -6,6 +6,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Log } from '../pipeline/log.ts';
 import { silentLog } from '../pipeline/log.ts';
 import type { Queue, ReceivedMessage } from '../ports/queue.ts';
+import { pause } from '../tools/limits.ts';
 import { toSqsEvent } from './sqs-event.ts';
 
 export type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined>;
@@ -86,7 +87,7 @@ export class EventSourceMapping {
       } catch (err) {
         if (!this.running) return;
         this.log.warn('receive failed', { function: this.opts.name, error: String(err) });
-        await sleep(1000, this.abort.signal);
+        await pause(1000, this.abort.signal);
         continue;
       }
       if (batch.length === 0) continue;
@@ -159,18 +160,4 @@ export class EventSourceMapping {
       ms: Date.now() - started,
     });
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }

@@ -17,6 +17,7 @@ import type { RunConfig } from '../schemas/config/run.ts';
 import { type LearnerOutputLine, type LearnerState, LearnerStateSchema } from '../schemas/learner-stdio.ts';
 import { newRunId, RunIdSchema } from '../schemas/messages/run-event.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
+import { pause } from '../tools/limits.ts';
 import { keys } from '../topology.ts';
 import { EmbeddedPipeline, learnerPython } from './embedded.ts';
 import type { InvocationResult } from './event-source-mapping.ts';
@@ -200,18 +201,6 @@ async function waitForEnd(
         }));
       });
     }
-    await sleep(250, signal);
+    await pause(250, signal);
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
