@@ -1,5 +1,7 @@
 // The run-events queue message: S3's notification of a dataset upload under `runs/<runId>/input/`.
 import { z } from 'zod';
+import { KEY_TEMPLATES } from '../../topology.ts';
+import { templatePattern } from '../templates.ts';
 import { S3NotificationSchema } from './s3-event.ts';
 
 /**
@@ -12,12 +14,12 @@ import { S3NotificationSchema } from './s3-event.ts';
 export const RunEventSchema = S3NotificationSchema;
 export type RunEvent = z.infer<typeof RunEventSchema>;
 
-const INPUT_KEY = /^runs\/([^/]+)\/input\/(.+)$/;
+const INPUT_KEY = templatePattern(`${KEY_TEMPLATES.inputPrefix}{file}`, { file: '.+' });
 
 /** `runs/<runId>/input/<file>` -> `{runId, file}`; undefined for any other key. */
 export function parseInputKey(key: string): { runId: string; file: string } | undefined {
-  const m = INPUT_KEY.exec(key);
-  return m ? { runId: m[1]!, file: m[2]! } : undefined;
+  const g = INPUT_KEY.exec(key)?.groups;
+  return g ? { runId: g.runId!, file: g.file! } : undefined;
 }
 
 /** A run id is one key segment of letters, digits, `.`, `_` and `-` (it names S3 prefixes and log streams). */
