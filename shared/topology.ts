@@ -1,6 +1,7 @@
 // The one declaration of the pipeline's topology: queues, their consumers, timeouts, dead-letter
 // settings, batch sizes, bucket prefixes and notifications. The CDK stack, the LocalStack bootstrap and
 // the embedded runtime all read this, so the three cannot drift.
+import { fill } from './schemas/templates.ts';
 
 /** The Lambda-style stages (each has a handler in functions/<name>/index.ts). */
 export type FunctionName = 'run-starter' | 'feeder' | 'rollout' | 'tool-call' | 'reward';
@@ -88,35 +89,68 @@ export const dlqName = (q: QueueName): string => `${q}-dlq`;
 /** Physical queue name in an environment (`toolrl-dev-rollout`). */
 export const physicalQueueName = (env: string, q: QueueName | string): string => `toolrl-${env}-${q}`;
 
-/** The bucket's layout (see ARCHITECTURE.md, "Storage layout"). */
-export const keys = {
-  runPrefix: (runId: string) => `runs/${runId}/`,
-  config: (runId: string) => `runs/${runId}/input/config.yaml`,
-  inputPrefix: (runId: string) => `runs/${runId}/input/`,
-  runJson: (runId: string) => `runs/${runId}/run.json`,
-  policyVersion: (runId: string, v: number) => `runs/${runId}/policy/v${v}/`,
-  policyLatest: (runId: string) => `runs/${runId}/policy/LATEST.json`,
-  trajectory: (runId: string, groupId: string, i: number) =>
-    `runs/${runId}/trajectories/${groupId}/${i}.json`,
-  trajectoryPrefix: (runId: string, groupId: string) => `runs/${runId}/trajectories/${groupId}/`,
-  group: (runId: string, groupId: string) => `runs/${runId}/groups/${groupId}.json`,
-  /** New weights at a step that already has a complete checkpoint go beside it, to `step-<S>-r<k>/` (the learner's
-   * `keys.checkpoint`), so the complete one is never taken apart before its replacement lands. */
-  checkpoint: (runId: string, step: number) => `runs/${runId}/checkpoints/step-${step}/`,
-  metrics: (runId: string) => `runs/${runId}/metrics/`,
-  claimCheck: (runId: string, id: string) => `runs/${runId}/messages/${id}.json`,
-  /** Written by the learner after every committed step (LearnerStateSchema). */
-  learnerState: (runId: string) => `runs/${runId}/learner/state.json`,
-  /** The feeder's position in the run's walk over stages, epochs and prompts. */
-  feederState: (runId: string) => `runs/${runId}/feeder/state.json`,
-  /** Records of the run's dead-lettered group messages (DeadLetterRecordSchema), one folder per group. */
-  deadLetters: (runId: string) => `runs/${runId}/dead-letters/`,
-  deadLetter: (runId: string, groupId: string, stage: string, messageId: string) =>
-    `runs/${runId}/dead-letters/${groupId}/${stage}-${messageId.replace(/[^A-Za-z0-9_-]/g, '_')}.json`,
-  /** The learner lease: taken (put-if-absent) before the learner job is submitted, so a run has one learner. */
-  learnerLease: (runId: string) => `runs/${runId}/learner/lease.json`,
+/**
+ * The bucket's layout (see ARCHITECTURE.md, "Storage layout") as `{name}` templates: the one definition for both
+ * languages (`npm run schemas:generate` writes them to shared/schemas/json/constants.json for the learner).
+ */
+export const KEY_TEMPLATES = {
+  runPrefix: 'runs/{runId}/',
+  config: 'runs/{runId}/input/config.yaml',
+  inputPrefix: 'runs/{runId}/input/',
+  runJson: 'runs/{runId}/run.json',
+  policyVersion: 'runs/{runId}/policy/v{version}/',
+  policyLatest: 'runs/{runId}/policy/LATEST.json',
+  trajectory: 'runs/{runId}/trajectories/{groupId}/{sampleIndex}.json',
+  trajectoryPrefix: 'runs/{runId}/trajectories/{groupId}/',
+  group: 'runs/{runId}/groups/{groupId}.json',
+  /** Written after a group's message was sent: the writer's redelivery then knows it need not re-send. */
+  groupSent: 'runs/{runId}/groups-sent/{groupId}',
+  checkpointsPrefix: 'runs/{runId}/checkpoints/',
+  checkpoint: 'runs/{runId}/checkpoints/step-{step}/',
+  /** New weights at a step that already has a complete checkpoint go beside it, so the complete one is never
+   * taken apart before its replacement lands (written by the learner). */
+  checkpointRevision: 'runs/{runId}/checkpoints/step-{step}-r{revision}/',
+  metrics: 'runs/{runId}/metrics/',
   /** Validation summary of one policy version (written once, when all its validation groups are scored). */
-  evalSummary: (runId: string, version: number) => `runs/${runId}/metrics/eval/v${version}.json`,
+  evalSummary: 'runs/{runId}/metrics/eval/v{version}.json',
+  claimCheck: 'runs/{runId}/messages/{id}.json',
+  /** Written by the learner after every committed step (LearnerStateSchema). */
+  learnerState: 'runs/{runId}/learner/state.json',
+  /** The feeder's position in the run's walk over stages, epochs and prompts. */
+  feederState: 'runs/{runId}/feeder/state.json',
+  /** Records of the run's dead-lettered group messages (DeadLetterRecordSchema), one folder per group. */
+  deadLetters: 'runs/{runId}/dead-letters/',
+  /** `{messageId}` with every character outside [A-Za-z0-9_-] replaced by `_` (both languages do). */
+  deadLetter: 'runs/{runId}/dead-letters/{groupId}/{stage}-{messageId}.json',
+  /** The learner lease: taken (put-if-absent) before the learner job is submitted, so a run has one learner. */
+  learnerLease: 'runs/{runId}/learner/lease.json',
+} as const;
+
+const K = KEY_TEMPLATES;
+
+/** The keys of `KEY_TEMPLATES`, filled. */
+export const keys = {
+  runPrefix: (runId: string) => fill(K.runPrefix, { runId }),
+  config: (runId: string) => fill(K.config, { runId }),
+  inputPrefix: (runId: string) => fill(K.inputPrefix, { runId }),
+  runJson: (runId: string) => fill(K.runJson, { runId }),
+  policyVersion: (runId: string, version: number) => fill(K.policyVersion, { runId, version }),
+  policyLatest: (runId: string) => fill(K.policyLatest, { runId }),
+  trajectory: (runId: string, groupId: string, sampleIndex: number) =>
+    fill(K.trajectory, { runId, groupId, sampleIndex }),
+  trajectoryPrefix: (runId: string, groupId: string) => fill(K.trajectoryPrefix, { runId, groupId }),
+  group: (runId: string, groupId: string) => fill(K.group, { runId, groupId }),
+  groupSent: (runId: string, groupId: string) => fill(K.groupSent, { runId, groupId }),
+  checkpoint: (runId: string, step: number) => fill(K.checkpoint, { runId, step }),
+  metrics: (runId: string) => fill(K.metrics, { runId }),
+  claimCheck: (runId: string, id: string) => fill(K.claimCheck, { runId, id }),
+  learnerState: (runId: string) => fill(K.learnerState, { runId }),
+  feederState: (runId: string) => fill(K.feederState, { runId }),
+  evalSummary: (runId: string, version: number) => fill(K.evalSummary, { runId, version }),
+  deadLetters: (runId: string) => fill(K.deadLetters, { runId }),
+  deadLetter: (runId: string, groupId: string, stage: string, messageId: string) =>
+    fill(K.deadLetter, { runId, groupId, stage, messageId: messageId.replace(/[^A-Za-z0-9_-]/g, '_') }),
+  learnerLease: (runId: string) => fill(K.learnerLease, { runId }),
 } as const;
 
 /** Which queues each function sends to (besides its own queue's dead-letter queue): what CDK grants and binds. */

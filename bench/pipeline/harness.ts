@@ -14,9 +14,9 @@ import {
 } from '#shared/episode/episode';
 import type { EpisodeState } from '#shared/episode/state';
 import { putJson } from '#shared/pipeline/blob-json';
-import { samplingParams } from '#shared/pipeline/rollout';
 import { resolveRunConfig } from '#shared/pipeline/run-config';
 import type { RunResources } from '#shared/pipeline/run-resources';
+import { samplingParams } from '#shared/policy/sampler';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { rewardInputFromTrajectory } from '#shared/rewards/input';
 import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
@@ -109,7 +109,12 @@ export async function bareRun(resources: RunResources, runId: string, w: Workloa
   let scored = 0;
   for (const raw of benchRows(w.groups)) {
     const row = DatasetRowSchema.parse(raw);
-    const started = await policy.startGroup(row.prompt, tools.schemas(), w.n, samplingParams(config, 1));
+    const started = await policy.startGroup(
+      row.prompt,
+      tools.schemas(),
+      w.n,
+      samplingParams(config.rollout, 1),
+    );
     for (let i = 0; i < w.n; i++) {
       let ep: EpisodeState = startEpisode(config.rollout.multi_turn, row.prompt, {
         promptTokens: started.promptIds.length,

@@ -1,6 +1,5 @@
 // Lambda entry of the run-starter (environment parsed once, at cold start).
-import { awsStageContext } from '#shared/adapters/aws/stage-context';
+import { awsRunStarterContext } from '#shared/adapters/aws/stage-context';
 import { createRunStarterHandler } from '#shared/pipeline/handlers';
 
-const ctx = awsStageContext('run-starter');
-export const handler = createRunStarterHandler({ ...ctx, learnerJobs: ctx.learnerJobs! });
+export const handler = createRunStarterHandler(awsRunStarterContext());

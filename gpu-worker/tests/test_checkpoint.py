@@ -115,23 +115,17 @@ def test_recommit_at_the_same_step_rewrites_only_the_marker_on_cpu(tiny_dir, tmp
     assert loaded == state
 
 
-def test_keys_match_the_topology_declaration_on_cpu():
-    # storage/keys.py mirrors shared/topology.ts `keys`: the same template for every key the learner uses.
-    from pathlib import Path
-
+def test_keys_follow_the_generated_layout_on_cpu():
+    # storage/keys.py fills the templates shared/topology.ts declares (constants.json): the documented layout.
     from toolrl_learner.storage import keys
 
-    ts = (Path(__file__).resolve().parents[2] / "shared" / "topology.ts").read_text()
-    cases = {
-        "runJson": keys.run_json("RID"),
-        "policyVersion": keys.policy_version("RID", 7),
-        "policyLatest": keys.policy_latest("RID"),
-        "group": keys.group("RID", "GID"),
-        "checkpoint": keys.checkpoint("RID", 7),
-        "metrics": keys.metrics("RID"),
-        "learnerState": keys.learner_state("RID"),
-    }
-    for name, key in cases.items():
-        template = key.replace("RID", "${runId}").replace("GID", "${groupId}").replace("7", "${v}")
-        alt = template.replace("${v}", "${step}")
-        assert f"`{template}`" in ts or f"`{alt}`" in ts, f"keys.{name}: {key} not declared in topology.ts"
+    assert keys.run_json("RID") == "runs/RID/run.json"
+    assert keys.input_prefix("RID") == "runs/RID/input/"
+    assert keys.policy_version("RID", 7) == "runs/RID/policy/v7/"
+    assert keys.policy_latest("RID") == "runs/RID/policy/LATEST.json"
+    assert keys.group("RID", "e0-p3") == "runs/RID/groups/e0-p3.json"
+    assert keys.checkpoints("RID") == "runs/RID/checkpoints/"
+    assert keys.checkpoint("RID", 7) == "runs/RID/checkpoints/step-7/"
+    assert keys.checkpoint("RID", 7, 2) == "runs/RID/checkpoints/step-7-r2/"
+    assert keys.metrics("RID") == "runs/RID/metrics/"
+    assert keys.learner_state("RID") == "runs/RID/learner/state.json"

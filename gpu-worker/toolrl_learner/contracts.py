@@ -1,8 +1,11 @@
-"""Validation of what the learner reads against the JSON Schemas generated from the zod contracts.
+"""Validation of what the learner reads against the JSON Schemas generated from the zod contracts, and the
+cross-language constants generated beside them.
 
 The TypeScript zod schemas in shared/schemas are the only definition; `npm run schemas:generate`
 writes shared/schemas/json/*.schema.json and this module validates against those files, so the two
-languages cannot drift. In the Docker image the files are copied next to the package.
+languages cannot drift. The same command writes constants.json (the bucket's key templates, the queue
+attribute names, the group-id formats), which `constants()` reads. In the Docker image the files are
+copied next to the package.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ def _schema_dir() -> Path:
         if cand.is_dir():
             return cand
     raise FileNotFoundError("generated JSON Schemas not found; set TOOLRL_SCHEMA_DIR")
+
+
+@cache
+def constants() -> dict[str, Any]:
+    """constants.json: `keys` and `ids` are `{name}` templates for str.format; `queueAttributes` are names."""
+    return json.loads((_schema_dir() / "constants.json").read_text())
 
 
 @cache

@@ -8,8 +8,7 @@ import { s3Client } from '#shared/adapters/aws/clients';
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { ConfigError } from '#shared/pipeline/run-config';
 import { inputBytes, prepareInputs } from '#shared/pipeline/run-inputs';
-import type { RunConfig } from '#shared/schemas/config/run';
-import { RunIdSchema } from '#shared/schemas/messages/run-event';
+import { newRunId, RunIdSchema } from '#shared/schemas/messages/run-event';
 import { keys } from '#shared/topology';
 import { clientOptions, type EnvironmentResources, resolveEnvironment } from './environment.ts';
 
@@ -33,17 +32,6 @@ export interface SubmitResult {
   readonly resources: EnvironmentResources;
 }
 
-/** `calc-grpo-20250101-120000-3f9a`: the config's name, the time, and 4 hex digits so two users never collide. */
-export function submittedRunId(config: RunConfig, now = new Date()): string {
-  const slug =
-    config.name
-      .toLowerCase()
-      .replace(/[^a-z0-9._-]+/g, '-')
-      .replace(/^-+|-+$/g, '') || 'run';
-  const t = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `${slug.slice(0, 96)}-${t}-${randomBytes(2).toString('hex')}`;
-}
-
 export async function submitRun(o: SubmitOptions): Promise<SubmitResult> {
   const client = o.client ?? clientOptions();
   // Validate everything here before anything is uploaded: a bad config never becomes a failed run.
@@ -51,7 +39,7 @@ export async function submitRun(o: SubmitOptions): Promise<SubmitResult> {
     ...(o.datasets ? { datasets: o.datasets } : {}),
     overrides: o.overrides ?? [],
   });
-  const runId = o.runId ?? submittedRunId(run.config);
+  const runId = o.runId ?? newRunId(run.config.name, new Date(), randomBytes(2).toString('hex'));
   const idCheck = RunIdSchema.safeParse(runId);
   if (!idCheck.success) throw new ConfigError(`run id ${runId}: ${idCheck.error.issues[0]?.message}`);
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { RewardConfig } from '../schemas/config/reward.ts';
 import type { LearnerState } from '../schemas/learner-stdio.ts';
 import { LearnerStateSchema } from '../schemas/learner-stdio.ts';
+import { valGroupIdPrefix } from '../schemas/messages/group-ref.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
 import { type ScoredGroup, ScoredGroupSchema } from '../schemas/scored-group.ts';
 import { keys } from '../topology.ts';
@@ -138,7 +139,7 @@ export function wantedEvalVersions(
 }
 
 export const evalGroupPrefix = (runId: string, version: number): string =>
-  `${keys.group(runId, `val-v${version}-`).replace(/\.json$/, '')}`;
+  keys.group(runId, valGroupIdPrefix(version)).replace(/\.json$/, '');
 
 /** Summarises a version's validation once all its groups are scored; written once (put-if-absent). */
 export async function writeEvalSummaryIfComplete(

@@ -9,7 +9,7 @@ import type { PromptTemplate } from '../data/prompts/templates.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import type { DatasetRow } from '../schemas/dataset-row.ts';
 import { type LearnerState, LearnerStateSchema } from '../schemas/learner-stdio.ts';
-import type { GroupRef } from '../schemas/messages/group-ref.ts';
+import { type GroupRef, valIds } from '../schemas/messages/group-ref.ts';
 import { type PolicyEvent, parsePolicyEventKey } from '../schemas/messages/policy-event.ts';
 import type { RolloutStart } from '../schemas/messages/rollout-request.ts';
 import { notifiedKeys } from '../schemas/messages/s3-event.ts';
@@ -272,8 +272,7 @@ export function validationStarts(
 ): RolloutStart[] {
   return rows.map(({ row, where }, index) =>
     startMessage(run, run.config!, version, template ? applyRunTemplate(row, template, where) : row, {
-      groupId: `val-v${version}-p${index}`,
-      promptId: `val-p${index}`,
+      ...valIds(version, index),
       epoch: 0,
       stage: null,
       split: 'val',

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { samplingStream } from '../policy/rng.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
+import { trainIds } from '../schemas/messages/group-ref.ts';
 
 export interface PlanStage {
   readonly index: number;
@@ -62,8 +63,7 @@ export function groupAt(
       const epoch = Math.floor(p / stage.rows);
       const i = p % stage.rows;
       const row = stage.shuffle ? permutation(opts.seed, stage.index, epoch, stage.rows)[i]! : i;
-      const scope = stage.name === null ? '' : `s${stage.index}-`;
-      return { stage, epoch, row, promptId: `${scope}p${row}`, groupId: `${scope}e${epoch}-p${row}` };
+      return { stage, epoch, row, ...trainIds(stage.name === null ? null : stage.index, epoch, row) };
     }
     p -= size;
   }

@@ -7,7 +7,7 @@ import { episodeRowTools } from '../episode/user-turns.ts';
 import { trajectoryTokens } from '../policy/token-state.ts';
 import { rewardInputFromTrajectory } from '../rewards/input.ts';
 import type { RewardError } from '../rewards/types.ts';
-import type { GroupRef } from '../schemas/messages/group-ref.ts';
+import { type GroupRef, valGroupVersion } from '../schemas/messages/group-ref.ts';
 import type { RewardRequest } from '../schemas/messages/reward-request.ts';
 import { TrajectoryWireSchema } from '../schemas/messages/token-arrays.ts';
 import type { TrajectoryInFlight } from '../schemas/messages/trajectory-in-flight.ts';
@@ -156,7 +156,7 @@ export async function completeGroupIfReady(
   // stays silent, so one group yields one message. (A crash after the send but before the confirmation
   // re-sends once more; the learner drops that duplicate.)
   if (existing.completedBy !== sampleIndex) return;
-  if (await ctx.blobs.head(sentMarkerKey(group.runId, group.groupId))) return;
+  if (await ctx.blobs.head(keys.groupSent(group.runId, group.groupId))) return;
   await emitGroup(ctx, existing, manifestKey, sha256Hex(body));
 }
 
@@ -192,10 +192,6 @@ async function writeManifest(
   return put.written ? { manifest, text } : undefined;
 }
 
-/** Written after a group's message was sent: the writer's redelivery then knows it need not re-send. */
-export const sentMarkerKey = (runId: string, groupId: string): string =>
-  `runs/${runId}/groups-sent/${groupId}`;
-
 const ManifestHeaderSchema = ScoredGroupSchema.pick({
   runId: true,
   groupId: true,
@@ -220,13 +216,13 @@ async function emitGroup(
       ...(group.position != null ? { position: group.position } : {}),
     };
     await sendTo(ctx, 'scored-groups', group.runId, [message]);
-    await ctx.blobs.putIfAbsent(sentMarkerKey(group.runId, group.groupId), manifestKey);
+    await ctx.blobs.putIfAbsent(keys.groupSent(group.runId, group.groupId), manifestKey);
     ctx.log.info('group complete', { runId: group.runId, groupId: group.groupId });
     return;
   }
   // A validation group: summarise its version once all of the version's groups are in.
-  const version = Number(/^val-v(\d+)-/.exec(group.groupId)?.[1]);
-  if (!Number.isInteger(version))
+  const version = valGroupVersion(group.groupId);
+  if (version === undefined)
     throw new PermanentError(`validation group id ${group.groupId} names no version`);
   const run = await readRunStatus(ctx.blobs, group.runId);
   if (!run) return;

@@ -7,12 +7,10 @@ import type { EpisodeState } from '../episode/state.ts';
 import { episodeRowTools, userTurnsOf } from '../episode/user-turns.ts';
 import { getParser } from '../parsing/registry.ts';
 import type { TurnSample } from '../policy/policy.ts';
-import type { SamplingParams } from '../policy/sampler.ts';
+import { samplingParams } from '../policy/sampler.ts';
 import type { TokenState } from '../policy/token-state.ts';
 import { PrefixBreakError, startState } from '../policy/turns.ts';
-import type { RunConfig } from '../schemas/config/run.ts';
 import { DatasetRowSchema } from '../schemas/dataset-row.ts';
-import type { GroupRef } from '../schemas/messages/group-ref.ts';
 import type { RewardRequest } from '../schemas/messages/reward-request.ts';
 import type { RolloutContinue, RolloutRequest, RolloutStart } from '../schemas/messages/rollout-request.ts';
 import type { ToolCallRequest } from '../schemas/messages/tool-call-request.ts';
@@ -28,8 +26,6 @@ export interface RolloutStageContext extends StageContext {
   readonly resources: RunResources;
   readonly policies: PolicyProvider;
 }
-
-type Split = GroupRef['split'];
 
 /** What a rollout produced, by destination (sent in two batches). */
 interface Routed {
@@ -48,21 +44,6 @@ export async function handleRolloutRequest(
   else await continueTrajectory(ctx, req, routed, delivery);
   await sendTo(ctx, 'tool-calls', runId, routed.toolCalls);
   await sendTo(ctx, 'reward', runId, routed.rewards);
-}
-
-/** The run's sampling; validation groups sample as `rollout.val_kwargs` says (greedy by default, as verl's). */
-export function samplingParams(config: RunConfig, seed: number, split: Split = 'train'): SamplingParams {
-  const r = config.rollout;
-  const s = split === 'val' ? r.val_kwargs : r;
-  return {
-    temperature: s.temperature,
-    topP: s.top_p,
-    topK: s.top_k,
-    maxNewTokens: r.max_new_tokens,
-    seed,
-    stopOnToolCallEnd: true,
-    maxTotalResponseTokens: r.multi_turn.max_total_response_length,
-  };
 }
 
 async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Routed): Promise<void> {
@@ -130,7 +111,7 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
       row.prompt,
       tools,
       g.groupSize,
-      samplingParams(config, req.seed, g.split),
+      samplingParams(config.rollout, req.seed, g.split),
     );
     for (let i = 0; i < g.groupSize; i++) {
       const episode = startEpisode(config.rollout.multi_turn, row.prompt, {
@@ -175,7 +156,7 @@ async function continueTrajectory(
       c = await lease.policy.continueTrajectory(
         t.tokens,
         req.toolMessages,
-        samplingParams(config, t.tokens.seed, t.group.split),
+        samplingParams(config.rollout, t.tokens.seed, t.group.split),
       );
     } catch (err) {
       if (!(err instanceof PrefixBreakError)) throw err;

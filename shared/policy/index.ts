@@ -1,6 +1,4 @@
 // The rollout policy engine's public surface: load a bundle, sample groups, continue trajectories.
-import type { RolloutConfig } from '#shared/schemas/config/rollout';
-import type { SamplingParams } from './sampler.ts';
 
 export { BundleError } from './bundle.ts';
 export {
@@ -13,7 +11,7 @@ export {
   type PolicyMetrics,
   type TurnSample,
 } from './policy.ts';
-export { DEFAULT_SAMPLING, type SamplingParams } from './sampler.ts';
+export { DEFAULT_SAMPLING, type SamplingParams, samplingParams } from './sampler.ts';
 export {
   type PrefixCheck,
   responseLength,
@@ -23,20 +21,3 @@ export {
   trajectoryTokens,
 } from './token-state.ts';
 export { PrefixBreakError } from './turns.ts';
-
-/** Sampling parameters from the run config's `rollout:` block (verl's names -> the engine's). */
-export function samplingFromConfig(
-  r: RolloutConfig,
-  overrides: Partial<SamplingParams> = {},
-): SamplingParams {
-  return {
-    temperature: r.temperature,
-    topP: r.top_p,
-    topK: r.top_k,
-    maxNewTokens: r.max_new_tokens,
-    seed: r.seed,
-    stopOnToolCallEnd: true,
-    maxTotalResponseTokens: r.multi_turn.max_total_response_length,
-    ...overrides,
-  };
-}

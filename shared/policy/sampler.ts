@@ -1,5 +1,7 @@
 // Draws one token from a row of logits: temperature, top-k, top-p, and the token's log-prob under the full
 // softmax(logits / temperature), which is what the learner recomputes (top-k/top-p only narrow the draw).
+import type { RolloutConfig } from '#shared/schemas/config/rollout';
+import type { GroupRef } from '#shared/schemas/messages/group-ref';
 import type { Uniform } from './rng.ts';
 
 export interface SamplingParams {
@@ -26,6 +28,27 @@ export const DEFAULT_SAMPLING: SamplingParams = {
   seed: 0,
   stopOnToolCallEnd: true,
 };
+
+/**
+ * The engine's sampling for a group, from the run config's `rollout:` block (verl's names): train groups sample
+ * as `rollout` says, validation groups as `rollout.val_kwargs` says (greedy by default, as verl validates).
+ */
+export function samplingParams(
+  r: RolloutConfig,
+  seed: number,
+  split: GroupRef['split'] = 'train',
+): SamplingParams {
+  const s = split === 'val' ? r.val_kwargs : r;
+  return {
+    temperature: s.temperature,
+    topP: s.top_p,
+    topK: s.top_k,
+    maxNewTokens: r.max_new_tokens,
+    seed,
+    stopOnToolCallEnd: true,
+    maxTotalResponseTokens: r.multi_turn.max_total_response_length,
+  };
+}
 
 /** Checks sampling parameters once, before any work, with a message that names the bad field. */
 export function checkSamplingParams(s: SamplingParams): void {

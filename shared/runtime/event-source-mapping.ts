@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Log } from '../pipeline/log.ts';
 import { silentLog } from '../pipeline/log.ts';
 import type { Queue, ReceivedMessage } from '../ports/queue.ts';
+import { pause } from '../tools/limits.ts';
 import { toSqsEvent } from './sqs-event.ts';
 
 export type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined>;
@@ -87,7 +88,7 @@ export class EventSourceMapping {
       } catch (err) {
         if (!this.running) return;
         this.log.warn('receive failed', { function: this.opts.name, error: String(err) });
-        await sleep(1000, this.abort.signal);
+        await pause(1000, this.abort.signal);
         continue;
       }
       if (batch.length === 0) continue;
@@ -194,18 +195,4 @@ export function failedRecords(response: unknown, batch: readonly ReceivedMessage
   if (!validResponse(response, batch)) return new Set(batch.map((m) => m.messageId));
   const failures = (response as SQSBatchResponse | undefined | null)?.batchItemFailures ?? [];
   return new Set(failures.map((f) => f.itemIdentifier));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }

@@ -15,8 +15,9 @@ import { readRunStatus, transitionRun } from '../pipeline/run-status.ts';
 import type { QueueSet } from '../ports/queue-set.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import { type LearnerOutputLine, type LearnerState, LearnerStateSchema } from '../schemas/learner-stdio.ts';
-import { RunIdSchema } from '../schemas/messages/run-event.ts';
+import { newRunId, RunIdSchema } from '../schemas/messages/run-event.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
+import { pause } from '../tools/limits.ts';
 import { keys } from '../topology.ts';
 import { EmbeddedPipeline, learnerPython } from './embedded.ts';
 import type { InvocationResult } from './event-source-mapping.ts';
@@ -62,17 +63,6 @@ export interface TrainResult {
   readonly seconds: number;
 }
 
-/** `quickstart-20250101-120000`: the config's name and the start time (unique per second and per workdir). */
-export function newRunId(config: RunConfig, now = new Date()): string {
-  const slug =
-    config.name
-      .toLowerCase()
-      .replace(/[^a-z0-9._-]+/g, '-')
-      .replace(/^-+|-+$/g, '') || 'run';
-  const t = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `${slug.slice(0, 100)}-${t}`;
-}
-
 export async function train(opts: TrainOptions): Promise<TrainResult> {
   const started = Date.now();
   const configDir = dirname(resolve(opts.configPath));
@@ -80,7 +70,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const { config, configText } = inputs;
 
   const workdir = resolve(opts.workdir);
-  const runId = opts.resume ?? opts.runId ?? newRunId(config);
+  const runId = opts.resume ?? opts.runId ?? newRunId(config.name);
   const idCheck = RunIdSchema.safeParse(runId);
   if (!idCheck.success) throw new ConfigError(`run id ${runId}: ${idCheck.error.issues[0]?.message}`);
   const runDir = join(workdir, 'runs', runId);
@@ -215,18 +205,6 @@ async function waitForEnd(
         }));
       });
     }
-    await sleep(250, signal);
+    await pause(250, signal);
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

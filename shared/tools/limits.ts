@@ -101,6 +101,7 @@ export class RateLimiter {
   }
 }
 
+/** Waits `ms`; rejects with the signal's reason when it aborts (at once if it already has). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
@@ -114,6 +115,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** Waits `ms` or until `signal` aborts, whichever is first; never rejects (for poll loops that check the signal). */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return sleep(ms, signal).catch(() => undefined);
 }
 
 /** Failure of one HTTP attempt; `transient` decides whether it is retried. */

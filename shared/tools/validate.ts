@@ -5,6 +5,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { LRUCache } from 'lru-cache';
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan } from '#shared/parsing/depth';
+import { canonicalJson } from './canonical-json.ts';
 import { MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, sanitizeSchema, UNIQUE_ITEMS_KEYWORD } from './schema.ts';
 import { ToolFailure } from './types.ts';
 
@@ -25,27 +26,14 @@ const ajv = new Ajv({
   messages: true,
 });
 
-/** A key per item such that two items get the same key exactly when they are equal JSON values. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const o = value as Record<string, unknown>;
-    return `{${Object.keys(o)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
 // `uniqueItems` in linear time (one canonical key per item into a Map), where Ajv's own compares object and
-// array items pairwise. Recursion in `canonical` is bounded: arguments deeper than MAX_ARGUMENT_DEPTH never
+// array items pairwise. Recursion in `canonicalJson` is bounded: arguments deeper than MAX_ARGUMENT_DEPTH never
 // reach a validator.
 const uniqueItems = function check(enabled: boolean, data: unknown[]): boolean {
   if (!enabled) return true;
   const seen = new Map<string, number>();
   for (let i = 0; i < data.length; i++) {
-    const key = canonical(data[i]);
+    const key = canonicalJson(data[i]);
     const j = seen.get(key);
     if (j !== undefined) {
       const error: Partial<ErrorObject> = {

@@ -18,6 +18,7 @@ import threading
 import traceback
 from typing import Any
 
+from ..contracts import constants
 from .common import SignalGuard, Terminated, base_parser, setup_logging
 from .stdio import LineWriter
 
@@ -25,9 +26,7 @@ log = logging.getLogger("toolrl_learner.sqs")
 RELEASE_S = 2  # visibility given back to another run's message
 # Message attributes of a dead-lettered message, as the pipeline names them (shared/ports/queue.ts ATTR).
 ATTR_REASON, ATTR_SOURCE, ATTR_RECEIVES = (
-    "toolrl-dead-letter-reason",
-    "toolrl-source-queue",
-    "toolrl-receive-count",
+    constants()["queueAttributes"][name] for name in ("deadLetterReason", "sourceQueue", "receiveCount")
 )
 
 

@@ -1,51 +1,58 @@
-"""The bucket layout, as shared/topology.ts `keys` declares it (keep the two in step)."""
+"""The bucket layout, filled from the key templates shared/topology.ts declares (generated into constants.json)."""
 
 from __future__ import annotations
 
+from ..contracts import constants
+
+
+def _key(name: str, **values: str | int) -> str:
+    return constants()["keys"][name].format(**values)
+
 
 def run_json(run_id: str) -> str:
-    return f"runs/{run_id}/run.json"
+    return _key("runJson", runId=run_id)
 
 
 def input_prefix(run_id: str) -> str:
-    return f"runs/{run_id}/input/"
+    return _key("inputPrefix", runId=run_id)
 
 
 def policy_version(run_id: str, v: int) -> str:
-    return f"runs/{run_id}/policy/v{v}/"
+    return _key("policyVersion", runId=run_id, version=v)
 
 
 def policy_latest(run_id: str) -> str:
-    return f"runs/{run_id}/policy/LATEST.json"
+    return _key("policyLatest", runId=run_id)
 
 
 def group(run_id: str, group_id: str) -> str:
-    return f"runs/{run_id}/groups/{group_id}.json"
+    return _key("group", runId=run_id, groupId=group_id)
 
 
 def checkpoints(run_id: str) -> str:
-    return f"runs/{run_id}/checkpoints/"
+    return _key("checkpointsPrefix", runId=run_id)
 
 
 def checkpoint(run_id: str, step: int, revision: int = 0) -> str:
     """step-<S>/; a rewrite at the same step with new weights goes beside it, to step-<S>-r<k>/."""
-    suffix = f"-r{revision}" if revision else ""
-    return f"runs/{run_id}/checkpoints/step-{step}{suffix}/"
+    if revision:
+        return _key("checkpointRevision", runId=run_id, step=step, revision=revision)
+    return _key("checkpoint", runId=run_id, step=step)
 
 
 def metrics(run_id: str) -> str:
-    return f"runs/{run_id}/metrics/"
+    return _key("metrics", runId=run_id)
 
 
 def learner_state(run_id: str) -> str:
-    return f"runs/{run_id}/learner/state.json"
+    return _key("learnerState", runId=run_id)
 
 
 def dead_letters(run_id: str) -> str:
     """Records of dead-lettered group messages: `<prefix><groupId>/<stage>-<messageId>.json`."""
-    return f"runs/{run_id}/dead-letters/"
+    return _key("deadLetters", runId=run_id)
 
 
 def dead_letter(run_id: str, group_id: str, stage: str, message_id: str) -> str:
     safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in message_id)
-    return f"{dead_letters(run_id)}{group_id}/{stage}-{safe}.json"
+    return _key("deadLetter", runId=run_id, groupId=group_id, stage=stage, messageId=safe)

@@ -57,7 +57,11 @@ function powertoolsLog(fn: FunctionName): Log {
 export interface AwsStageContext extends StageContext {
   /** Scratch space for downloads (policy bundles, tool configs). */
   readonly scratchDir: string;
-  readonly learnerJobs?: BatchLearnerJobs;
+}
+
+/** The run-starter's context: a stage context plus the AWS Batch learner jobs it submits to. */
+export interface AwsRunStarterContext extends AwsStageContext {
+  readonly learnerJobs: BatchLearnerJobs;
 }
 
 /** The context of function `fn` from the environment (AWS_ENDPOINT_URL selects LocalStack). */
@@ -79,15 +83,21 @@ export function awsStageContext(
     log: log ?? powertoolsLog(fn),
     now: () => new Date(),
     scratchDir: join(tmpdir(), 'toolrl'),
-    ...(fn === 'run-starter'
-      ? {
-          learnerJobs: new BatchLearnerJobs(
-            new BatchClient(awsClientConfig(clientOpts)),
-            vars[FUNCTION_ENV.learnerJobQueue]!,
-            vars[FUNCTION_ENV.learnerJobDefinition]!,
-          ),
-        }
-      : {}),
   };
   return ctx;
+}
+
+/** The run-starter's context from the environment, with its learner jobs on AWS Batch. */
+export function awsRunStarterContext(env: NodeJS.ProcessEnv = process.env, log?: Log): AwsRunStarterContext {
+  const vars = readFunctionEnv('run-starter', env);
+  const clientOpts = awsClientOptionsFromEnv(env);
+  const batch = new BatchClient(awsClientConfig(clientOpts));
+  return {
+    ...awsStageContext('run-starter', env, log),
+    learnerJobs: new BatchLearnerJobs(
+      batch,
+      vars[FUNCTION_ENV.learnerJobQueue]!,
+      vars[FUNCTION_ENV.learnerJobDefinition]!,
+    ),
+  };
 }

@@ -1,10 +1,9 @@
 // StableToolBench's API naming and schemas, so per-row tools match what its server and the ToolBench
 // evaluation expect: a function `<api>_for_<tool>` (standardised names, the last 64 characters), RapidAPI
-// parameter types mapped to JSON Schema, `required`/`optional` lists, and the `Finish` function every
-// ToolBench episode ends with.
+// parameter types mapped to JSON Schema and `required`/`optional` lists (the `Finish` function every ToolBench
+// episode ends with is `FINISH_SCHEMA` in `tools/toolbench/finish.ts`).
 
 import type { ToolSchema } from '#shared/schemas/chat';
-import { FINISH_SCHEMA } from '#shared/tools/toolbench/finish';
 
 const DESCRIPTION_MAX = 256;
 const NAME_MAX = 64;
@@ -88,7 +87,3 @@ export function rapidApiToTool(api: RapidApi): { tool: ToolSchema; route: ApiRou
     },
   };
 }
-
-/** The function a ToolBench episode must end with: give the answer, or give up. */
-/** ToolBench's Finish, as the toolbench tool kind defines and runs it. */
-export const FINISH_TOOL: ToolSchema = FINISH_SCHEMA;

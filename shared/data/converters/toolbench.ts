@@ -7,17 +7,13 @@
 //  - StableToolBench queries `{"query", "query_id", "api_list": [...], "relevant APIs": [[tool, api]]}`:
 //    tools are built from `api_list` as StableToolBench names them, plus `Finish`.
 // `extra_info` gets the tools, the category and the routes a StableToolBench server needs (`apis`).
+
+import { parsePythonLiteral } from '#shared/parsing/python-literal';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
+import { FINISH_SCHEMA } from '#shared/tools/toolbench/finish';
 import { InputError, isObject, readRecords, recordObject } from '../records.ts';
 import { chatMessages } from './messages.ts';
-import { parsePythonLiteral } from './python-literal.ts';
-import {
-  type ApiRoute,
-  apiFunctionName,
-  FINISH_TOOL,
-  type RapidApi,
-  rapidApiToTool,
-} from './toolbench-apis.ts';
+import { type ApiRoute, apiFunctionName, type RapidApi, rapidApiToTool } from './toolbench-apis.ts';
 import type { ConvertContext, ConvertedRow, Converter, ConvertResult, RowDraft } from './types.ts';
 
 const API_LIST_MARKER = 'Specifically, you have access to the following APIs:';
@@ -89,7 +85,7 @@ function routesFromNames(tools: ToolSchema[], category: string | undefined): Par
   return tools.flatMap((t) => {
     const name = t.function.name;
     const cut = name.lastIndexOf('_for_');
-    if (name === FINISH_TOOL.function.name || cut <= 0) return [];
+    if (name === FINISH_SCHEMA.function.name || cut <= 0) return [];
     return [
       {
         name,
@@ -183,7 +179,7 @@ function fromQuery(obj: Record<string, unknown>, where: string, callFormat: 'her
       ? [apiFunctionName(pair[1], pair[0])]
       : [],
   );
-  const tools = [...converted.map((c) => c.tool), FINISH_TOOL];
+  const tools = [...converted.map((c) => c.tool), FINISH_SCHEMA];
   const extra: Record<string, unknown> = {
     tools,
     category: converted[0]!.route.category_name,

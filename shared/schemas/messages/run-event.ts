@@ -1,5 +1,7 @@
 // The run-events queue message: S3's notification of a dataset upload under `runs/<runId>/input/`.
 import { z } from 'zod';
+import { KEY_TEMPLATES } from '../../topology.ts';
+import { templatePattern } from '../templates.ts';
 import { S3NotificationSchema } from './s3-event.ts';
 
 /**
@@ -12,15 +14,27 @@ import { S3NotificationSchema } from './s3-event.ts';
 export const RunEventSchema = S3NotificationSchema;
 export type RunEvent = z.infer<typeof RunEventSchema>;
 
-const INPUT_KEY = /^runs\/([^/]+)\/input\/(.+)$/;
+const INPUT_KEY = templatePattern(`${KEY_TEMPLATES.inputPrefix}{file}`, { file: '.+' });
 
 /** `runs/<runId>/input/<file>` -> `{runId, file}`; undefined for any other key. */
 export function parseInputKey(key: string): { runId: string; file: string } | undefined {
-  const m = INPUT_KEY.exec(key);
-  return m ? { runId: m[1]!, file: m[2]! } : undefined;
+  const g = INPUT_KEY.exec(key)?.groups;
+  return g ? { runId: g.runId!, file: g.file! } : undefined;
 }
 
 /** A run id is one key segment of letters, digits, `.`, `_` and `-` (it names S3 prefixes and log streams). */
 export const RunIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'a run id is letters, digits, ".", "_" and "-" (max 128)');
+
+/**
+ * A new run's id: the config's name as a slug, the UTC start time and an optional suffix, e.g.
+ * `calc-grpo-20250101-120000` (embedded runs, unique per second and workdir) or `calc-grpo-20250101-120000-3f9a`
+ * (submitted runs add random hex so two users never collide). Always satisfies RunIdSchema.
+ */
+export function newRunId(name: string, now = new Date(), suffix = ''): string {
+  const trim = (s: string) => s.replace(/^[-._]+|[-._]+$/g, '');
+  const slug = trim(trim(name.toLowerCase().replace(/[^a-z0-9._-]+/g, '-')).slice(0, 96)) || 'run';
+  const t = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return suffix ? `${slug}-${t}-${suffix}` : `${slug}-${t}`;
+}

@@ -1,10 +1,11 @@
 // ToolBench's `Finish` function: how a ToolBench episode ends, with an answer or by giving up. Defined here once:
 // the dataset converter writes this schema into rows, and the toolbench tool kind runs it.
+import type { ToolSchema } from '#shared/schemas/chat';
 import type { Tool } from '../types.ts';
 import { ToolFailure } from '../types.ts';
 
-export const FINISH_SCHEMA = {
-  type: 'function' as const,
+export const FINISH_SCHEMA: ToolSchema = {
+  type: 'function',
   function: {
     name: 'Finish',
     description:

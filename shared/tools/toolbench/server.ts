@@ -4,9 +4,11 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { z } from 'zod';
+import { parsePythonLiteral } from '#shared/parsing/python-literal';
+import { canonicalJson } from '../canonical-json.ts';
 import { HttpError, type RunningServer, type ServeOptions, serveJson } from '../serve.ts';
 import { cachePath } from './names.ts';
-import { canonical, parsePythonLiteral, pythonRepr } from './python-literal.ts';
+import { pythonRepr } from './python-repr.ts';
 
 export const VirtualRequestSchema = z.object({
   category: z.string(),
@@ -41,7 +43,7 @@ export class ToolBenchCache {
       }
     }
     const file = await this.load(parts);
-    const hit = file?.byRepr.get(pythonRepr(input)) ?? file?.byCanonical.get(canonical(input));
+    const hit = file?.byRepr.get(pythonRepr(input)) ?? file?.byCanonical.get(canonicalJson(input));
     if (hit !== undefined) {
       this.hits++;
       return hit as { error: string; response: unknown };
@@ -63,7 +65,7 @@ export class ToolBenchCache {
       entry = { byRepr: new Map(Object.entries(record)), byCanonical: new Map() };
       for (const [k, v] of Object.entries(record)) {
         try {
-          entry.byCanonical.set(canonical(parsePythonLiteral(k)), v);
+          entry.byCanonical.set(canonicalJson(parsePythonLiteral(k)), v);
         } catch {
           // a key that is not a literal can still match by repr
         }

@@ -3,7 +3,7 @@
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { samplingFromConfig } from '#shared/policy/index';
+import { samplingParams } from '#shared/policy/index';
 import { TokenStateSchema, trajectoryTokens } from '#shared/policy/token-state';
 import { ChatTokenizer } from '#shared/policy/tokenizer';
 import { appendMessages, appendTurn, PrefixBreakError, startState } from '#shared/policy/turns';
@@ -46,14 +46,14 @@ function begin(tok: ChatTokenizer) {
 }
 const fakeLogprobs = (ids: number[]) => ids.map((_, i) => -0.1 * (i + 1));
 
-describe('samplingFromConfig', () => {
+describe('samplingParams', () => {
   it('maps the rollout block (verl names) onto the engine', () => {
     const r = RolloutConfigSchema.parse({
       temperature: 0.7,
       top_p: 0.9,
       multi_turn: { max_total_response_length: 64 },
     });
-    expect(samplingFromConfig(r, { seed: 3 })).toEqual({
+    expect(samplingParams(r, 3)).toEqual({
       temperature: 0.7,
       topP: 0.9,
       topK: 0,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RunConfigSchema } from '#shared/schemas/config/run';
-import { EXPORTED, renderJsonSchema } from '#shared/schemas/json-schemas';
+import { CONSTANTS_FILE, EXPORTED, renderConstants, renderJsonSchema } from '#shared/schemas/json-schemas';
 import { RolloutTrajectorySchema } from '#shared/schemas/trajectory';
 
 describe('generated JSON Schemas', () => {
@@ -11,6 +11,14 @@ describe('generated JSON Schemas', () => {
       'utf8',
     );
     expect(committed).toBe(renderJsonSchema(name));
+  });
+
+  it('constants.json (key templates, queue attribute names, id formats) is up to date', () => {
+    const committed = readFileSync(
+      new URL(`../../../shared/schemas/json/${CONSTANTS_FILE}`, import.meta.url),
+      'utf8',
+    );
+    expect(committed).toBe(renderConstants());
   });
 });
 

@@ -1,6 +1,8 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import {
   HttpFailure,
+  pause,
   RateLimiter,
   retryWithBackoff,
   Semaphore,
@@ -54,6 +56,20 @@ describe('limits', () => {
     const outer = new AbortController();
     setTimeout(() => outer.abort(), 10);
     await expect(withTimeout(5000, outer.signal, (s) => sleep(1000, s))).rejects.toBeInstanceOf(ToolFailure);
+  });
+
+  it('sleep rejects with the reason and pause resolves when the signal aborts; neither leaves a listener', async () => {
+    const reason = new Error('stop');
+    await expect(sleep(60_000, AbortSignal.abort(reason))).rejects.toBe(reason);
+    await pause(60_000, AbortSignal.abort(reason)); // already aborted: returns at once, not after a minute
+    const c = new AbortController();
+    const waiting = [sleep(60_000, c.signal), pause(60_000, c.signal)];
+    c.abort(reason);
+    await expect(waiting[0]).rejects.toBe(reason);
+    await expect(waiting[1]).resolves.toBeUndefined();
+    const kept = new AbortController();
+    await Promise.all([sleep(1, kept.signal), pause(1, kept.signal)]);
+    expect(getEventListeners(kept.signal, 'abort')).toHaveLength(0);
   });
 
   it('retries transient HTTP failures only, with growing delays', async () => {

@@ -2,9 +2,11 @@
 // StableToolBench cache), per-row tools, Finish, and the name/literal rules the cache depends on.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parsePythonLiteral } from '#shared/parsing/python-literal';
+import { canonicalJson } from '#shared/tools/canonical-json';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import { cachePath, functionName, splitFunctionName, standardize } from '#shared/tools/toolbench/names';
-import { canonical, parsePythonLiteral, pythonRepr } from '#shared/tools/toolbench/python-literal';
+import { pythonRepr } from '#shared/tools/toolbench/python-repr';
 import { type CliServer, startCliServer } from './cli-server.ts';
 
 const CACHE = fileURLToPath(new URL('../../fixtures/tools/toolbench-cache', import.meta.url));
@@ -33,7 +35,7 @@ describe('ToolBench names and Python literals', () => {
     expect(parsePythonLiteral(repr)).toEqual(value);
     expect(pythonRepr(1e16)).toBe('1e+16');
     expect(pythonRepr(0.00001)).toBe('1e-05');
-    expect(canonical({ b: 1, a: [2] })).toBe(canonical({ a: [2], b: 1 }));
+    expect(canonicalJson({ b: 1, a: [2] })).toBe(canonicalJson({ a: [2], b: 1 }));
     expect(() => parsePythonLiteral('{1: __import__("os")}')).toThrow(/not a Python literal/);
   });
 });

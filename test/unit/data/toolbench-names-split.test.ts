@@ -1,23 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parsePythonLiteral } from '#shared/data/converters/python-literal';
 import { apiFunctionName, standardizeName } from '#shared/data/converters/toolbench-apis';
 import { seededShuffle, splitTrainVal } from '#shared/data/split';
-
-describe('parsePythonLiteral (ToolLLaMA API lists are str(list_of_dicts))', () => {
-  it('reads dicts, lists, tuples, both quote styles, escapes, numbers and constants', () => {
-    expect(
-      parsePythonLiteral(
-        `[{'name': 'a', "d": "it's", 'n': -1.5e3, 'ok': True, 'no': False, 'x': None, 't': (1, 2,), 'u': '\\u00e9\\n\\'q\\''}]`,
-      ),
-    ).toEqual([{ name: 'a', d: "it's", n: -1500, ok: true, no: false, x: null, t: [1, 2], u: "é\n'q'" }]);
-  });
-
-  it('says where the text stops being a literal', () => {
-    expect(() => parsePythonLiteral("[{'a': 1}")).toThrow(/expected "," or "\]" at character 9/);
-    expect(() => parsePythonLiteral("{'a': nan}")).toThrow(/expected a Python literal at character 6/);
-    expect(() => parsePythonLiteral('[1] extra')).toThrow(/unexpected text after the literal/);
-  });
-});
 
 describe("StableToolBench's names", () => {
   it('standardizes tool names and keeps the last 64 characters of function names', () => {

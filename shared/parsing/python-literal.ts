@@ -1,7 +1,9 @@
 // Parses a Python literal (what `str(obj)` prints for dicts, lists, tuples, strings, numbers, True, False,
 // None) into JSON values. ToolLLaMA's training data embeds its API list this way in the system prompt
-// (`... the following APIs: [{'name': ..., 'parameters': {...}}]`), which JSON.parse cannot read. Hand-written
-// because the only npm options evaluate code or parse a different grammar (Python source, not repr).
+// (`... the following APIs: [{'name': ..., 'parameters': {...}}]`) and StableToolBench keys its response cache
+// by `str(tool_input)`; JSON.parse reads neither. Hand-written because the only npm options evaluate code or
+// parse a different grammar (Python source, not repr). `nan` and `inf` are refused: JSON has no such values,
+// and reading them as null would make a cache key match an input it was not written for.
 
 export class PythonLiteralError extends Error {
   override name = 'PythonLiteralError';
@@ -15,20 +17,25 @@ const ESCAPES: Record<string, string> = {
   f: '\f',
   v: '\v',
   a: '\x07',
-  '0': '\0',
   '\\': '\\',
   "'": "'",
   '"': '"',
   '\n': '',
 };
 
+/** Deeper nesting is refused with a PythonLiteralError rather than overflowing the stack. */
+export const MAX_LITERAL_DEPTH = 256;
+
 class Parser {
   pos = 0;
+  depth = 0;
   constructor(readonly text: string) {}
 
   fail(what: string): never {
     const near = this.text.slice(this.pos, this.pos + 30);
-    throw new PythonLiteralError(`${what} at character ${this.pos} (near ${JSON.stringify(near)})`);
+    throw new PythonLiteralError(
+      `not a Python literal: ${what} at character ${this.pos} (near ${JSON.stringify(near)})`,
+    );
   }
 
   skipSpace(): void {
@@ -65,6 +72,7 @@ class Parser {
 
   /** Items up to `close`, with Python's optional trailing comma. */
   items<T>(close: string, item: () => T): T[] {
+    if (++this.depth > MAX_LITERAL_DEPTH) this.fail(`nested deeper than ${MAX_LITERAL_DEPTH}`);
     const out: T[] = [];
     this.skipSpace();
     while (this.text[this.pos] !== close) {
@@ -78,6 +86,7 @@ class Parser {
       }
     }
     this.pos++;
+    this.depth--;
     return out;
   }
 
@@ -112,20 +121,27 @@ class Parser {
       }
       const e = this.text[this.pos++];
       if (e === undefined) this.fail('unterminated string');
-      if (e in ESCAPES) out += ESCAPES[e];
+      if (/[0-7]/.test(e)) {
+        // Octal: up to three digits (`\0`, `\012`)
+        const oct = /^[0-7]{1,3}/.exec(this.text.slice(this.pos - 1))![0];
+        out += String.fromCodePoint(Number.parseInt(oct, 8));
+        this.pos += oct.length - 1;
+      } else if (Object.hasOwn(ESCAPES, e)) out += ESCAPES[e];
       else if (e === 'x' || e === 'u' || e === 'U') {
         const n = e === 'x' ? 2 : e === 'u' ? 4 : 8;
         const hex = this.text.slice(this.pos, this.pos + n);
-        if (!/^[0-9a-fA-F]+$/.test(hex) || hex.length !== n) this.fail(`bad \\${e} escape`);
-        out += String.fromCodePoint(Number.parseInt(hex, 16));
+        const cp = Number.parseInt(hex, 16);
+        if (!/^[0-9a-fA-F]+$/.test(hex) || hex.length !== n || cp > 0x10ffff) this.fail(`bad \\${e} escape`);
+        out += String.fromCodePoint(cp);
         this.pos += n;
       } else out += `\\${e}`; // Python keeps unknown escapes as written
     }
   }
 
   number(): number {
-    const m = /^[-+]?(\d[\d_]*)?(\.\d*)?([eE][-+]?\d+)?/.exec(this.text.slice(this.pos));
-    if (!m || m[0] === '' || m[0] === '-' || m[0] === '+') this.fail('bad number');
+    // At least one digit before or after the point: a lone "." or "-" is not a number.
+    const m = /^[-+]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][-+]?\d+)?/.exec(this.text.slice(this.pos));
+    if (!m) this.fail('bad number');
     this.pos += m[0].length;
     return Number(m[0].replaceAll('_', ''));
   }
