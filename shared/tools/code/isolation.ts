@@ -177,7 +177,11 @@ function systemBinds(extraRoots: string[]): string[] {
     const parts = root.split('/').filter(Boolean);
     for (let i = 1; i < parts.length; i++) {
       const dir = `/${parts.slice(0, i).join('/')}`;
-      if (made.has(dir) || ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'].includes(dir))
+      // /tmp is the program's own tmpfs (mounted first, 1777): left as it is.
+      if (
+        made.has(dir) ||
+        ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/tmp'].includes(dir)
+      )
         continue;
       made.add(dir);
       args.push('--perms', '0755', '--dir', dir);
@@ -204,18 +208,19 @@ export function bwrapArgs(opts: {
 }): string[] {
   return [
     ...namespaceArgs(),
-    ...systemBinds(opts.python.roots),
     '--proc',
     '/proc',
     '--dev',
     '/dev',
     // bwrap makes a tmpfs root-owned 0755; the program's uid (or the mapped user) must write /tmp (TMPDIR).
+    // Mounted before the binds: a venv in a checkout under /tmp (a CI clone) is bound on top of it, not hidden.
     '--perms',
     '1777',
     '--size',
     String(opts.tmpfsBytes),
     '--tmpfs',
     '/tmp',
+    ...systemBinds(opts.python.roots),
     '--perms',
     '1777',
     '--size',

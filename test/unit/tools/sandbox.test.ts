@@ -1,5 +1,7 @@
 // The built-in sandbox against the attacks the issue lists, under bubblewrap (what setup installs)
 // and, for what it promises, in plain-process mode (what holds on Lambda).
+
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -51,6 +53,22 @@ describe('bubblewrap isolation', () => {
       limit: null,
       isolation: 'bwrap',
     });
+  });
+
+  it('runs a venv that lives under /tmp (a checkout there, as a CI clone is): the private /tmp does not hide it', async () => {
+    const venv = join(workRoot, 'venv-under-tmp');
+    const made = spawnSync('/usr/bin/python3', ['-m', 'venv', '--without-pip', venv], { encoding: 'utf8' });
+    expect(made.status, made.stderr).toBe(0);
+    expect(venv.startsWith('/tmp/')).toBe(true);
+    const r = await new PythonSandbox({
+      isolation: 'bwrap',
+      workRoot,
+      python: join(venv, 'bin', 'python'),
+      limits: { wallS: 30, cpuS: 30 },
+    }).run({
+      code: 'import sys\nprint(sys.prefix)\nopen("/tmp/x", "w").write("ok")\nprint(open("/tmp/x").read())',
+    });
+    expect(r).toMatchObject({ exitCode: 0, stdout: `${venv}\nok\n`, isolation: 'bwrap' });
   });
 
   it("shows a traceback with only the program's own frames", async () => {
