@@ -203,6 +203,11 @@ class LearnerSession:
             self.finish()
         return ready
 
+    def _metrics(self) -> MetricsLogger:
+        if self.metrics is None:
+            raise RuntimeError("the session has not started (call start() first)")
+        return self.metrics
+
     # -- what the sharded learner (dist/session.py) does on every rank -----------------------------------
 
     def _build(self, cfg: LearnerConfig) -> Path:
@@ -219,7 +224,7 @@ class LearnerSession:
         fits(model_dir, cfg, 1, self.device)
         self.policy = Policy(cfg, model_dir, self.device)
         critic = None
-        if cfg.has_critic:
+        if cfg.critic_model_path is not None:
             from .critic import Critic
 
             critic_dir = resolve_model_dir(cfg.critic_model_path, self.workdir)
@@ -285,6 +290,8 @@ class LearnerSession:
         from .sft import local_sft_data
 
         where = f"stages[{stage}].overrides.trainer.sft.data" if stage else "trainer.sft.data"
+        if cfg.sft_data is None:
+            raise ValueError(f"{where}: no SFT data to train on")
         return local_sft_data(self.store, cfg.sft_data, self.workdir, where)
 
     def _stage_sft(self, stage: str) -> None:
@@ -480,7 +487,7 @@ class LearnerSession:
             )  # peak RSS (KiB -> GiB)
         self.dropped_since_step = 0
         with self.timer.phase("metrics"):
-            self.metrics.log(row)  # the JSONL line, TensorBoard, and every so often the reward plot
+            self._metrics().log(row)  # the JSONL line, TensorBoard, and every so often the reward plot
         self.emit({"type": "step", "step": st.step, "metrics": row})
         if st.step % self.cfg.publish_every == 0:
             self._publish(st.policy_version + 1)
@@ -573,7 +580,7 @@ class LearnerSession:
             self._commit()
         self.done = True
         self._write_state()
-        self.metrics.close()
+        self._metrics().close()
         self.emit({"type": "done"})
 
     def interrupt(self) -> None:

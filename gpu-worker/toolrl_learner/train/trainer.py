@@ -56,8 +56,6 @@ def compute_advantages(
     every token (the outcome reward sits on the last one); outcome estimators (grpo, dr_grpo, rloo) get
     the sequence total r - kl_coef * sum_t kl_t before the group baseline.
     """
-    if cfg.use_kl_in_reward and (old_logprobs is None or ref_logprobs is None):
-        raise ValueError("use_kl_in_reward needs the old and the reference log-probs")
     n_seq = batch.num_seqs
     seq_ids = batch.seq_ids.to(device)  # [N]
     ones = torch.ones(batch.num_loss_tokens, device=device)  # [N] every loss token is sampled
@@ -66,6 +64,8 @@ def compute_advantages(
     token_rewards = adv_fns.outcome_token_rewards(rewards, ones, seq_ids)  # [N]
     metrics: dict[str, float] = {}
     if cfg.use_kl_in_reward:
+        if old_logprobs is None or ref_logprobs is None:
+            raise ValueError("use_kl_in_reward needs the old and the reference log-probs")
         kl = kl_penalty(old_logprobs, ref_logprobs, cfg.kl_penalty)  # [N]
         token_rewards = token_rewards - cfg.kl_coef * kl  # [N]
         rewards = rewards - cfg.kl_coef * segment_sum(kl, seq_ids, n_seq)  # [S]
@@ -81,6 +81,8 @@ def compute_advantages(
     elif cfg.adv_estimator == "reinforce_pp":
         advantages = adv_fns.reinforce_pp_advantages(token_rewards, ones, seq_ids, n_seq, gamma=cfg.gamma)
     elif cfg.adv_estimator == "gae":
+        if old_values is None:
+            raise ValueError("gae needs the old values (a critic, or a value head on the policy)")
         advantages, returns = adv_fns.gae_advantages(
             token_rewards, old_values, ones, seq_ids, n_seq, gamma=cfg.gamma, lam=cfg.lam
         )
@@ -186,6 +188,8 @@ class Trainer:
         )
         critic_metrics: dict[str, float] = {}
         if self.critic is not None:
+            if returns is None or old_values is None:
+                raise ValueError("a critic trains on GAE's returns: set algorithm.adv_estimator to gae")
             with phase("critic"):
                 critic_metrics = self.critic.update(cfg, batch, returns, old_values, self.step_count)
         # verl's critic warm-up: the first critic_warmup steps train the critic alone.
@@ -349,6 +353,8 @@ class Trainer:
             entropy_coeff=cfg.entropy_coeff,
         )
         if gae:
+            if out.values is None or returns is None or old_v is None:
+                raise ValueError("the value head's loss needs its values, GAE's returns and the old values")
             vloss, vmetrics = value_loss(
                 out.values, old_v[idx], returns[idx], mask, aggregate, cliprange_value=cfg.cliprange_value
             )
