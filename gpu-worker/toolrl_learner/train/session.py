@@ -27,6 +27,7 @@ import torch
 
 from ..config import LearnerConfig
 from ..contracts import ContractError, validate
+from ..scored_group import ScoredGroup
 from ..storage import BlobNotFound, BlobStore, keys
 from .batch import group_staleness
 from .checkpoint import TrainerState, load_latest_checkpoint, save_checkpoint
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 Emit = Callable[[dict[str, Any]], None]
 
 
-def has_signal(group: dict[str, Any], cfg: LearnerConfig) -> bool:
+def has_signal(group: ScoredGroup, cfg: LearnerConfig) -> bool:
     """False when the estimator can get no advantage out of the group: all rewards equal (DAPO's filter),
     or a single sample for a group-relative estimator (no baseline)."""
     rewards = [t["reward"] for t in group["trajectories"]]
@@ -93,7 +94,7 @@ class LearnerSession:
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.done = False
         self.metrics: MetricsLogger | None = None
-        self.buffer: list[dict[str, Any]] = []
+        self.buffer: list[ScoredGroup] = []
         self.batch_arrivals = 0
         self.pending_commit: list[str] = []  # ids settled since the last checkpoint
         self.in_flight: set[str] = set()  # ids buffered or trained but not yet committed
@@ -305,7 +306,7 @@ class LearnerSession:
 
     # -- groups -----------------------------------------------------------------------------------------
 
-    def resolve(self, line: dict[str, Any]) -> dict[str, Any]:
+    def resolve(self, line: dict[str, Any]) -> ScoredGroup:
         """A ScoredGroup from an inline group or a queue message (manifest read, sha256 checked, validated)."""
         if "group" in line:
             group = line["group"]
@@ -320,12 +321,12 @@ class LearnerSession:
                 raise ContractError(
                     f"{line['manifestKey']}: groupId {group.get('groupId')!r} != {line['groupId']!r}"
                 )
-        check_scored_group(group)
-        if group["runId"] != self.run_id:
+        scored = check_scored_group(group)
+        if scored["runId"] != self.run_id:
             raise ContractError(
-                f"group {group['groupId']} belongs to run {group['runId']}, not {self.run_id}"
+                f"group {scored['groupId']} belongs to run {scored['runId']}, not {self.run_id}"
             )
-        return group
+        return scored
 
     def offer(self, line: dict[str, Any]) -> None:
         """Take one group (inline or by reference); may run a step, publish, checkpoint and finish."""
@@ -382,7 +383,7 @@ class LearnerSession:
         if self._should_stop():
             self.finish()
 
-    def _place_ordered(self, position: int | None, gid: str, group: dict[str, Any] | None) -> None:
+    def _place_ordered(self, position: int | None, gid: str, group: ScoredGroup | None) -> None:
         """Deterministic runs: hold the group at its position; train every batch that is now complete, in order."""
         assert self.ordered is not None
         if position is None:

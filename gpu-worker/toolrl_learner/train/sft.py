@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ..config import LearnerConfig
+from ..scored_group import ScoredGroup, Trajectory
 from ..storage import BlobNotFound, BlobStore
 from .batch import LearnerBatch
 from .comm import LOCAL, LocalComm
@@ -96,19 +97,33 @@ def tokenize_demonstration(
     return ids, mask
 
 
-def _as_group(step: int, sequences: list[tuple[list[int], list[int]]]) -> dict[str, Any]:
-    trajectories = [
+def _as_group(step: int, sequences: list[tuple[list[int], list[int]]]) -> ScoredGroup:
+    """Demonstrations as a scored group, so the policy's packed forward (LearnerBatch) takes them as they are."""
+    trajectories: list[Trajectory] = [
         {
+            "sampleIndex": i,
             "tokenIds": ids,
+            "promptLength": mask.index(1) if 1 in mask else len(mask),
             "lossMask": mask,
             "behaviorLogprobs": [0.0] * len(ids),
             "policyVersions": [0] * len(ids),
-            "reward": 0.0,
+            "finishReason": "eos",
             "turns": [],
+            "messages": [],
+            "reward": 0.0,
+            "rewardComponents": {},
         }
-        for ids, mask in sequences
+        for i, (ids, mask) in enumerate(sequences)
     ]
-    return {"groupId": f"sft-{step}", "trajectories": trajectories}
+    return {
+        "schemaVersion": 1,
+        "runId": "sft",
+        "groupId": f"sft-{step}",
+        "promptId": f"sft-{step}",
+        "epoch": 0,
+        "dataSource": "sft",
+        "trajectories": trajectories,
+    }
 
 
 def local_sft_data(store: BlobStore, key: str, workdir: Path, where: str = "trainer.sft.data") -> Path:
