@@ -18,7 +18,7 @@ import math
 import resource
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -243,7 +243,7 @@ class LearnerSession:
             trainer=self.trainer,
         )
 
-    def _train_step(self, groups: list[dict[str, Any]], policy_version: int) -> dict[str, float]:
+    def _train_step(self, groups: Sequence[ScoredGroup], policy_version: int) -> dict[str, float]:
         return self.trainer.step(groups, policy_version)
 
     def _rollout_model(self) -> torch.nn.Module:

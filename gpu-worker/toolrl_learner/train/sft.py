@@ -17,7 +17,7 @@ from ..config import LearnerConfig
 from ..scored_group import ScoredGroup, Trajectory
 from ..storage import BlobNotFound, BlobStore
 from .batch import LearnerBatch
-from .comm import LOCAL, LocalComm
+from .comm import LOCAL, Comm
 from .optim import build_optimizer, lr_at, set_lr
 from .policy import Policy
 
@@ -163,7 +163,7 @@ def warmup_keep(step: int, cfg: LearnerConfig, longest: int) -> int | None:
 
 
 def run_sft(
-    policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None, comm: LocalComm = LOCAL
+    policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None, comm: Comm = LOCAL
 ) -> list[dict[str, float]]:
     """cfg.sft_steps AdamW steps of cfg.sft_batch_size demonstrations each (a seeded shuffle, cycling); during
     the first cfg.sft_context_warmup_steps, each demonstration's context is cut (sequence length warmup).

@@ -21,7 +21,7 @@ from ..algos.value_loss import value_loss
 from ..config import LearnerConfig
 from ..scored_group import ScoredGroup
 from .batch import LearnerBatch
-from .comm import LOCAL, LocalComm
+from .comm import LOCAL, Comm
 from .critic import Critic
 from .micro_step import BatchTokens, MicroStep, ValueTargets
 from .minibatch import loss_totals, micro_aggregate, mini_batches
@@ -117,7 +117,7 @@ class Trainer:
         policy: Policy,
         stage_cfgs: dict[str, LearnerConfig] | None = None,
         critic: Critic | None = None,
-        comm: LocalComm = LOCAL,
+        comm: Comm = LOCAL,
     ) -> None:
         """comm: how the step is spread over processes (the sharded learner's, dist/comm.py; else one)."""
         self.cfg = cfg
