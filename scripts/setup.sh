@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Creates gpu-worker/.venv from gpu-worker/requirements.lock (idempotent: skipped when the lock is
-# unchanged since the last install). `--relock` recompiles the lock from requirements.in first.
+# Creates gpu-worker/.venv from the learner's runtime lock (gpu-worker/requirements.lock, what the GPU image
+# installs) and its dev lock (requirements-dev.lock: pytest, ruff, onnxruntime), idempotent: skipped when
+# neither lock changed since the last install. `--relock` recompiles both from their .in files first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=gpu-worker/.venv
 lock=gpu-worker/requirements.lock
+dev_lock=gpu-worker/requirements-dev.lock
 stamp=$venv/.lock.sha256
 
 py=${TOOLRL_PYTHON:-}
@@ -26,12 +28,15 @@ fi
 if [ "${1:-}" = "--relock" ]; then
   "$venv/bin/uv" pip compile gpu-worker/requirements.in -o "$lock" --python-version 3.11 \
     --python-platform x86_64-manylinux_2_28 --no-header -q
+  # Against the runtime pins (requirements-dev.in has `-c requirements.lock`), so no dev tool moves one.
+  "$venv/bin/uv" pip compile gpu-worker/requirements-dev.in -o "$dev_lock" --python-version 3.11 \
+    --python-platform x86_64-manylinux_2_28 --no-header -q
 fi
 
-want=$(sha256sum "$lock" | cut -d' ' -f1)
+want=$(cat "$lock" "$dev_lock" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing the learner's pinned dependencies into $venv (torch is large; a few minutes on first run)"
-  VIRTUAL_ENV=$PWD/$venv "$venv/bin/uv" pip sync -q "$lock"
+  VIRTUAL_ENV=$PWD/$venv "$venv/bin/uv" pip sync -q "$lock" "$dev_lock"
   VIRTUAL_ENV=$PWD/$venv "$venv/bin/uv" pip install -q uv==0.13.9
   echo "$want" > "$stamp"
 fi

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import bfcl_eval
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+
 from toolrl_bfcl.envs import Entry, new_token, release, run_calls
 
 DATA = Path(bfcl_eval.__file__).parent / "data"
@@ -91,28 +92,21 @@ def main(limit: int) -> int:
     os.rmdir(scratch)
 
     def bucket(lo, hi):
-        return {
-            m: statistics.fmean([ms for k, ms in v if lo <= k <= hi] or [0.0])
-            for m, v in times.items()
-        }
+        return {m: statistics.fmean([ms for k, ms in v if lo <= k <= hi] or [0.0]) for m, v in times.items()}
 
     print(
         json.dumps(
             {
                 "calls": len(times["live"]),
                 "trajectories": len(per_trajectory["live"]),
-                "meanMsPerCall": {
-                    m: statistics.fmean(ms for _, ms in v) for m, v in times.items()
-                },
+                "meanMsPerCall": {m: statistics.fmean(ms for _, ms in v) for m, v in times.items()},
                 "byHistory": {
                     "0-2": bucket(0, 2),
                     "3-5": bucket(3, 5),
                     "6-9": bucket(6, 9),
                     "10+": bucket(10, 10**6),
                 },
-                "meanMsPerTrajectory": {
-                    m: statistics.fmean(v) for m, v in per_trajectory.items()
-                },
+                "meanMsPerTrajectory": {m: statistics.fmean(v) for m, v in per_trajectory.items()},
                 "callsPerTrajectory": {
                     "mean": statistics.fmean(lengths),
                     "max": max(lengths),

@@ -43,6 +43,7 @@ def _rss() -> float:
 
 def child(name: str, device: str) -> dict:
     import torch
+
     from toolrl_learner.config import LearnerConfig
     from toolrl_learner.model.modeling import CausalLM, init_weights, skip_init
     from toolrl_learner.model.tiny import TinySpec, spec_config
@@ -111,9 +112,7 @@ def table(rows: list[dict], device: str) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
-        top = ", ".join(
-            f"{k} {v}" for k, v in sorted(r["parts"].items(), key=lambda kv: -kv[1])[:3]
-        )
+        top = ", ".join(f"{k} {v}" for k, v in sorted(r["parts"].items(), key=lambda kv: -kv[1])[:3])
         out.append(
             f"| {r['case']} | {r['tokens']} | {r['plannedGb']:.2f} | {r['measuredGb']:.2f} | {r['ratio']:.2f} | {top} |"
         )
@@ -125,9 +124,7 @@ def main() -> int:
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--device", default="cpu")
     p.add_argument("--child", help=argparse.SUPPRESS)
-    p.add_argument(
-        "--write", action="store_true", help="replace the table in BENCHMARKS.md"
-    )
+    p.add_argument("--write", action="store_true", help="replace the table in BENCHMARKS.md")
     args = p.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.device)))

@@ -229,7 +229,9 @@ def main() -> int:
         default="auto",
         help="ours: packed attention backend(s), comma-separated, each a variant: auto, padded, per_seq, sdpa",
     )
-    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads in both (default: torch's)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch intra-op threads in both (default: torch's)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variant", choices=("ours", "ref"), help=argparse.SUPPRESS)
     p.add_argument("--shape", help=argparse.SUPPRESS)

@@ -34,6 +34,7 @@ def worker(args) -> None:
         make_sequences,
         model_flops,
     )  # bench/learner/run.py
+
     from toolrl_learner.config import LearnerConfig
     from toolrl_learner.dist.shard import shard_policy
     from toolrl_learner.dist.world import init_world, shutdown
@@ -45,9 +46,7 @@ def worker(args) -> None:
     world = init_world(args.device)
     hf = hf_config(args.shape)
     shape = ModelConfig.from_hf(hf)
-    seqs = make_sequences(
-        args.seqs, args.min_len, args.max_len, hf["vocab_size"], 0.6, seed=0
-    )
+    seqs = make_sequences(args.seqs, args.min_len, args.max_len, hf["vocab_size"], 0.6, seed=0)
     groups = []
     for i in range(0, len(seqs), args.group_size):
         trajs = [
@@ -84,9 +83,7 @@ def worker(args) -> None:
             name = torch.cuda.get_device_name()
             peak = next((v for k, v in PEAK_FLOPS.items() if k in name), None)
             out["device"] = name
-            out["mfu"] = (
-                model_flops(hf, seqs) / step_s / (peak * world.size) if peak else None
-            )
+            out["mfu"] = model_flops(hf, seqs) / step_s / (peak * world.size) if peak else None
             out["peak_gb"] = torch.cuda.max_memory_allocated() / 2**30
         print(json.dumps(out), flush=True)
     shutdown(world)
@@ -100,9 +97,7 @@ def main() -> int:
         default="tiny",
         help="qwen2.5-0.5b, qwen2.5-1.5b or tiny (bench/learner/run.py)",
     )
-    p.add_argument(
-        "--device", default=None, help="cpu or cuda (default: cuda when available)"
-    )
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--seqs", type=int, default=None)
     p.add_argument("--group-size", type=int, default=8)

@@ -23,6 +23,7 @@ def init_weights(model, seed: int) -> None:
 
 def run_ours(args, cfg, seqs, rewards, device):
     import torch
+
     from toolrl_learner.config import LearnerConfig
     from toolrl_learner.model.config import ModelConfig
     from toolrl_learner.model.modeling import CausalLM

@@ -37,9 +37,7 @@ class Bridge:
     """One bridge.ts process; requests are answered in order, one line each."""
 
     def __init__(self, cmd: list[str], cwd: str):
-        self.proc = subprocess.Popen(
-            cmd, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.lock = threading.Lock()
         self.seconds = 0.0
 
@@ -51,9 +49,7 @@ class Bridge:
             line = self.proc.stdout.readline()
         self.seconds += time.perf_counter() - t
         if not line:
-            raise RuntimeError(
-                f"bridge exited ({self.proc.poll()}) on {request.get('op')}"
-            )
+            raise RuntimeError(f"bridge exited ({self.proc.poll()}) on {request.get('op')}")
         return json.loads(line)
 
     def close(self) -> None:
@@ -65,9 +61,7 @@ def rows(path: str) -> list[dict]:
     """verl rows as TRL reads them: the chat `prompt` as it is, the ground truth beside it."""
     out = []
     for r in pq.read_table(path).to_pylist():
-        out.append(
-            {"prompt": r["prompt"], "ground_truth": r["reward_model"]["ground_truth"]}
-        )
+        out.append({"prompt": r["prompt"], "ground_truth": r["reward_model"]["ground_truth"]})
     return out
 
 
@@ -97,9 +91,7 @@ def main(spec_path: str) -> None:
         raise SystemExit(
             f"{spec['model']}: the chat template has no `{TOOLS_LOOP}` to point at the run's tools"
         )
-    tokenizer.chat_template = tokenizer.chat_template.replace(
-        TOOLS_LOOP, PEER_TOOLS_LOOP
-    )
+    tokenizer.chat_template = tokenizer.chat_template.replace(TOOLS_LOOP, PEER_TOOLS_LOOP)
     # toolrl's template writes Qwen's Hermes-style calls; TRL knows how to parse them by Qwen's response template.
     tokenizer.response_template = qwen3_template
     template_kwargs = {"peer_tools": spec["toolSchemas"]}
@@ -108,11 +100,7 @@ def main(spec_path: str) -> None:
     # The same prompt tokens as toolrl's rollout, or the comparison is off: checked on a prompt toolrl sampled.
     ref = spec.get("promptCheck")
     if ref:
-        found = [
-            r["prompt"]
-            for r in train + val
-            if r["prompt"][-1]["content"] == ref["content"]
-        ]
+        found = [r["prompt"] for r in train + val if r["prompt"][-1]["content"] == ref["content"]]
         if not found:
             raise SystemExit(
                 f"no row of {spec['train']} or {spec['val']} asks {ref['content']!r}, which toolrl sampled"
@@ -125,9 +113,7 @@ def main(spec_path: str) -> None:
             tokenize=True,
             **template_kwargs,
         )
-        ids = list(
-            ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
-        )
+        ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
         if ids != ref["tokenIds"]:
             raise SystemExit(
                 "TRL's prompt differs from toolrl's for the same row:\n"
@@ -137,13 +123,8 @@ def main(spec_path: str) -> None:
     stash: dict[str, list[float]] = {}
 
     def toolcall(prompts, completions, completion_ids, ground_truth, **_):
-        texts = [
-            tokenizer.decode(ids, skip_special_tokens=False) for ids in completion_ids
-        ]
-        episodes = [
-            {"completion": t, "groundTruth": g}
-            for t, g in zip(texts, ground_truth, strict=True)
-        ]
+        texts = [tokenizer.decode(ids, skip_special_tokens=False) for ids in completion_ids]
+        episodes = [{"completion": t, "groundTruth": g} for t, g in zip(texts, ground_truth, strict=True)]
         scores = bridge.ask({"op": "score", "episodes": episodes})["scores"]
         stash["accuracy"] = [s["components"]["toolcall/final_answer"] for s in scores]
         return [s["score"] for s in scores]
@@ -166,9 +147,7 @@ def main(spec_path: str) -> None:
             timeline["steps"].append({"step": state.global_step, "t": time.time()})
 
         def on_log(self, args, state, control, logs=None, **kwargs):
-            timeline["logs"].append(
-                {"step": state.global_step, "t": time.time(), **(logs or {})}
-            )
+            timeline["logs"].append({"step": state.global_step, "t": time.time(), **(logs or {})})
 
     class Trainer(GRPOTrainer):
         def evaluate(self, *a, **kw):
@@ -201,10 +180,7 @@ def main(spec_path: str) -> None:
     timeline["trainStart"] = time.time()
     trainer.train()
     timeline["trainEnd"] = time.time()
-    if (
-        not timeline["evals"]
-        or timeline["evals"][-1]["step"] != trainer.state.global_step
-    ):
+    if not timeline["evals"] or timeline["evals"][-1]["step"] != trainer.state.global_step:
         trainer.evaluate()
     timeline["bridgeSeconds"] = bridge.seconds
     bridge.close()

@@ -16,7 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+from jsonschema import validators
+from jsonschema.protocols import Validator
 
 
 class ContractError(ValueError):
@@ -41,9 +42,9 @@ def constants() -> dict[str, Any]:
 
 
 @cache
-def _validator(name: str) -> jsonschema.protocols.Validator:
+def _validator(name: str) -> Validator:
     schema = json.loads((_schema_dir() / f"{name}.schema.json").read_text())
-    cls = jsonschema.validators.validator_for(schema)
+    cls = validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema)
 

@@ -28,8 +28,8 @@ def aggregate_loss(
     num_seqs: int,
     mode: str,
     *,
-    num_tokens: float | None = None,
-    num_loss_seqs: float | None = None,
+    num_tokens: float | Tensor | None = None,
+    num_loss_seqs: float | Tensor | None = None,
     norm_constant: float | None = None,
 ) -> Tensor:
     """Reduce per-token `loss` [N] to a scalar.

@@ -69,6 +69,7 @@ def policy_loss(
     surrogate = -advantages * ratio  # [N]
     clipped_surrogate = -advantages * clipped_ratio  # [N]
     pg_losses = torch.maximum(surrogate, clipped_surrogate)  # [N]
+    dual_clipped: Tensor | None = None
     if clip_ratio_c is not None:
         dual = torch.minimum(pg_losses, -advantages * clip_ratio_c)  # [N]
         dual_clipped = (advantages < 0) & (dual < pg_losses)  # [N]
@@ -89,7 +90,7 @@ def policy_loss(
         "ppo_kl": masked_mean(old_logprobs - logprobs, mask).detach(),
         "ratio_mean": masked_mean(ratio, mask).detach(),
     }
-    if clip_ratio_c is not None:
+    if dual_clipped is not None:
         metrics["dual_clip_frac"] = masked_mean(dual_clipped.to(mask.dtype), mask).detach()
     if kl is not None:
         kl_loss = aggregate(kl, mask)

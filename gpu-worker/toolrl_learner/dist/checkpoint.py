@@ -84,7 +84,7 @@ def _apply(policy: Policy, trainer, state: dict[str, Any]) -> None:
 def load_dcp(folder: Path, policy: Policy, trainer=None) -> None:
     """Load a sharded checkpoint's `dcp/` into this process's policy (and optimizer): resharded to however
     this process holds them (whole, for the single-process learner)."""
-    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 
     state = _state(policy, trainer)
     group = None
@@ -92,7 +92,7 @@ def load_dcp(folder: Path, policy: Policy, trainer=None) -> None:
         from .world import current_world
 
         group = current_world().commands
-    dcp.load(state, checkpoint_id=str(folder / DCP), process_group=group)
+    dcp_load(state, checkpoint_id=str(folder / DCP), process_group=group)
     _apply(policy, trainer, state)
 
 
@@ -112,12 +112,14 @@ def save_sharded(
 ) -> None:
     """Every rank: write checkpoint step-<state.step> (all ranks' shards, then rank 0's marker). Only rank
     0's `state` is used (the other ranks pass a placeholder)."""
-    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
     # rank 0 picks the folder: step-<S>/, or a new revision beside a complete one (train/checkpoint.py)
     box = [next_prefix(store, run_id, state.step) if world.leader else None]
     torch.distributed.broadcast_object_list(box, src=0, group=world.commands)
-    prefix: str = box[0]
+    prefix = box[0]
+    if prefix is None:
+        raise RuntimeError("rank 0 sent no checkpoint folder")
     if world.leader:
         for stale in store.list(prefix):  # leftovers of an interrupted attempt; never a complete checkpoint
             store.delete(stale)
@@ -126,7 +128,7 @@ def save_sharded(
     folder = Path(local).parent if local is not None else Path(workdir) / f"ckpt-{prefix.rstrip('/').rsplit('/', 1)[-1]}-rank{world.rank}"
     try:
         (folder / DCP).mkdir(parents=True, exist_ok=True)
-        dcp.save(_state(policy, trainer), checkpoint_id=str(folder / DCP), process_group=world.commands)
+        dcp_save(_state(policy, trainer), checkpoint_id=str(folder / DCP), process_group=world.commands)
         if world.leader:
             torch.save(_rng_state(), folder / "rng.pt")
         files = {}

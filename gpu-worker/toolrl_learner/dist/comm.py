@@ -10,6 +10,7 @@ them (gradient divide factor 1), not to average a mean of per-rank means.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -17,6 +18,9 @@ from torch import Tensor, nn
 from ..train.batch import LearnerBatch
 from ..train.packing import MicroBatch, build_micro_batch, plan_micro_batches
 from .world import World
+
+if TYPE_CHECKING:
+    from torch.distributed.fsdp import FSDPModule
 
 
 def assign_sequences(lengths: list[int], ranks: int) -> list[list[int]]:
@@ -59,7 +63,7 @@ def plan_rank_micro_batches(lengths: list[int], budget: int, ranks: int) -> list
 
 
 class ShardedComm:
-    def __init__(self, world: World, roots: list[nn.Module]) -> None:
+    def __init__(self, world: World, roots: list[FSDPModule]) -> None:
         """roots: the FSDP root modules (the policy, the reference), resharded after no-grad passes."""
         self.world = world
         self.size = world.size

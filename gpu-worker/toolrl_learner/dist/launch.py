@@ -68,7 +68,7 @@ def _fail(command: list[str], message: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolrl_learner launch", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m toolrl_learner launch", description=(__doc__ or "").partition("\n")[0])
     p.add_argument("--nproc-per-node", type=int, required=True, help="learner processes on this node (GPUs)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the learner command and its flags (stdio, sqs)")
     args = p.parse_args(argv)

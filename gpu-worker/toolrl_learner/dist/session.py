@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import Tensor, nn
 
 from ..config import LearnerConfig
+from ..scored_group import ScoredGroup
 from ..storage import BlobStore
 from ..train.checkpoint import TrainerState, complete_prefix, rewrite_marker
 from ..train.policy import Policy, resolve_model_dir
@@ -35,6 +37,9 @@ from ..train.trainer import Trainer
 from .checkpoint import load_sharded, save_sharded
 from .shard import build_sharded
 from .world import World, node_first
+
+if TYPE_CHECKING:
+    from peft.tuners.lora import LoraLayer
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +71,8 @@ def refuse_critic(cfg: LearnerConfig, ranks: int) -> None:
         )
 
 
-def _build(cfg: LearnerConfig, stage_cfgs, world: World, workdir: Path) -> tuple[Path, Policy, Trainer]:
+def _build(
+    cfg: LearnerConfig, stage_cfgs: dict[str, LearnerConfig], world: World, workdir: Path) -> tuple[Path, Policy, Trainer]:
     if cfg.num_gpus != world.size and world.leader:
         log.warning(
             "trainer.num_gpus is %d; this learner runs as %d ranks (the launcher's world size decides)",
@@ -84,6 +90,8 @@ def _sft_path(store: BlobStore, cfg: LearnerConfig, stage: str | None, world: Wo
     from ..train.sft import local_sft_data
 
     where = f"stages[{stage}].overrides.trainer.sft.data" if stage else "trainer.sft.data"
+    if cfg.sft_data is None:
+        raise ValueError(f"{where}: no SFT data to train on")
     with node_first(world):
         return local_sft_data(store, cfg.sft_data, workdir, where)
 
@@ -95,7 +103,11 @@ def gather_rollout_model(policy: Policy) -> nn.Module | None:
 
     from ..model.modeling import CausalLM
 
-    full = get_model_state_dict(policy.base, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    # A full state dict of a module holds tensors only (the declared ValueType also covers optimizer state).
+    full = cast(
+        "dict[str, Tensor]",
+        get_model_state_dict(policy.base, options=StateDictOptions(full_state_dict=True, cpu_offload=True)),
+    )
     if torch.distributed.get_rank() != 0:
         return None
     state: dict[str, Tensor] = {}
@@ -104,7 +116,7 @@ def gather_rollout_model(policy: Policy) -> nn.Module | None:
             continue
         if name.endswith(".base_layer.weight") and policy.peft is not None:
             layer = name.removesuffix(".base_layer.weight")
-            module = policy.base.get_submodule(layer)
+            module = cast("LoraLayer", policy.base.get_submodule(layer))  # a .base_layer is peft's LoRA layer
             w = t.float()
             for a in module.active_adapters:
                 lora_a, lora_b = full[f"{layer}.lora_A.{a}.weight"], full[f"{layer}.lora_B.{a}.weight"]
@@ -147,14 +159,17 @@ class ShardedSession(LearnerSession):
         self.channel.send("sft", cfg=cfg, stage=stage)
         return _sft_path(self.store, cfg, stage, self.world, self.workdir)
 
-    def _train_step(self, groups: list[dict[str, Any]], policy_version: int) -> dict[str, float]:
+    def _train_step(self, groups: Sequence[ScoredGroup], policy_version: int) -> dict[str, float]:
         log.info("step %d: %d groups on %d ranks", self.state.step + 1, len(groups), self.world.size)
         self.channel.send("step", groups=groups, version=policy_version, total_steps=self.trainer.total_steps)
         return super()._train_step(groups, policy_version)
 
     def _rollout_model(self) -> nn.Module:
         self.channel.send("gather")
-        return gather_rollout_model(self.policy)
+        model = gather_rollout_model(self.policy)
+        if model is None:
+            raise RuntimeError("rank 0 got no merged rollout model")
+        return model
 
     def _save_checkpoint(self, weights_unchanged: bool) -> None:
         prefix = complete_prefix(self.store, self.run_id, self.state.step)
@@ -174,8 +189,7 @@ def follow(store: BlobStore, run_id: str, world: World) -> int:
     """Ranks 1..N-1: do what rank 0 says until it says stop; returns rank 0's exit code."""
     from ..train.sft import run_sft
 
-    policy: Policy | None = None
-    trainer: Trainer | None = None
+    built: tuple[Policy, Trainer] | None = None
     workdir = Path(".")
     while True:
         name, args = Channel(world).receive()
@@ -183,22 +197,27 @@ def follow(store: BlobStore, run_id: str, world: World) -> int:
             workdir = Path(args["workdir"])
             workdir.mkdir(parents=True, exist_ok=True)
             _, policy, trainer = _build(args["cfg"], args["stage_cfgs"], world, workdir)
-        elif name == "load":
-            load_sharded(store, run_id, policy, trainer, world, workdir)
-        elif name == "sft":
-            path = _sft_path(store, args["cfg"], args["stage"], world, workdir)
-            run_sft(policy, args["cfg"], path, comm=trainer.comm)
-        elif name == "step":
-            trainer.total_steps = args["total_steps"]
-            trainer.step(args["groups"], args["version"])
-        elif name == "gather":
-            gather_rollout_model(policy)
-        elif name == "save":
-            save_sharded(store, run_id, policy, trainer, TrainerState(), world, workdir)
+            built = (policy, trainer)
         elif name == "stop":
             return int(args["exit_code"])
-        else:
+        elif name not in ("load", "sft", "step", "gather", "save"):
             raise RuntimeError(f"unknown command {name!r} from rank 0")
+        elif built is None:
+            raise RuntimeError(f"{name!r} from rank 0 before build")
+        else:
+            policy, trainer = built
+            if name == "load":
+                load_sharded(store, run_id, policy, trainer, world, workdir)
+            elif name == "sft":
+                path = _sft_path(store, args["cfg"], args["stage"], world, workdir)
+                run_sft(policy, args["cfg"], path, comm=trainer.comm)
+            elif name == "step":
+                trainer.total_steps = args["total_steps"]
+                trainer.step(args["groups"], args["version"])
+            elif name == "gather":
+                gather_rollout_model(policy)
+            else:  # save
+                save_sharded(store, run_id, policy, trainer, TrainerState(), world, workdir)
 
 
 def run_follower(root: str, run_id: str, world: World) -> int:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 
@@ -23,10 +25,13 @@ from ..train.trainer import Trainer
 from .comm import ShardedComm
 from .world import World
 
+if TYPE_CHECKING:
+    from torch.distributed.fsdp import FSDPModule
+
 log = logging.getLogger(__name__)
 
 
-def _fsdp_units(model: nn.Module, world: World, cfg: LearnerConfig, offload: bool) -> nn.Module:
+def _fsdp_units(model: nn.Module, world: World, cfg: LearnerConfig, offload: bool) -> FSDPModule:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import (
         CPUOffloadPolicy,
@@ -59,6 +64,8 @@ def _fsdp_units(model: nn.Module, world: World, cfg: LearnerConfig, offload: boo
             m.set_gradient_divide_factor(1.0)
             if world.backend == "gloo":
                 m.set_force_sum_reduction_for_comms(True)  # gloo has no pre-multiplied sum
+    if not isinstance(model, FSDPModule):  # fully_shard swaps the module's class to an FSDPModule subclass
+        raise RuntimeError(f"fully_shard left {type(model).__name__} unsharded")
     return model
 
 

@@ -108,8 +108,9 @@ def init_world(device_flag: str | None = None) -> World:
         torch.cuda.set_device(device)
     dist = torch.distributed
     if not dist.is_initialized():
-        kw = {"device_id": device} if device.type == "cuda" else {}
-        dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT, **kw)
+        dist.init_process_group(
+            backend, timeout=COLLECTIVE_TIMEOUT, device_id=device if device.type == "cuda" else None
+        )
     commands = dist.new_group(backend="gloo", timeout=COMMAND_TIMEOUT)
     log.info("rank %d of %d (local %d of %d) on %s, %s", rank, size, local_rank, local_size, device, backend)
     global _current

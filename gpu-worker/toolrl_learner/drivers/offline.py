@@ -27,7 +27,7 @@ def _load_config(path: str | None):
 
 
 def main(argv: list[str]) -> int:
-    p = base_parser("offline", __doc__.splitlines()[0])
+    p = base_parser("offline", (__doc__ or "").partition("\n")[0])
     p.add_argument("--groups", required=True, help="JSONL of scored groups")
     p.add_argument(
         "--root", required=True, help="blob store root for outputs (folder or s3://bucket[/prefix])"

@@ -97,7 +97,7 @@ class SqsDriver:
     def queue_arn(self) -> str:
         if self._arn is None:
             attrs = self.client.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])
-            self._arn = attrs["Attributes"]["QueueArn"]
+            self._arn = str(attrs["Attributes"]["QueueArn"])
         return self._arn
 
     def emit(self, msg: dict[str, Any]) -> None:
@@ -165,7 +165,7 @@ class SqsDriver:
 
 
 def main(argv: list[str]) -> int:
-    p = base_parser("sqs", __doc__.splitlines()[0])
+    p = base_parser("sqs", (__doc__ or "").partition("\n")[0])
     bucket = os.environ.get("TOOLRL_BUCKET")
     p.add_argument(
         "--root", default=f"s3://{bucket}" if bucket else None, help="s3://bucket (env TOOLRL_BUCKET)"

@@ -82,7 +82,7 @@ def parse_line(raw: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    p = base_parser("stdio", __doc__.splitlines()[0])
+    p = base_parser("stdio", (__doc__ or "").partition("\n")[0])
     p.add_argument("--root", required=True, help="blob store root: a folder, or s3://bucket[/prefix]")
     args = p.parse_args(argv)
     if not args.run_id:

@@ -53,9 +53,10 @@ def _time_one(sess, cfg: dict, g: int, prompt: int, steps: int, shared: bool) ->
     t0 = time.perf_counter()
     out = dict(zip(names, sess.run(None, feeds), strict=True))
     prefill = time.perf_counter() - t0
-    step_times = []
+    step_times: list[float] = []
+    bufs: dict[str, ort.OrtValue] = {}
+    cache: dict[str, np.ndarray] = {}
     if shared:
-        bufs = {}
         for k in kv:
             b = np.zeros((g, hkv, prompt + steps, d), np.float32)
             b[:, :, :prompt] = out[f"present.{k}"]
@@ -168,7 +169,7 @@ def projections(n: int, k: int, threads: int, repeats: int = 21) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m toolrl_learner.export.bench_graph", description=__doc__.splitlines()[0]
+        prog="python -m toolrl_learner.export.bench_graph", description=(__doc__ or "").partition("\n")[0]
     )
     p.add_argument(
         "--preset", default="qwen2.5-0.5b", help="tiny preset (or `tiny` for the quick-start model)"

@@ -93,8 +93,8 @@ def _write_manifest(
         if f.is_file() and f.name != MANIFEST_FILE and not f.name.endswith(".tmp"):
             size = f.stat().st_size
             entry = (known or {}).get(f.name)
-            same = entry is not None and entry.get("bytes") == size
-            files[f.name] = {"sha256": entry["sha256"] if same else _sha256(f), "bytes": size}
+            sha = entry["sha256"] if entry is not None and entry.get("bytes") == size else _sha256(f)
+            files[f.name] = {"sha256": sha, "bytes": size}
     manifest = {
         "schemaVersion": 1,
         "version": version,

@@ -11,7 +11,9 @@ import time
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolrl_learner export", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m toolrl_learner export", description=(__doc__ or "").partition("\n")[0]
+    )
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--model", help="Hugging Face model folder (config.json, safetensors, tokenizer)")
     source.add_argument(

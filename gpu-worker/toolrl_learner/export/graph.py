@@ -22,7 +22,7 @@ from .onnx_builder import BOOL, FLOAT, GraphBuilder
 
 def rotary(g: GraphBuilder, x: str, cos: str, sin: str, half: int) -> str:
     """x [B, S, H, D] -> x*cos + rotate_half(x)*sin, with cos/sin [B, S, 1, D]."""
-    x1, x2 = g.op("Split", [x, g.const([half, half])], axis=-1, n_out=2)
+    x1, x2 = g.ops("Split", [x, g.const([half, half])], 2, axis=-1)
     rotated = g.op("Concat", [g.op("Neg", [x2]), x1], axis=-1)
     return g.op("Add", [g.op("Mul", [x, cos]), g.op("Mul", [rotated, sin])])
 

@@ -114,6 +114,8 @@ def build_contrib_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Gra
     g.uses_ms_domain = True
 
     def final_norm() -> str:
+        if pending is None:
+            raise ValueError("the model has no decoder layers (num_hidden_layers = 0)")
         last_out, last_res = keep_last(g, cfg, io, pending), keep_last(g, cfg, io, residual)
         return skip_rms_norm(g, last_out, last_res, "model.norm.weight", eps)[0]
 

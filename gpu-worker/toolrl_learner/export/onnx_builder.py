@@ -6,7 +6,10 @@ data layout fully under our control, which is what lets a new policy version rep
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -22,14 +25,25 @@ class GraphBuilder:
         self.outputs: list[onnx.ValueInfoProto] = []
         self.uses_ms_domain = False
         self._counter = 0
-        self._consts: dict[tuple, str] = {}
+        self._consts: dict[tuple[str, tuple[int, ...], bytes], str] = {}
 
     def _fresh(self, hint: str) -> str:
         self._counter += 1
         return f"/{hint}/{self._counter}"
 
-    def op(self, op_type: str, inputs: list[str], name: str | None = None, n_out: int = 1, **attrs):
-        """Append a node; return its output name (or a list of names when n_out > 1)."""
+    def op(self, op_type: str, inputs: list[str], name: str | None = None, **attrs: Any) -> str:
+        """Append a single-output node; return its output name."""
+        return self._node(op_type, inputs, name, 1, attrs)[0]
+
+    def ops(
+        self, op_type: str, inputs: list[str], n_out: int, name: str | None = None, **attrs: Any
+    ) -> list[str]:
+        """Append a node with `n_out` outputs; return their names."""
+        return self._node(op_type, inputs, name, n_out, attrs)
+
+    def _node(
+        self, op_type: str, inputs: list[str], name: str | None, n_out: int, attrs: dict[str, Any]
+    ) -> list[str]:
         domain = attrs.pop("domain", "")
         if domain == MS_DOMAIN:
             self.uses_ms_domain = True
@@ -38,9 +52,9 @@ class GraphBuilder:
         self.nodes.append(
             helper.make_node(op_type, inputs, outs, name=f"{base}_node", domain=domain, **attrs)
         )
-        return outs[0] if n_out == 1 else outs
+        return outs
 
-    def const(self, value, dtype=np.int64, name: str | None = None) -> str:
+    def const(self, value: Any, dtype: npt.DTypeLike = np.int64, name: str | None = None) -> str:
         """An inline (not external) initializer; identical small constants are shared."""
         arr = np.asarray(value, dtype=dtype)
         key = (arr.dtype.str, arr.shape, arr.tobytes())
@@ -52,11 +66,11 @@ class GraphBuilder:
             self._consts[key] = cname
         return cname
 
-    def input(self, name: str, elem_type: int, shape: list) -> str:
+    def input(self, name: str, elem_type: int, shape: list[str | int]) -> str:
         self.inputs.append(helper.make_tensor_value_info(name, elem_type, shape))
         return name
 
-    def output(self, value: str, name: str, elem_type: int, shape: list) -> None:
+    def output(self, value: str, name: str, elem_type: int, shape: list[str | int]) -> None:
         """Expose `value` under `name` (Identity when they differ)."""
         if value != name:
             self.nodes.append(helper.make_node("Identity", [value], [name], name=f"{name}_identity"))

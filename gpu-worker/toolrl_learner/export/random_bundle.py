@@ -21,7 +21,7 @@ from .graph_common import QuantSpec
 from .weights import DATA_FILE, bundle_tensors, external_initializer, layout_hash, write_data_file
 
 
-class RandomState(Mapping):
+class RandomState(Mapping[str, torch.Tensor]):
     """A state dict whose tensors are made when read: N(0, std) matrices, unit norms, zero biases, each from
     a generator seeded by (seed, name), so a tensor read twice (a tied embedding) is the same both times."""
 

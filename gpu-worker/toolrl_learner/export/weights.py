@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,7 +76,7 @@ def layer_linear_names(cfg, i: int) -> list[str]:
 
 
 def bundle_tensors(
-    state: dict[str, torch.Tensor], cfg, quantization: str = "none", block_size: int = 32
+    state: Mapping[str, torch.Tensor], cfg, quantization: str = "none", block_size: int = 32
 ) -> list[TensorEntry]:
     """The exported tensors in file order, named as the graph names its initializers.
 

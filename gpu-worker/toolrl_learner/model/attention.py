@@ -13,6 +13,8 @@ Backends behind one function, chosen per call:
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 
@@ -100,7 +102,9 @@ def packed_causal_attention(
         if max_seqlen is None:
             max_seqlen = int((cu[1:] - cu[:-1]).max().item())
         # Flash Attention takes fewer KV heads than query heads as they are (GQA), so K/V are not repeated.
-        return varlen_attn(q, k, v, cu, cu, max_seqlen, max_seqlen, scale=scale, window_size=(-1, 0))
+        out = varlen_attn(q, k, v, cu, cu, max_seqlen, max_seqlen, scale=scale, window_size=(-1, 0))
+        # Only with return_aux does varlen_attn return (output, aux); without it, the output alone.
+        return cast(torch.Tensor, out)
     gqa = hq != hkv
     if backend in ("auto", "padded"):
         return _padded_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, gqa)

@@ -54,7 +54,7 @@ class _ChunkedLogprobs(torch.autograd.Function):
             for s in range(0, t, chunk_size):
                 e = min(s + chunk_size, t)
                 z, lse, logp[s:e] = _chunk_stats(h_all[s:e], w, targets[s:e], temperature)
-                if with_entropy:
+                if ent is not None:
                     p = torch.softmax(z, dim=-1)
                     ent[s:e] = lse - (p * z).sum(-1)  # H = lse - sum_v p_v z_v
                 if keep:
@@ -73,7 +73,8 @@ class _ChunkedLogprobs(torch.autograd.Function):
         return (logp, ent) if with_entropy else (logp, torch.empty(0, device=hidden.device))
 
     @staticmethod
-    def backward(ctx, grad_logp, grad_ent):
+    def backward(ctx, *grad_outputs):
+        grad_logp, grad_ent = grad_outputs
         hidden, weight, targets = ctx.saved_tensors
         if not ctx.with_entropy:
             grad_ent = None  # the placeholder output

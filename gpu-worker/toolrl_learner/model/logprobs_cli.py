@@ -106,7 +106,9 @@ def compute(model, seqs: list[dict], temperature: float) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolrl_learner logprobs", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m toolrl_learner logprobs", description=(__doc__ or "").partition("\n")[0]
+    )
     p.add_argument("--model", required=True, help="Hugging Face model folder")
     p.add_argument("--input", required=True, help="JSON file (generate output or trajectories); - for stdin")
     p.add_argument("--temperature", type=float, default=1.0)

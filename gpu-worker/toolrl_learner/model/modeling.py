@@ -128,6 +128,8 @@ class DecoderModel(nn.Module):
 
 
 class CausalLM(nn.Module):
+    inv_freq: torch.Tensor  # a buffer; declared so attribute access is typed as the tensor it is
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = config
@@ -203,13 +205,18 @@ def pack(sequences: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, tor
     return torch.cat(sequences), pos, cu
 
 
+def _no_init(self: nn.Module) -> None:
+    pass
+
+
 @contextlib.contextmanager
 def skip_init() -> Iterator[None]:
     """Build modules without running their default init (for weights that are overwritten right after).
 
     Cheaper than constructing on the meta device, whose init ops pull in torch._dynamo (seconds of import)."""
     saved = nn.Linear.reset_parameters, nn.Embedding.reset_parameters
-    nn.Linear.reset_parameters = nn.Embedding.reset_parameters = lambda self: None
+    nn.Linear.reset_parameters = _no_init
+    nn.Embedding.reset_parameters = _no_init
     try:
         yield
     finally:

@@ -14,7 +14,9 @@ def main(argv: list[str]) -> int:
     from .tiny import PRESETS, TinySpec
 
     d = TinySpec()
-    p = argparse.ArgumentParser(prog="python -m toolrl_learner tiny", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m toolrl_learner tiny", description=(__doc__ or "").partition("\n")[0]
+    )
     p.add_argument("--out", required=True, help="output folder (created; existing model files are replaced)")
     p.add_argument(
         "--preset", choices=sorted(PRESETS), help="real Qwen2.5 dimensions and vocabulary, random weights"

@@ -26,7 +26,9 @@ def _load(path: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolrl_learner plan", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m toolrl_learner plan", description=(__doc__ or "").partition("\n")[0]
+    )
     p.add_argument("config", help="run config (YAML, or JSON; - reads JSON from stdin)")
     p.add_argument("--base-dir", help="folder model.path is relative to (default: the config's)")
     p.add_argument("--gpus", type=int, help="GPUs (default: trainer.num_gpus)")

@@ -151,7 +151,9 @@ def plan_memory(
     on_gpu = device == "cuda"
     b = 2 if (on_gpu and cfg.dtype == "bf16") else 4
     w = gpus if sharded else 1
-    p_train = lora_parameters(shape, cfg.lora_rank, cfg.lora_target_modules) if cfg.use_lora else p
+    p_train = (
+        lora_parameters(shape, cfg.lora_rank, cfg.lora_target_modules) if cfg.lora_rank is not None else p
+    )
     if cfg.adv_estimator == "gae":
         p_train += shape.hidden_size + 1
     parts: dict[str, float] = {}

@@ -26,26 +26,34 @@ class BlobStore(Protocol):
 
     def get_bytes(self, key: str) -> bytes:
         """The object's bytes; raises BlobNotFound."""
+        ...
 
     def put_bytes(self, key: str, data: bytes) -> None:
         """Write atomically: readers see the old object or the whole new one."""
+        ...
 
     def put_if_absent(self, key: str, data: bytes) -> bool:
         """Write only if no object has the key; False (and nothing written) otherwise."""
+        ...
 
     def exists(self, key: str) -> bool: ...
 
     def list(self, prefix: str) -> list[str]:
         """Keys starting with `prefix`, sorted."""
+        ...
 
     def delete(self, key: str) -> None:
         """Remove the object (no error if missing)."""
+        ...
 
     def put_file(self, key: str, path: Path) -> None:
         """Upload a local file (streamed; large weights)."""
+        ...
 
     def get_file(self, key: str, path: Path) -> None:
         """Download to a local file; raises BlobNotFound."""
+        ...
 
     def local_path(self, key: str) -> Path | None:
         """Where the object lives on this machine for a folder store (write/read in place); None for S3."""
+        ...

@@ -8,14 +8,16 @@ projection runs on sampled tokens alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor
 
+from ..scored_group import ScoredGroup, Trajectory
 
-def group_staleness(group: dict[str, Any], policy_version: int) -> int:
+
+def group_staleness(group: ScoredGroup, policy_version: int) -> int:
     """How many versions behind `policy_version` the group's oldest sampled token is (0 if none)."""
     versions = [
         v
@@ -26,7 +28,7 @@ def group_staleness(group: dict[str, Any], policy_version: int) -> int:
     return policy_version - min(versions) if versions else 0
 
 
-def tool_calls(trajectory: dict[str, Any]) -> int:
+def tool_calls(trajectory: Trajectory) -> int:
     return sum(len(turn.get("toolCalls") or []) for turn in trajectory.get("turns") or [])
 
 
@@ -62,7 +64,7 @@ class LearnerBatch:
         return [int(t.shape[0]) for t in self.token_ids]
 
     @classmethod
-    def from_groups(cls, groups: list[dict[str, Any]], policy_version: int) -> LearnerBatch:
+    def from_groups(cls, groups: Sequence[ScoredGroup], policy_version: int) -> LearnerBatch:
         token_ids, rewards, group_index, positions, targets, behavior, tcalls = [], [], [], [], [], [], []
         finish: list[str] = []
         comps: dict[str, list[float]] = {}

@@ -91,7 +91,10 @@ def _sha256(path: Path) -> str:
 
 
 def _rng_state() -> dict[str, Any]:
-    algorithm, key, pos, has_gauss, cached = np.random.get_state()
+    legacy = np.random.get_state(legacy=True)
+    if not isinstance(legacy, tuple):  # legacy=True promises the MT19937 tuple; numpy's stubs allow a dict
+        raise TypeError(f"numpy.random.get_state(legacy=True) returned {type(legacy).__name__}")
+    algorithm, key, pos, has_gauss, cached = legacy
     # numpy's key as a tensor, so the file holds nothing a weights-only unpickler refuses
     numpy_state = (algorithm, torch.from_numpy(key.astype(np.int64)), pos, has_gauss, cached)
     state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": numpy_state}
@@ -135,6 +138,8 @@ def _write_files(
 def _save_adapter(policy: Policy, out: Path) -> None:
     """A standard peft adapter folder (adapter_config.json + adapter_model.safetensors, fp32), so
     `PeftModel.from_pretrained(base, <checkpoint>/adapter)` (or AutoPeftModelForCausalLM) opens it."""
+    if policy.peft is None:
+        raise ValueError("an adapter checkpoint needs a LoRA policy (model.lora)")
     policy.peft.save_pretrained(str(out))
     config_path = out / "adapter_config.json"
     config = json.loads(config_path.read_text())

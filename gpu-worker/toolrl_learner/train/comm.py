@@ -5,12 +5,30 @@ share of the micro-batches and sums the partial results, so the trainer and SFT 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
 from .batch import LearnerBatch
 from .packing import MicroBatch, pack_batch, pack_sequences
+
+
+class Comm(Protocol):
+    """What the trainer and SFT ask of the way a step is spread: LocalComm here, or dist/comm.py's ShardedComm."""
+
+    size: int
+    rank: int
+
+    def micro_batches(
+        self, batch: LearnerBatch, budget: int, seqs: list[int] | None = None
+    ) -> list[MicroBatch]: ...
+
+    def all_sum(self, t: Tensor) -> Tensor: ...
+
+    def clip_grad_norm(self, params: Iterable[torch.nn.Parameter], max_norm: float) -> Tensor: ...
+
+    def after_no_grad(self) -> None: ...
 
 
 class LocalComm:

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from ..algos.value_loss import value_loss
 from ..config import LearnerConfig
 from .batch import LearnerBatch
+from .lora import lora_config
 from .minibatch import loss_totals, micro_aggregate, mini_batches
 from .optim import build_optimizer, lr_at, set_lr
 from .packing import MicroBatch, pack_sequences
@@ -34,19 +35,18 @@ class Critic:
         self.model_dir = Path(model_dir)
         self.device = device
         self.autocast_dtype = autocast_dtype
-        self.base: nn.Module = load_pretrained(self.model_dir, dtype=torch.float32, device=device)
+        self.base = load_pretrained(self.model_dir, dtype=torch.float32, device=device)
         if cfg.critic_gradient_checkpointing:
             self.base.gradient_checkpointing_enable()
         self.peft = None
         if cfg.critic_lora_rank is not None:
-            from peft import LoraConfig, get_peft_model
+            from peft import get_peft_model
 
-            lora = LoraConfig(
-                r=cfg.critic_lora_rank,
-                lora_alpha=cfg.critic_lora_alpha,
-                lora_dropout=cfg.critic_lora_dropout,
-                target_modules=list(cfg.critic_lora_target_modules),
-                bias="none",
+            lora = lora_config(
+                cfg.critic_lora_rank,
+                cfg.critic_lora_alpha,
+                cfg.critic_lora_dropout,
+                cfg.critic_lora_target_modules,
             )
             self.peft = get_peft_model(self.base, lora)
         self.vocab_size = int(self.base.config.vocab_size)

@@ -8,11 +8,12 @@ the zod schema's refinement requires (not expressible in JSON Schema).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..contracts import ContractError, validate
+from ..scored_group import ScoredGroup
 
 TOKEN_ARRAYS = ("tokenIds", "lossMask", "behaviorLogprobs", "policyVersions")
 
@@ -30,7 +31,7 @@ def light_copy(group: dict[str, Any]) -> dict[str, Any]:
     return {**group, "trajectories": out}
 
 
-def _array(t: dict[str, Any], key: str, where: str, dtype) -> np.ndarray:
+def _array(t: dict[str, Any], key: str, where: str, dtype: type[np.floating]) -> np.ndarray:
     try:
         a = np.asarray(t[key], dtype=dtype)
     except (TypeError, ValueError, OverflowError):
@@ -40,8 +41,8 @@ def _array(t: dict[str, Any], key: str, where: str, dtype) -> np.ndarray:
     return a
 
 
-def check_scored_group(group: dict[str, Any]) -> dict[str, Any]:
-    """Raise ContractError naming the failing path; return the group unchanged."""
+def check_scored_group(group: dict[str, Any]) -> ScoredGroup:
+    """Raise ContractError naming the failing path; return the group unchanged, typed as what it now is."""
     validate("scored-group", light_copy(group))
     for i, t in enumerate(group["trajectories"]):
         where = f"trajectories/{i}"
@@ -65,4 +66,4 @@ def check_scored_group(group: dict[str, Any]) -> dict[str, Any]:
             raise ContractError(f"scored-group: {where}/policyVersions: not all integers >= -1")
         if t["promptLength"] > n:
             raise ContractError(f"scored-group: {where}/promptLength: {t['promptLength']} > {n} tokens")
-    return group
+    return cast(ScoredGroup, group)  # checked above against the contract

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..scored_group import ScoredGroup
+
 # Versions kept after the newest settled batch: the feeder needs the one after t - max_staleness, and it is at
 # most max_staleness + 1 batches behind (the schema caps max_staleness well below this in deterministic runs).
 KEEP_VERSIONS = 16
@@ -21,7 +23,7 @@ class Arrival:
     """One position of a batch: the group to judge at release, or None when it was dropped on arrival (invalid)."""
 
     position: int
-    group: dict[str, Any] | None
+    group: ScoredGroup | None
 
 
 @dataclass
@@ -34,7 +36,7 @@ class OrderedBatches:
     def batch_of(self, position: int) -> int:
         return position // self.batch_prompts
 
-    def add(self, position: int, group: dict[str, Any] | None) -> None:
+    def add(self, position: int, group: ScoredGroup | None) -> None:
         if self.batch_of(position) < self.settled:
             raise ValueError(
                 f"position {position} belongs to batch {self.batch_of(position)}, settled already"

@@ -3,7 +3,7 @@ padding), each micro-batch one concatenated row with cu_seqlens so attention sta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -58,11 +58,8 @@ class MicroBatch:
         return int(self.seq_index.shape[0])
 
     def to(self, device: torch.device | str) -> MicroBatch:
-        moved = {
-            k: (v.to(device, non_blocking=True) if isinstance(v, Tensor) else v)
-            for k, v in vars(self).items()
-        }
-        return MicroBatch(**moved)
+        moved = {k: v.to(device, non_blocking=True) for k, v in vars(self).items() if isinstance(v, Tensor)}
+        return replace(self, **moved)
 
 
 def build_micro_batch(batch: LearnerBatch, seqs: list[int]) -> MicroBatch:
@@ -82,7 +79,7 @@ def build_micro_batch(batch: LearnerBatch, seqs: list[int]) -> MicroBatch:
         input_ids=torch.cat(ids),
         position_ids=torch.cat(pos),
         cu_seqlens=torch.tensor(cu, dtype=torch.int32),
-        max_seqlen=max(batch.token_ids[s].shape[0] for s in seqs),
+        max_seqlen=max(int(batch.token_ids[s].shape[0]) for s in seqs),
         seq_index=torch.tensor(seqs, dtype=torch.long),
         pred_rows=torch.cat(rows),
         targets=batch.targets[token_index],

@@ -14,12 +14,17 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
 from ..config import LearnerConfig
+from .lora import lora_config
 from .packing import MicroBatch
+
+if TYPE_CHECKING:
+    from ..model.modeling import CausalLM
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +112,7 @@ class Policy:
     """Owns the modules; the trainer owns the optimiser."""
 
     def __init__(
-        self, cfg: LearnerConfig, model_dir: Path, device: torch.device, base: nn.Module | None = None
+        self, cfg: LearnerConfig, model_dir: Path, device: torch.device, base: CausalLM | None = None
     ) -> None:
         """base: an already built CausalLM on `device` (benchmarks with random weights); else loaded from model_dir."""
         from ..model.hf_io import load_pretrained
@@ -121,23 +126,17 @@ class Policy:
             log.info(
                 "model.dtype bf16 on %s: computing in fp32 (bf16 autocast is used on a GPU)", device.type
             )
-        self.base: nn.Module = (
+        self.base: CausalLM = (
             base if base is not None else load_pretrained(self.model_dir, dtype=torch.float32, device=device)
         )
         if cfg.gradient_checkpointing:
             self.base.gradient_checkpointing_enable()
         self.peft = None
-        self.reference: nn.Module | None = None
-        if cfg.use_lora:
-            from peft import LoraConfig, get_peft_model
+        self.reference: CausalLM | None = None
+        if cfg.lora_rank is not None:
+            from peft import get_peft_model
 
-            lora = LoraConfig(
-                r=cfg.lora_rank,
-                lora_alpha=cfg.lora_alpha,
-                lora_dropout=cfg.lora_dropout,
-                target_modules=list(cfg.lora_target_modules),
-                bias="none",
-            )
+            lora = lora_config(cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout, cfg.lora_target_modules)
             # Injects LoRA layers into self.base in place; self.base.forward_hidden then runs them.
             self.peft = get_peft_model(self.base, lora)
         elif cfg.needs_reference:
@@ -206,7 +205,7 @@ class Policy:
 
     def _forward(
         self,
-        model: nn.Module,
+        model: CausalLM,
         mb: MicroBatch,
         *,
         entropy: bool,
@@ -252,7 +251,7 @@ class Policy:
     # -- rollout weights --------------------------------------------------------------------------------
 
     @torch.no_grad()
-    def rollout_model(self) -> nn.Module:
+    def rollout_model(self) -> CausalLM:
         """A plain CausalLM (CPU, fp32) with the weights rollouts should use: LoRA merged into the base."""
         from ..model.modeling import CausalLM
 
@@ -270,8 +269,10 @@ class Policy:
                 continue
             state[name.replace(".base_layer.", ".")] = p.detach().to("cpu", torch.float32)
         for name, module in lora_layers.items():
-            delta = sum(module.get_delta_weight(a) for a in module.active_adapters)
-            state[f"{name}.weight"] = (module.base_layer.weight.detach().float() + delta.float()).cpu()
+            weight = module.base_layer.weight.detach().float()
+            for a in module.active_adapters:
+                weight = weight + module.get_delta_weight(a).float()
+            state[f"{name}.weight"] = weight.cpu()
         cfg = self.base.config
         with torch.device("meta"):
             merged = CausalLM(cfg)

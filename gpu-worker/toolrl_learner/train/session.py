@@ -18,7 +18,7 @@ import math
 import resource
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import torch
 
 from ..config import LearnerConfig
 from ..contracts import ContractError, validate
+from ..scored_group import ScoredGroup
 from ..storage import BlobNotFound, BlobStore, keys
 from .batch import group_staleness
 from .checkpoint import TrainerState, load_latest_checkpoint, save_checkpoint
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 Emit = Callable[[dict[str, Any]], None]
 
 
-def has_signal(group: dict[str, Any], cfg: LearnerConfig) -> bool:
+def has_signal(group: ScoredGroup, cfg: LearnerConfig) -> bool:
     """False when the estimator can get no advantage out of the group: all rewards equal (DAPO's filter),
     or a single sample for a group-relative estimator (no baseline)."""
     rewards = [t["reward"] for t in group["trajectories"]]
@@ -93,7 +94,7 @@ class LearnerSession:
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.done = False
         self.metrics: MetricsLogger | None = None
-        self.buffer: list[dict[str, Any]] = []
+        self.buffer: list[ScoredGroup] = []
         self.batch_arrivals = 0
         self.pending_commit: list[str] = []  # ids settled since the last checkpoint
         self.in_flight: set[str] = set()  # ids buffered or trained but not yet committed
@@ -203,6 +204,11 @@ class LearnerSession:
             self.finish()
         return ready
 
+    def _metrics(self) -> MetricsLogger:
+        if self.metrics is None:
+            raise RuntimeError("the session has not started (call start() first)")
+        return self.metrics
+
     # -- what the sharded learner (dist/session.py) does on every rank -----------------------------------
 
     def _build(self, cfg: LearnerConfig) -> Path:
@@ -219,7 +225,7 @@ class LearnerSession:
         fits(model_dir, cfg, 1, self.device)
         self.policy = Policy(cfg, model_dir, self.device)
         critic = None
-        if cfg.has_critic:
+        if cfg.critic_model_path is not None:
             from .critic import Critic
 
             critic_dir = resolve_model_dir(cfg.critic_model_path, self.workdir)
@@ -237,7 +243,7 @@ class LearnerSession:
             trainer=self.trainer,
         )
 
-    def _train_step(self, groups: list[dict[str, Any]], policy_version: int) -> dict[str, float]:
+    def _train_step(self, groups: Sequence[ScoredGroup], policy_version: int) -> dict[str, float]:
         return self.trainer.step(groups, policy_version)
 
     def _rollout_model(self) -> torch.nn.Module:
@@ -285,6 +291,8 @@ class LearnerSession:
         from .sft import local_sft_data
 
         where = f"stages[{stage}].overrides.trainer.sft.data" if stage else "trainer.sft.data"
+        if cfg.sft_data is None:
+            raise ValueError(f"{where}: no SFT data to train on")
         return local_sft_data(self.store, cfg.sft_data, self.workdir, where)
 
     def _stage_sft(self, stage: str) -> None:
@@ -298,7 +306,7 @@ class LearnerSession:
 
     # -- groups -----------------------------------------------------------------------------------------
 
-    def resolve(self, line: dict[str, Any]) -> dict[str, Any]:
+    def resolve(self, line: dict[str, Any]) -> ScoredGroup:
         """A ScoredGroup from an inline group or a queue message (manifest read, sha256 checked, validated)."""
         if "group" in line:
             group = line["group"]
@@ -313,12 +321,12 @@ class LearnerSession:
                 raise ContractError(
                     f"{line['manifestKey']}: groupId {group.get('groupId')!r} != {line['groupId']!r}"
                 )
-        check_scored_group(group)
-        if group["runId"] != self.run_id:
+        scored = check_scored_group(group)
+        if scored["runId"] != self.run_id:
             raise ContractError(
-                f"group {group['groupId']} belongs to run {group['runId']}, not {self.run_id}"
+                f"group {scored['groupId']} belongs to run {scored['runId']}, not {self.run_id}"
             )
-        return group
+        return scored
 
     def offer(self, line: dict[str, Any]) -> None:
         """Take one group (inline or by reference); may run a step, publish, checkpoint and finish."""
@@ -375,7 +383,7 @@ class LearnerSession:
         if self._should_stop():
             self.finish()
 
-    def _place_ordered(self, position: int | None, gid: str, group: dict[str, Any] | None) -> None:
+    def _place_ordered(self, position: int | None, gid: str, group: ScoredGroup | None) -> None:
         """Deterministic runs: hold the group at its position; train every batch that is now complete, in order."""
         assert self.ordered is not None
         if position is None:
@@ -480,7 +488,7 @@ class LearnerSession:
             )  # peak RSS (KiB -> GiB)
         self.dropped_since_step = 0
         with self.timer.phase("metrics"):
-            self.metrics.log(row)  # the JSONL line, TensorBoard, and every so often the reward plot
+            self._metrics().log(row)  # the JSONL line, TensorBoard, and every so often the reward plot
         self.emit({"type": "step", "step": st.step, "metrics": row})
         if st.step % self.cfg.publish_every == 0:
             self._publish(st.policy_version + 1)
@@ -573,7 +581,7 @@ class LearnerSession:
             self._commit()
         self.done = True
         self._write_state()
-        self.metrics.close()
+        self._metrics().close()
         self.emit({"type": "done"})
 
     def interrupt(self) -> None:

@@ -14,9 +14,10 @@ from typing import Any
 import torch
 
 from ..config import LearnerConfig
+from ..scored_group import ScoredGroup, Trajectory
 from ..storage import BlobNotFound, BlobStore
 from .batch import LearnerBatch
-from .comm import LOCAL, LocalComm
+from .comm import LOCAL, Comm
 from .optim import build_optimizer, lr_at, set_lr
 from .policy import Policy
 
@@ -96,19 +97,33 @@ def tokenize_demonstration(
     return ids, mask
 
 
-def _as_group(step: int, sequences: list[tuple[list[int], list[int]]]) -> dict[str, Any]:
-    trajectories = [
+def _as_group(step: int, sequences: list[tuple[list[int], list[int]]]) -> ScoredGroup:
+    """Demonstrations as a scored group, so the policy's packed forward (LearnerBatch) takes them as they are."""
+    trajectories: list[Trajectory] = [
         {
+            "sampleIndex": i,
             "tokenIds": ids,
+            "promptLength": mask.index(1) if 1 in mask else len(mask),
             "lossMask": mask,
             "behaviorLogprobs": [0.0] * len(ids),
             "policyVersions": [0] * len(ids),
-            "reward": 0.0,
+            "finishReason": "eos",
             "turns": [],
+            "messages": [],
+            "reward": 0.0,
+            "rewardComponents": {},
         }
-        for ids, mask in sequences
+        for i, (ids, mask) in enumerate(sequences)
     ]
-    return {"groupId": f"sft-{step}", "trajectories": trajectories}
+    return {
+        "schemaVersion": 1,
+        "runId": "sft",
+        "groupId": f"sft-{step}",
+        "promptId": f"sft-{step}",
+        "epoch": 0,
+        "dataSource": "sft",
+        "trajectories": trajectories,
+    }
 
 
 def local_sft_data(store: BlobStore, key: str, workdir: Path, where: str = "trainer.sft.data") -> Path:
@@ -148,7 +163,7 @@ def warmup_keep(step: int, cfg: LearnerConfig, longest: int) -> int | None:
 
 
 def run_sft(
-    policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None, comm: LocalComm = LOCAL
+    policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None, comm: Comm = LOCAL
 ) -> list[dict[str, float]]:
     """cfg.sft_steps AdamW steps of cfg.sft_batch_size demonstrations each (a seeded shuffle, cycling); during
     the first cfg.sft_context_warmup_steps, each demonstration's context is cut (sequence length warmup).

@@ -5,7 +5,8 @@ separated by tool-result tokens (loss mask 0)."""
 from __future__ import annotations
 
 import random
-from typing import Any
+
+from ..scored_group import ScoredGroup, Trajectory, Turn
 
 
 def trajectory(
@@ -18,10 +19,10 @@ def trajectory(
     version: int = 0,
     sample_index: int = 0,
     reward_components: dict[str, float] | None = None,
-) -> dict[str, Any]:
+) -> Trajectory:
     """One trajectory: prompt, turn 0, tool result 0, turn 1, ... (tool results are not trained on)."""
     ids, mask = list(prompt), [0] * len(prompt)
-    turn_records = []
+    turn_records: list[Turn] = []
     for i, turn in enumerate(turns):
         start = len(ids)
         ids += turn
@@ -68,8 +69,8 @@ def trajectory(
 
 
 def group(
-    run_id: str, group_id: str, trajectories: list[dict[str, Any]], *, epoch: int = 0, stage=None
-) -> dict:
+    run_id: str, group_id: str, trajectories: list[Trajectory], *, epoch: int = 0, stage: str | None = None
+) -> ScoredGroup:
     for i, t in enumerate(trajectories):
         t["sampleIndex"] = i
     return {
@@ -97,7 +98,7 @@ def random_group(
     turns: int = 2,
     version: int = 0,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> ScoredGroup:
     """G random multi-turn trajectories of one random prompt, rewards 0/1 alternating (always some signal)."""
     rng = random.Random(seed)
     prompt = [rng.randrange(vocab) for _ in range(prompt_len)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -19,18 +19,23 @@ from ..algos.rollout_is import rollout_is_weights
 from ..algos.segments import segment_sum
 from ..algos.value_loss import value_loss
 from ..config import LearnerConfig
+from ..scored_group import ScoredGroup
 from .batch import LearnerBatch
-from .comm import LOCAL, LocalComm
+from .comm import LOCAL, Comm
 from .critic import Critic
+from .micro_step import BatchTokens, MicroStep, ValueTargets
 from .minibatch import loss_totals, micro_aggregate, mini_batches
 from .optim import build_optimizer, lr_at, set_lr
 from .packing import MicroBatch
-from .policy import Policy
+from .policy import ForwardOut, Policy
 from .timing import PhaseTimer
 
 # Metrics that are partial sums of a batch-normalised loss (they add over micro-batches); the others are
 # micro-batch means, weighted by the micro-batch's share of loss tokens.
 _SUMMED = {"pg_loss", "kl_loss", "entropy_loss", "vf_loss"}
+
+# Times a named phase of the step (a PhaseTimer's `phase`; on a GPU, nothing).
+Phase = Callable[[str], contextlib.AbstractContextManager[None]]
 
 
 def _flat(rewards: Tensor, group_relative: bool) -> bool:
@@ -56,8 +61,6 @@ def compute_advantages(
     every token (the outcome reward sits on the last one); outcome estimators (grpo, dr_grpo, rloo) get
     the sequence total r - kl_coef * sum_t kl_t before the group baseline.
     """
-    if cfg.use_kl_in_reward and (old_logprobs is None or ref_logprobs is None):
-        raise ValueError("use_kl_in_reward needs the old and the reference log-probs")
     n_seq = batch.num_seqs
     seq_ids = batch.seq_ids.to(device)  # [N]
     ones = torch.ones(batch.num_loss_tokens, device=device)  # [N] every loss token is sampled
@@ -66,6 +69,8 @@ def compute_advantages(
     token_rewards = adv_fns.outcome_token_rewards(rewards, ones, seq_ids)  # [N]
     metrics: dict[str, float] = {}
     if cfg.use_kl_in_reward:
+        if old_logprobs is None or ref_logprobs is None:
+            raise ValueError("use_kl_in_reward needs the old and the reference log-probs")
         kl = kl_penalty(old_logprobs, ref_logprobs, cfg.kl_penalty)  # [N]
         token_rewards = token_rewards - cfg.kl_coef * kl  # [N]
         rewards = rewards - cfg.kl_coef * segment_sum(kl, seq_ids, n_seq)  # [S]
@@ -81,6 +86,8 @@ def compute_advantages(
     elif cfg.adv_estimator == "reinforce_pp":
         advantages = adv_fns.reinforce_pp_advantages(token_rewards, ones, seq_ids, n_seq, gamma=cfg.gamma)
     elif cfg.adv_estimator == "gae":
+        if old_values is None:
+            raise ValueError("gae needs the old values (a critic, or a value head on the policy)")
         advantages, returns = adv_fns.gae_advantages(
             token_rewards, old_values, ones, seq_ids, n_seq, gamma=cfg.gamma, lam=cfg.lam
         )
@@ -110,7 +117,7 @@ class Trainer:
         policy: Policy,
         stage_cfgs: dict[str, LearnerConfig] | None = None,
         critic: Critic | None = None,
-        comm: LocalComm = LOCAL,
+        comm: Comm = LOCAL,
     ) -> None:
         """comm: how the step is spread over processes (the sharded learner's, dist/comm.py; else one)."""
         self.cfg = cfg
@@ -149,7 +156,7 @@ class Trainer:
 
     # -- the step ---------------------------------------------------------------------------------------
 
-    def step(self, groups: list[dict[str, Any]], policy_version: int) -> dict[str, float]:
+    def step(self, groups: Sequence[ScoredGroup], policy_version: int) -> dict[str, float]:
         t0 = time.perf_counter()
         device = self.policy.device
         if device.type == "cuda":
@@ -184,8 +191,17 @@ class Trainer:
         advantages, returns, adv_metrics = compute_advantages(
             cfg, batch, old_logprobs, old_values, ref_logprobs, device=device
         )
+        # The shared-trunk value head trains with the policy; a separate critic trains on its own, first.
+        value_targets = None
+        if cfg.adv_estimator == "gae" and self.policy.value_head is not None:
+            if returns is None or old_values is None:
+                raise ValueError("the value head's loss needs GAE's returns and the old values")
+            value_targets = ValueTargets(returns, old_values)
+        tokens = BatchTokens(advantages, behavior, old_logprobs, ref_logprobs, value_targets)
         critic_metrics: dict[str, float] = {}
         if self.critic is not None:
+            if returns is None or old_values is None:
+                raise ValueError("a critic trains on GAE's returns: set algorithm.adv_estimator to gae")
             with phase("critic"):
                 critic_metrics = self.critic.update(cfg, batch, returns, old_values, self.step_count)
         # verl's critic warm-up: the first critic_warmup steps train the critic alone.
@@ -220,10 +236,7 @@ class Trainer:
                 scale = 1.0 / (cfg.ppo_epochs * len(plans))
                 self.optimizer.zero_grad(set_to_none=True)
                 for mb in mini:
-                    loss_metrics = self._micro_step(
-                        phase, cfg, mb, m_tok, m_seqs, advantages, returns, behavior, old_logprobs, old_values,
-                        ref_logprobs,
-                    )  # fmt: skip
+                    loss_metrics = self._micro_step(MicroStep(cfg, mb, m_tok, m_seqs, tokens), phase)
                     w = mb.targets.shape[0] / max(1, m_tok)
                     for k, v in loss_metrics.items():
                         # A micro-batch without loss tokens (a rank's padding, sharded) adds nothing: its means
@@ -276,7 +289,12 @@ class Trainer:
         total = self.comm.all_sum(torch.stack([torch.as_tensor(sums[k]).float() for k in names]))
         return dict(zip(names, total.unbind(0), strict=True))
 
-    def _gather(self, mbs: list[MicroBatch], n_tok: int, fn) -> tuple[Tensor, Tensor | None]:
+    def _gather(
+        self,
+        mbs: list[MicroBatch],
+        n_tok: int,
+        fn: Callable[[MicroBatch], ForwardOut | tuple[Tensor, Tensor | None]],
+    ) -> tuple[Tensor, Tensor | None]:
         """Run a no-grad forward over every micro-batch and scatter its per-token outputs to [N] (summed
         over ranks when sharded: each loss token is computed by exactly one of them)."""
         device = self.policy.device
@@ -284,7 +302,7 @@ class Trainer:
         values = None
         for mb in mbs:
             out = fn(mb)
-            lp, v = (out.logprobs, out.values) if hasattr(out, "logprobs") else out
+            lp, v = (out.logprobs, out.values) if isinstance(out, ForwardOut) else out
             logprobs[mb.token_index] = lp
             if v is not None:
                 values = torch.zeros(n_tok, device=device) if values is None else values
@@ -295,15 +313,9 @@ class Trainer:
             values = self.comm.all_sum(values) if values is not None else None
         return logprobs, values
 
-    def _micro_step(
-        self, phase, cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp
-    ):
-        # The shared-trunk value head trains with the policy; a separate critic has trained already.
-        gae = cfg.adv_estimator == "gae" and self.policy.value_head is not None
+    def _micro_step(self, step: MicroStep, phase: Phase) -> dict[str, Tensor]:
         with phase("forward"):
-            loss, metrics, n = self._loss(
-                cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp, gae
-            )
+            loss, metrics, n = self._loss(step)
         if n or self.comm.size > 1:
             # Sharded, every rank runs every backward (its padding micro-batches give zero gradients): the
             # parameter gathers and gradient reductions are collectives.
@@ -311,15 +323,16 @@ class Trainer:
                 loss.backward()
         return {k: v.detach() for k, v in metrics.items()}
 
-    def _loss(self, cfg, mb, n_tok, num_loss_seqs, advantages, returns, behavior, old_lp, old_v, ref_lp, gae):
-        out = self.policy.forward(mb, entropy=True, values=gae)
+    def _loss(self, step: MicroStep) -> tuple[Tensor, dict[str, Tensor], int]:
+        cfg, mb, tokens = step.cfg, step.mb, step.tokens
+        out = self.policy.forward(mb, entropy=True, values=tokens.values is not None)
         idx = mb.token_index
         n, b = idx.shape[0], mb.num_seqs
         mask = torch.ones(n, device=out.logprobs.device)
-        old = old_lp[idx] if old_lp is not None else out.logprobs.detach()  # [n]
+        old = tokens.old_logprobs[idx] if tokens.old_logprobs is not None else out.logprobs.detach()  # [n]
         is_weights, is_metrics = rollout_is_weights(
             old,
-            behavior[idx],
+            tokens.behavior_logprobs[idx],
             mask,
             mb.local_seq_ids,
             b,
@@ -327,13 +340,17 @@ class Trainer:
             mode=cfg.rollout_is_mode,
             threshold=cfg.rollout_is_threshold,
         )
-        aggregate = micro_aggregate(cfg, mb, n_tok, num_loss_seqs)
-        kl = kl_penalty(out.logprobs, ref_lp[idx], cfg.kl_loss_type) if cfg.use_kl_loss else None
+        aggregate = micro_aggregate(cfg, mb, step.num_tokens, step.num_loss_seqs)
+        kl = None
+        if cfg.use_kl_loss:
+            if tokens.ref_logprobs is None:
+                raise ValueError("use_kl_loss needs the reference policy's log-probs")
+            kl = kl_penalty(out.logprobs, tokens.ref_logprobs[idx], cfg.kl_loss_type)
         entropy = out.entropy if (out.entropy is None or cfg.entropy_coeff) else out.entropy.detach()
         loss, metrics = policy_loss(
             out.logprobs,
             old,
-            advantages[idx],
+            tokens.advantages[idx],
             mask,
             mb.local_seq_ids,
             b,
@@ -348,9 +365,16 @@ class Trainer:
             entropy=entropy,
             entropy_coeff=cfg.entropy_coeff,
         )
-        if gae:
+        if tokens.values is not None:
+            if out.values is None:
+                raise ValueError("GAE's value loss needs the policy's value head")
             vloss, vmetrics = value_loss(
-                out.values, old_v[idx], returns[idx], mask, aggregate, cliprange_value=cfg.cliprange_value
+                out.values,
+                tokens.values.old_values[idx],
+                tokens.values.returns[idx],
+                mask,
+                aggregate,
+                cliprange_value=cfg.cliprange_value,
             )
             loss = loss + cfg.vf_coef * vloss
             metrics.update(vmetrics)

@@ -251,9 +251,7 @@ def supervise():
     if cfg["uid"] is None:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to us, to be killed
     start = time.monotonic()
-    signal.signal(
-        signal.SIGUSR1, on_stop
-    )  # before fork: a stop request may come at once
+    signal.signal(signal.SIGUSR1, on_stop)  # before fork: a stop request may come at once
     child = os.fork()
     if child == 0:
         signal.signal(signal.SIGUSR1, signal.SIG_DFL)

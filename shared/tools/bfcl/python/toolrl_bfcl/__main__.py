@@ -10,26 +10,18 @@ import sys
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m toolrl_bfcl")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser(
-        "serve", help="serve the JSON-lines protocol on stdin/stdout"
-    )
+    serve = sub.add_parser("serve", help="serve the JSON-lines protocol on stdin/stdout")
     serve.add_argument(
         "--cache-states",
         type=int,
         default=256,
         help="live states kept between calls (0: replay)",
     )
-    export = sub.add_parser(
-        "export", help="write BFCL entries and ground truth in BFCL's file layout"
-    )
+    export = sub.add_parser("export", help="write BFCL entries and ground truth in BFCL's file layout")
     export.add_argument("--out", required=True)
     export.add_argument("--categories", default="multi_turn_base")
-    export.add_argument(
-        "--ids", default="", help="comma-separated entry ids (default: all)"
-    )
-    export.add_argument(
-        "--limit", type=int, default=None, help="first N entries of each category"
-    )
+    export.add_argument("--ids", default="", help="comma-separated entry ids (default: all)")
+    export.add_argument("--limit", type=int, default=None, help="first N entries of each category")
     sub.add_parser(
         "prepare",
         help="raw entries (JSON lines on stdin) with their classes' function docs, as BFCL's loader prepares them",
@@ -48,9 +40,7 @@ def main(argv: list[str]) -> int:
         except ValueError as err:
             print(f"toolrl_bfcl prepare: {err}", file=sys.stderr)
             return 2
-        sys.stdout.writelines(
-            json.dumps(e, ensure_ascii=False) + "\n" for e in prepared
-        )
+        sys.stdout.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in prepared)
         return 0
     from .export import export as run_export
 

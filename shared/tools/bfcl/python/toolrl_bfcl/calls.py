@@ -67,14 +67,10 @@ def parse_call_string(text: str, methods: dict[str, inspect.Signature]) -> dict:
         raise CallError(f"{text!r} is not a plain function call")
     name = node.func.id
     if name not in methods:
-        raise CallError(
-            f"{text!r} calls {name}, which is not a function of this entry's classes"
-        )
+        raise CallError(f"{text!r} calls {name}, which is not a function of this entry's classes")
     params = [p for p in methods[name].parameters if p != "self"]
     if len(node.args) > len(params):
-        raise CallError(
-            f"{text!r} passes {len(node.args)} positional arguments to {name}"
-        )
+        raise CallError(f"{text!r} passes {len(node.args)} positional arguments to {name}")
     arguments = {}
     try:
         for i, arg in enumerate(node.args):

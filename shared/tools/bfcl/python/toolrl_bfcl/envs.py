@@ -53,9 +53,7 @@ def class_methods(class_name: str) -> dict[str, inspect.Signature]:
         raise EntryError(
             f"class {class_name!r} is not a BFCL multi-turn class; known: {', '.join(MULTI_TURN_CLASSES)}"
         )
-    cls = getattr(
-        importlib.import_module(CLASS_FILE_PATH_MAPPING[class_name]), class_name
-    )
+    cls = getattr(importlib.import_module(CLASS_FILE_PATH_MAPPING[class_name]), class_name)
     return {
         name: inspect.signature(fn)
         for name, fn in inspect.getmembers(cls, predicate=inspect.isfunction)
@@ -95,9 +93,7 @@ class Entry:
     @staticmethod
     def parse(raw) -> "Entry":
         if not isinstance(raw, dict):
-            raise EntryError(
-                "entry must be an object {id, initialConfig, involvedClasses}"
-            )
+            raise EntryError("entry must be an object {id, initialConfig, involvedClasses}")
         entry_id, config, classes = (
             raw.get("id"),
             raw.get("initialConfig"),
@@ -107,14 +103,8 @@ class Entry:
             raise EntryError("entry.id must be a non-empty string")
         if not isinstance(config, dict):
             raise EntryError(f"entry {entry_id}: initialConfig must be an object")
-        if (
-            not isinstance(classes, list)
-            or not classes
-            or not all(isinstance(c, str) for c in classes)
-        ):
-            raise EntryError(
-                f"entry {entry_id}: involvedClasses must be a non-empty list of class names"
-            )
+        if not isinstance(classes, list) or not classes or not all(isinstance(c, str) for c in classes):
+            raise EntryError(f"entry {entry_id}: involvedClasses must be a non-empty list of class names")
         for c in classes:
             class_methods(c)
         return Entry(entry_id, exact_config(entry_id, config), tuple(classes))
@@ -143,9 +133,7 @@ class Entry:
         }
 
     def digest(self) -> str:
-        text = json.dumps(
-            [self.id, self.initial_config, self.involved_classes], sort_keys=True
-        )
+        text = json.dumps([self.id, self.initial_config, self.involved_classes], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -164,9 +152,7 @@ def release(token: str) -> None:
         del names[key]
 
 
-def run_calls(
-    entry: Entry, token: str, call_strings: list[str]
-) -> tuple[list[str], dict]:
+def run_calls(entry: Entry, token: str, call_strings: list[str]) -> tuple[list[str], dict]:
     """Runs call strings on the live instances of `token` (created from initial_config on first use)."""
     return multi_turn_utils.execute_multi_turn_func_call(
         call_strings,
@@ -186,9 +172,7 @@ def call_strings(entry: Entry, calls) -> list[str]:
     for i, call in enumerate(calls):
         if not isinstance(call, dict):
             raise CallError(f"call {i} must be an object {{name, arguments}}")
-        out.append(
-            to_call_string(call.get("name"), call.get("arguments") or {}, methods)
-        )
+        out.append(to_call_string(call.get("name"), call.get("arguments") or {}, methods))
     return out
 
 
@@ -205,14 +189,10 @@ class Environments:
 
     def __init__(self, cache_size: int = 256):
         self.cache_size = cache_size
-        self.live: OrderedDict[str, str] = (
-            OrderedDict()
-        )  # history key -> token of its live instances
+        self.live: OrderedDict[str, str] = OrderedDict()  # history key -> token of its live instances
         self.stats = {"replays": 0, "continued": 0, "replayedCalls": 0, "calls": 0}
 
-    def _state_after(
-        self, entry: Entry, history: list[str], use_cache: bool
-    ) -> tuple[str, dict]:
+    def _state_after(self, entry: Entry, history: list[str], use_cache: bool) -> tuple[str, dict]:
         """The token of live instances in the state after `history`, popped from the cache or replayed."""
         key = history_key(entry.digest(), history)
         if use_cache and key in self.live:
@@ -237,9 +217,7 @@ class Environments:
             _, old = self.live.popitem(last=False)
             release(old)
 
-    def execute(
-        self, entry: Entry, history, calls, use_cache: bool = True
-    ) -> list[dict]:
+    def execute(self, entry: Entry, history, calls, use_cache: bool = True) -> list[dict]:
         """Runs `calls` in the state after `history`; one `{output, raised}` per call, in order."""
         past, new = call_strings(entry, history), call_strings(entry, calls)
         token, _ = self._state_after(entry, past, use_cache)
@@ -258,9 +236,7 @@ class Environments:
         token, _ = self._state_after(entry, past, use_cache)
         try:
             _, instances = run_calls(entry, token, [])
-            return {
-                name: public_state(inst) for name, inst in sorted(instances.items())
-            }
+            return {name: public_state(inst) for name, inst in sorted(instances.items())}
         finally:
             if use_cache:
                 self._keep(entry, past, token)
@@ -286,9 +262,5 @@ def public_state(value, _path: frozenset = frozenset()):
     if isinstance(value, dict):
         return {str(k): public_state(v, path) for k, v in value.items()}
     if hasattr(value, "__dict__"):
-        return {
-            k: public_state(v, path)
-            for k, v in vars(value).items()
-            if not k.startswith("_")
-        }
+        return {k: public_state(v, path) for k, v in vars(value).items() if not k.startswith("_")}
     return repr(value)

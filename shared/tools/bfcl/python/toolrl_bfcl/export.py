@@ -15,9 +15,7 @@ CATEGORIES = (
 )
 
 
-def export(
-    categories: list[str], out_dir: str, ids: set[str] | None, limit: int | None
-) -> list[dict]:
+def export(categories: list[str], out_dir: str, ids: set[str] | None, limit: int | None) -> list[dict]:
     # BFCL's config module creates result/score folders under its project root on import: point it at scratch.
     os.environ.setdefault("BFCL_PROJECT_ROOT", tempfile.mkdtemp(prefix="bfcl-project-"))
     from bfcl_eval.constants.category_mapping import VERSION_PREFIX
@@ -29,9 +27,7 @@ def export(
     found: set[str] = set()
     for category in categories:
         if category not in CATEGORIES:
-            raise ValueError(
-                f"unknown category {category!r}; choose from {', '.join(CATEGORIES)}"
-            )
+            raise ValueError(f"unknown category {category!r}; choose from {', '.join(CATEGORIES)}")
         entries = load_dataset_entry(category)
         truths = {t["id"]: t for t in load_ground_truth_entry(category)}
         chosen = [e for e in entries if ids is None or e["id"] in ids]
@@ -44,16 +40,10 @@ def export(
         with open(out / name, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in chosen)
         with open(out / "possible_answer" / name, "w", encoding="utf-8") as f:
-            f.writelines(
-                json.dumps(truths[e["id"]], ensure_ascii=False) + "\n" for e in chosen
-            )
-        written.append(
-            {"category": category, "file": str(out / name), "entries": len(chosen)}
-        )
+            f.writelines(json.dumps(truths[e["id"]], ensure_ascii=False) + "\n" for e in chosen)
+        written.append({"category": category, "file": str(out / name), "entries": len(chosen)})
     if ids is not None:
         missing = sorted(ids - found)
         if missing:
-            raise ValueError(
-                f"no entry with id {', '.join(missing)} in {', '.join(categories)}"
-            )
+            raise ValueError(f"no entry with id {', '.join(missing)} in {', '.join(categories)}")
     return written

@@ -25,13 +25,9 @@ def prepare(entries: list[dict]) -> list[dict]:
         entry_id = entry.get("id")
         # BFCL decides by the id whether an entry is multi-turn (and so gets its classes' docs).
         if not isinstance(entry_id, str) or not is_multi_turn(entry_id):
-            raise ValueError(
-                f"entry {entry_id!r}: not a multi-turn id (multi_turn_<category>_<n>)"
-            )
+            raise ValueError(f"entry {entry_id!r}: not a multi-turn id (multi_turn_<category>_<n>)")
         unknown = [
-            c
-            for c in entry.get("involved_classes") or []
-            if c not in MULTI_TURN_FUNC_DOC_FILE_MAPPING
+            c for c in entry.get("involved_classes") or [] if c not in MULTI_TURN_FUNC_DOC_FILE_MAPPING
         ]
         if unknown:
             raise ValueError(
@@ -39,8 +35,7 @@ def prepare(entries: list[dict]) -> list[dict]:
                 f"BFCL's classes: {', '.join(sorted(MULTI_TURN_FUNC_DOC_FILE_MAPPING))}"
             )
         held_out[entry_id] = {
-            turn: list(names)
-            for turn, names in (entry.get("missed_function") or {}).items()
+            turn: list(names) for turn, names in (entry.get("missed_function") or {}).items()
         }
 
     entries = populate_test_cases_with_predefined_functions(entries)

@@ -36,11 +36,7 @@ def _turn_strings(entry: Entry, model_turns) -> tuple[list[list[list[str]]], int
             strings = []
             for call in step or []:
                 try:
-                    strings.append(
-                        to_call_string(
-                            call.get("name"), call.get("arguments") or {}, methods
-                        )
-                    )
+                    strings.append(to_call_string(call.get("name"), call.get("arguments") or {}, methods))
                 except (CallError, AttributeError):
                     skipped += 1
             if strings:
@@ -51,17 +47,13 @@ def _turn_strings(entry: Entry, model_turns) -> tuple[list[list[list[str]]], int
 
 def check_ground_truth(entry: Entry, ground_truth) -> list[list[str]]:
     """The ground truth as call strings, each proven to be a literal call of one of the entry's functions."""
-    if not isinstance(ground_truth, list) or not all(
-        isinstance(t, list) for t in ground_truth
-    ):
+    if not isinstance(ground_truth, list) or not all(isinstance(t, list) for t in ground_truth):
         raise CallError("groundTruth must be a list (turns) of lists of call strings")
     methods = entry.methods()
     for t, turn in enumerate(ground_truth):
         for c in turn:
             if not isinstance(c, str):
-                raise CallError(
-                    f"groundTruth[{t}] holds a {type(c).__name__}, not a call string"
-                )
+                raise CallError(f"groundTruth[{t}] holds a {type(c).__name__}, not a call string")
             parse_call_string(c, methods)
     return ground_truth
 
@@ -78,9 +70,7 @@ def _execute(entry: Entry, strings: list[str], token: str) -> tuple[list[str], d
     )
 
 
-def per_turn(
-    entry: Entry, model: list[list[list[str]]], ground_truth: list[list[str]]
-) -> list[dict]:
+def per_turn(entry: Entry, model: list[list[list[str]]], ground_truth: list[list[str]]) -> list[dict]:
     """One result per ground-truth turn; turns the model never reached fail."""
     model_token, truth_token = new_token("model"), new_token("truth")
     results = []
@@ -102,9 +92,7 @@ def per_turn(
                 all_model_results.extend(step_results)
             truth_results, truth_instances = _execute(entry, truth_calls, truth_token)
             if not truth_calls:
-                results.append(
-                    {"passed": True, "check": "no_ground_truth", "message": ""}
-                )
+                results.append({"passed": True, "check": "no_ground_truth", "message": ""})
                 continue
             if not model[t] or is_empty_execute_response(model[t]):
                 results.append(
@@ -146,9 +134,7 @@ def score(entry: Entry, ground_truth, model_turns, force_terminated: bool) -> di
     truth = check_ground_truth(entry, ground_truth)
     model, skipped = _turn_strings(entry, model_turns)
     if len(model) > len(truth):
-        raise CallError(
-            f"modelTurns has {len(model)} turns but the ground truth has {len(truth)}"
-        )
+        raise CallError(f"modelTurns has {len(model)} turns but the ground truth has {len(truth)}")
     turns = per_turn(entry, model, truth)
     if force_terminated or len(model) != len(truth):
         success = {
@@ -159,12 +145,8 @@ def score(entry: Entry, ground_truth, model_turns, force_terminated: bool) -> di
     else:
         token = new_token("check")
         try:
-            verdict = multi_turn_checker(
-                model, truth, entry.as_test_entry(), entry.category, token
-            )
-        except (
-            AssertionError
-        ) as err:  # the checker asserts instance sets match; report rather than crash
+            verdict = multi_turn_checker(model, truth, entry.as_test_entry(), entry.category, token)
+        except AssertionError as err:  # the checker asserts instance sets match; report rather than crash
             verdict = {
                 "valid": False,
                 "error_type": "multi_turn:checker_assertion",

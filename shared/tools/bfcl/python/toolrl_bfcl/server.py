@@ -79,9 +79,7 @@ def handle(envs: Environments, method: str, params: dict):
 
 def serve(cache_size: int) -> int:
     # The protocol owns the real stdout; anything the environments print goes to stderr instead.
-    protocol_out = os.fdopen(
-        os.dup(sys.stdout.fileno()), "w", encoding="utf-8", buffering=1
-    )
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     envs = Environments(cache_size)
