@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bwrapUsable, findBwrap } from '#shared/tools/code/isolation';
 import { PythonSandbox } from '#shared/tools/code/sandbox';
@@ -56,7 +56,8 @@ describe('bubblewrap isolation', () => {
   });
 
   it('runs a venv that lives under /tmp (a checkout there, as a CI clone is): the private /tmp does not hide it', async () => {
-    const venv = join(workRoot, 'venv-under-tmp');
+    // Its own folder: workRoot must hold nothing after a run (the work-dir test below checks).
+    const venv = join(mkdtempSync(join(tmpdir(), 'sandbox-venv-test-')), 'venv');
     const made = spawnSync('/usr/bin/python3', ['-m', 'venv', '--without-pip', venv], { encoding: 'utf8' });
     expect(made.status, made.stderr).toBe(0);
     expect(venv.startsWith('/tmp/')).toBe(true);
@@ -69,6 +70,7 @@ describe('bubblewrap isolation', () => {
       code: 'import sys\nprint(sys.prefix)\nopen("/tmp/x", "w").write("ok")\nprint(open("/tmp/x").read())',
     });
     expect(r).toMatchObject({ exitCode: 0, stdout: `${venv}\nok\n`, isolation: 'bwrap' });
+    rmSync(dirname(venv), { recursive: true, force: true });
   });
 
   it("shows a traceback with only the program's own frames", async () => {
