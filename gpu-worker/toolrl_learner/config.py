@@ -12,6 +12,10 @@ from typing import Any
 GROUP_ESTIMATORS = ("grpo", "dr_grpo", "rloo")
 
 
+# LoRA's default targets, for the policy and the critic alike: every linear layer of a Qwen2/Llama block.
+LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
 @dataclass(frozen=True)
 class LearnerConfig:
     """Every knob of a learner step. `algorithm:` keys
@@ -171,15 +175,7 @@ class LearnerConfig:
     lora_rank: int | None = None
     lora_alpha: float | None = None
     lora_dropout: float = 0.0
-    lora_target_modules: tuple[str, ...] = (
-        "q_proj",
-        "k_proj",
-        "v_proj",
-        "o_proj",
-        "gate_proj",
-        "up_proj",
-        "down_proj",
-    )
+    lora_target_modules: tuple[str, ...] = LORA_TARGET_MODULES
     rollout_quantization: str = "none"
     rollout_quantization_block_size: int = 32
     chat_template: str | None = None
@@ -195,15 +191,7 @@ class LearnerConfig:
     critic_lora_rank: int | None = None
     critic_lora_alpha: float | None = None
     critic_lora_dropout: float = 0.0
-    critic_lora_target_modules: tuple[str, ...] = (
-        "q_proj",
-        "k_proj",
-        "v_proj",
-        "o_proj",
-        "gate_proj",
-        "up_proj",
-        "down_proj",
-    )
+    critic_lora_target_modules: tuple[str, ...] = LORA_TARGET_MODULES
     critic_gradient_checkpointing: bool = False
     # rollout / logging
     temperature: float = 1.0
