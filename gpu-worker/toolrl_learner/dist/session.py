@@ -31,7 +31,7 @@ from ..config import LearnerConfig
 from ..scored_group import ScoredGroup
 from ..storage import BlobStore
 from ..train.checkpoint import TrainerState, complete_prefix, rewrite_marker
-from ..train.policy import Policy, resolve_model_dir
+from ..train.policy import Policy, merged_model, resolve_model_dir
 from ..train.session import LearnerSession, fits
 from ..train.trainer import Trainer
 from .checkpoint import load_sharded, save_sharded
@@ -72,7 +72,8 @@ def refuse_critic(cfg: LearnerConfig, ranks: int) -> None:
 
 
 def _build(
-    cfg: LearnerConfig, stage_cfgs: dict[str, LearnerConfig], world: World, workdir: Path) -> tuple[Path, Policy, Trainer]:
+    cfg: LearnerConfig, stage_cfgs: dict[str, LearnerConfig], world: World, workdir: Path
+) -> tuple[Path, Policy, Trainer]:
     if cfg.num_gpus != world.size and world.leader:
         log.warning(
             "trainer.num_gpus is %d; this learner runs as %d ranks (the launcher's world size decides)",
@@ -101,8 +102,6 @@ def gather_rollout_model(policy: Policy) -> nn.Module | None:
     with LoRA merged (W + scaling * B A, as peft merges), the others None."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-    from ..model.modeling import CausalLM
-
     # A full state dict of a module holds tensors only (the declared ValueType also covers optimizer state).
     full = cast(
         "dict[str, Tensor]",
@@ -124,16 +123,7 @@ def gather_rollout_model(policy: Policy) -> nn.Module | None:
             state[f"{layer}.weight"] = w
         else:
             state[name.replace(".base_layer.", ".")] = t.float()
-    cfg = policy.base.config
-    with torch.device("meta"):
-        merged = CausalLM(cfg)
-    if cfg.tie_word_embeddings:
-        state.pop("lm_head.weight", None)
-    merged.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
-    if cfg.tie_word_embeddings:
-        merged.lm_head.weight = merged.model.embed_tokens.weight
-    merged.inv_freq = cfg.inv_freq()
-    return merged.eval()
+    return merged_model(policy.base.config, state)
 
 
 class ShardedSession(LearnerSession):

@@ -24,6 +24,7 @@ from .lora import lora_config
 from .packing import MicroBatch
 
 if TYPE_CHECKING:
+    from ..model.config import ModelConfig
     from ..model.modeling import CausalLM
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,21 @@ def _token_logprobs(
     if isinstance(out, tuple):
         return out[0], (out[1] if entropy else None)
     return out, None
+
+
+def merged_model(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> CausalLM:
+    """A plain CausalLM (no adapters) holding `state`, full fp32 weights with LoRA merged in: what is exported."""
+    from ..model.modeling import CausalLM
+
+    with torch.device("meta"):
+        merged = CausalLM(cfg)
+    if cfg.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    merged.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
+    if cfg.tie_word_embeddings:
+        merged.lm_head.weight = merged.model.embed_tokens.weight
+    merged.inv_freq = cfg.inv_freq()
+    return merged.eval()
 
 
 class Policy:
@@ -253,8 +269,6 @@ class Policy:
     @torch.no_grad()
     def rollout_model(self) -> CausalLM:
         """A plain CausalLM (CPU, fp32) with the weights rollouts should use: LoRA merged into the base."""
-        from ..model.modeling import CausalLM
-
         if self.peft is None:
             return self.base
         state: dict[str, Tensor] = {}
@@ -273,16 +287,7 @@ class Policy:
             for a in module.active_adapters:
                 weight = weight + module.get_delta_weight(a).float()
             state[f"{name}.weight"] = weight.cpu()
-        cfg = self.base.config
-        with torch.device("meta"):
-            merged = CausalLM(cfg)
-        if cfg.tie_word_embeddings:
-            state.pop("lm_head.weight", None)
-        merged.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
-        if cfg.tie_word_embeddings:
-            merged.lm_head.weight = merged.model.embed_tokens.weight
-        merged.inv_freq = cfg.inv_freq()
-        return merged.eval()
+        return merged_model(self.base.config, state)
 
     @contextlib.contextmanager
     def eval_mode(self) -> Iterator[None]:
