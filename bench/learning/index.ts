@@ -8,18 +8,11 @@
 // (sampling), as the README's `trainer.seed=N rollout.seed=N` overrides do. `--write` puts the table into
 // BENCHMARKS.md ("Learning") between its markers and each run's reward/accuracy plot into bench/learning/.
 import { spawnSync } from 'node:child_process';
-import {
-  copyFileSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { readEvalSummaries, readStepRows } from '../run-folder.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const { values } = parseArgs({
@@ -65,20 +58,13 @@ export interface SeedResult {
 }
 
 function readEvals(runDir: string): Eval[] {
-  const dir = join(runDir, 'metrics', 'eval');
-  return readdirSync(dir)
-    .filter((f) => /^v\d+\.json$/.test(f))
-    .map((f) => {
-      const s = JSON.parse(readFileSync(join(dir, f), 'utf8'));
-      return {
-        version: s.policyVersion,
-        accuracy: s.accuracy,
-        passAtK: s.passAtK,
-        k: s.samplesPerPrompt,
-        at: Date.parse(s.createdAt),
-      };
-    })
-    .sort((a, b) => a.version - b.version);
+  return readEvalSummaries(runDir).map((s) => ({
+    version: s.policyVersion,
+    accuracy: s.accuracy,
+    passAtK: s.passAtK,
+    k: s.samplesPerPrompt,
+    at: s.at,
+  }));
 }
 
 function runSeed(seed: number, work: string, outDir: string | undefined): SeedResult {
@@ -107,10 +93,7 @@ function runSeed(seed: number, work: string, outDir: string | undefined): SeedRe
   const summary = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
   const runDir: string = summary.runDir;
   const evals = readEvals(runDir);
-  const rows = readFileSync(join(runDir, 'metrics', 'metrics.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, number>);
+  const rows = readStepRows(runDir);
   const start = evals[0];
   const end = evals.at(-1);
   const first = (x: number) => evals.find((e) => e.accuracy >= x);

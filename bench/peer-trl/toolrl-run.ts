@@ -3,23 +3,17 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunConfig } from '#shared/schemas/config/run';
+import { readEvalSummaries, readStepRows } from '../run-folder.ts';
 import type { SideResult, ValidationPoint } from './report.ts';
 
 function readEvals(runDir: string): (ValidationPoint & { at: number })[] {
-  const dir = join(runDir, 'metrics', 'eval');
-  return readdirSync(dir)
-    .filter((f) => /^v\d+\.json$/.test(f))
-    .map((f) => {
-      const s = JSON.parse(readFileSync(join(dir, f), 'utf8'));
-      return {
-        step: s.policyVersion as number,
-        accuracy: s.accuracy as number,
-        reward: s.rewardMean as number,
-        toolCalls: s.toolCallsPerTrajectory as number,
-        at: Date.parse(s.createdAt),
-      };
-    })
-    .sort((a, b) => a.step - b.step);
+  return readEvalSummaries(runDir).map((s) => ({
+    step: s.policyVersion,
+    accuracy: s.accuracy,
+    reward: s.rewardMean,
+    toolCalls: s.toolCallsPerTrajectory,
+    at: s.at,
+  }));
 }
 
 /**
@@ -41,10 +35,7 @@ function learnerReadyAt(runDir: string): number {
  */
 export function readToolrlRun(runDir: string, startMs: number, endMs: number, config: RunConfig): SideResult {
   const evals = readEvals(runDir);
-  const rows = readFileSync(join(runDir, 'metrics', 'metrics.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, number>);
+  const rows = readStepRows(runDir);
   const first = evals[0];
   const last = evals.at(-1);
   if (!first || !last || first === last) throw new Error(`${runDir}: fewer than two validations`);
