@@ -4,6 +4,7 @@ stage's first batch (a restart redoes neither)."""
 
 import dataclasses
 import json
+import math
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -131,6 +132,26 @@ def test_sft_context_warmup_and_cosine_schedule_on_cpu(tiny_dir, tmp_path, monke
     assert seen[0] == full[first - 3 :] and seen[2] == full
     # cosine over 4 steps from 1e-2 to 0: 1e-2 * (1 + cos(pi * k / 4)) / 2 for k = 0..3
     assert [h["lr"] for h in history] == pytest.approx([1e-2, 8.535534e-3, 5e-3, 1.464466e-3], rel=1e-5)
+
+
+def test_sft_learning_rate_warmup_then_cosine_on_cpu(tiny_dir, tmp_path):
+    (tmp_path / "d.jsonl").write_text(json.dumps(DEMO) + "\n")
+    run_config = {
+        "model": {"path": str(tiny_dir), "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "trainer": {
+            "sft": {
+                "data": "d.jsonl", "steps": 6, "lr": 1e-2, "batch_size": 1, "warmup_steps": 2,
+                "lr_scheduler": "cosine",
+            },
+        },
+    }  # fmt: skip
+    cfg = LearnerConfig.from_run_config(run_config)
+    assert cfg.sft_warmup_steps == 2
+    history = run_sft(Policy(cfg, tiny_dir, torch.device("cpu")), cfg, tmp_path / "d.jsonl")
+    # 1e-2 * 1/2, 1e-2 * 2/2, then cosine over the 4 steps after the warmup (k = 0..3 of 4)
+    cosine = [1e-2 * (1 + math.cos(math.pi * k / 4)) / 2 for k in range(4)]
+    assert [h["lr"] for h in history] == pytest.approx([5e-3, 1e-2, *cosine], rel=1e-6)
 
 
 def test_sft_warm_start_runs_once_before_v0_on_cpu(tiny_dir, tmp_path):

@@ -79,6 +79,7 @@ class LearnerConfig:
         chat demonstrations (cross-entropy on assistant tokens) before the first policy is published; set
         in a curriculum stage's overrides, it runs (once) before that stage's first batch trains.
     sft_lr_scheduler ("constant"), sft_min_lr_ratio (0.0): the SFT learning rate's schedule (cosine decay).
+    sft_warmup_steps (0): linear learning-rate warmup from 0 over the first SFT steps (then the schedule).
     sft_context_warmup_steps (0), sft_context_warmup_tokens (32): sequence length warmup (arXiv:2108.06084):
         the first steps see each demonstration's context cut to its last tokens before the first assistant
         token; small models learn to copy from the prompt much sooner from short contexts.
@@ -165,6 +166,7 @@ class LearnerConfig:
     sft_batch_size: int = 16
     sft_lr_scheduler: str = "constant"
     sft_min_lr_ratio: float = 0.0
+    sft_warmup_steps: int = 0
     sft_context_warmup_steps: int = 0
     sft_context_warmup_tokens: int = 32
     sft_context_warmup_schedule: str = "step"
@@ -261,6 +263,7 @@ class LearnerConfig:
                         "batch_size",
                         "lr_scheduler",
                         "min_lr_ratio",
+                        "warmup_steps",
                         "context_warmup_steps",
                         "context_warmup_tokens",
                         "context_warmup_schedule",

@@ -17,6 +17,7 @@ import type { PolicyLease, PolicyProvider } from '../pipeline/policies.ts';
 import { runPromptTemplate } from '../pipeline/prompt-type.ts';
 import type { Policy } from '../policy/policy.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
+import { BundleManifestSchema } from '../schemas/policy.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
 import { keys } from '../topology.ts';
 import { EmbeddedPipeline, learnerPython } from './embedded.ts';
@@ -49,13 +50,21 @@ export interface EvaluateOptions {
   readonly onProgress?: (done: number, total: number) => void;
 }
 
-/** The policy version an evaluation's summary is filed under (its groups are `val-v0-p<i>`). */
-const VERSION = 0;
+/**
+ * The policy version an evaluation samples and files its summary under (its groups are `val-v<N>-p<i>`): a run's
+ * published bundle keeps its own version, so each prompt's sampling seed (derived from the group id) is the one the
+ * run's validation of that version used and `toolrl eval` reproduces it; a model folder or checkpoint is version 0.
+ */
+function bundleVersion(bundleDir: string): number {
+  const manifest = join(bundleDir, 'manifest.json');
+  return existsSync(manifest) ? BundleManifestSchema.parse(JSON.parse(readFileSync(manifest, 'utf8'))).version : 0;
+}
 
 export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
   const root = mkdtempSync(join(tmpdir(), 'toolrl-eval-'));
   try {
     const bundleDir = await asBundle(resolve(opts.policyDir), root, opts.python);
+    const version = bundleVersion(bundleDir);
     let rows = await readDataset(resolve(opts.dataPath));
     if (opts.maxRows !== undefined) rows = rows.slice(0, opts.maxRows);
     if (rows.length === 0) throw new Error(`${opts.dataPath} has no rows to evaluate`);
@@ -79,7 +88,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
       learner: { submittedAt: null, jobId: null },
       completedAt: null,
     };
-    const policies = new DirPolicyProvider(bundleDir, opts.ortThreads, config.model.chat_template);
+    const policies = new DirPolicyProvider(bundleDir, version, opts.ortThreads, config.model.chat_template);
     const pipeline = new EmbeddedPipeline({
       root,
       runId,
@@ -90,7 +99,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
         submit: () => Promise.reject(new Error('toolrl eval starts no learner')),
       },
     });
-    const summaryKey = keys.evalSummary(runId, VERSION);
+    const summaryKey = keys.evalSummary(runId, version);
     let scored = 0;
     const done = new Promise<void>((resolveDone) => {
       pipeline.blobs.onPut((key) => {
@@ -106,7 +115,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
         : undefined;
       const starts = validationStarts(
         status,
-        VERSION,
+        version,
         rows.map((row, i) => ({ row, where: `row ${i} of ${opts.dataPath}` })),
         template,
       );
@@ -194,6 +203,7 @@ class DirPolicyProvider implements PolicyProvider {
 
   constructor(
     private readonly dir: string,
+    private readonly version: number,
     private readonly threads?: number,
     /** The run's model.chat_template (its text): the prompts render as the run's rollouts rendered them. */
     private readonly chatTemplate?: string,
@@ -202,12 +212,12 @@ class DirPolicyProvider implements PolicyProvider {
   async acquire(_runId: string, pinned: number | null): Promise<PolicyLease> {
     this.policy ??= import('../policy/policy.ts').then(({ loadPolicy }) =>
       loadPolicy(this.dir, {
-        version: VERSION,
+        version: this.version,
         ...(this.threads ? { threads: this.threads } : {}),
         ...(this.chatTemplate !== undefined ? { chatTemplate: this.chatTemplate } : {}),
       }),
     );
-    return { policy: await this.policy, version: pinned ?? VERSION, release: () => {} };
+    return { policy: await this.policy, version: pinned ?? this.version, release: () => {} };
   }
 
   async close(): Promise<void> {

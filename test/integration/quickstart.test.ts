@@ -43,7 +43,7 @@ describe('examples/quickstart/run.yaml', () => {
     const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);
     expect(result).toMatchObject({ status: 'completed', learner: { step: STEPS, done: true } });
     // Progress went to stderr: the warm start, then the start and end validation.
-    expect(run.stderr).toMatch(/SFT warm start \d+\/450/);
+    expect(run.stderr).toMatch(/SFT warm start \d+\/700/);
     expect(run.stderr).toMatch(
       /start +v0: accuracy [\d.]+% \(mean@4\), pass@4 [\d.]+%, reward [-\d.]+ ± [\d.]+, tool calls\/trajectory/,
     );

@@ -198,7 +198,7 @@ def run_sft(
             step - 1,
             lr=cfg.sft_lr,
             scheduler=cfg.sft_lr_scheduler,
-            warmup_steps=0,
+            warmup_steps=cfg.sft_warmup_steps,
             total_steps=cfg.sft_steps,
             min_lr_ratio=cfg.sft_min_lr_ratio,
         )

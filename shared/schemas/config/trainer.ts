@@ -12,6 +12,12 @@ export const SftConfigSchema = z
     lr_scheduler: z.enum(['constant', 'cosine']).default('constant'),
     min_lr_ratio: z.number().min(0).max(1).default(0),
     /**
+     * Linear learning-rate warmup from 0 over the first steps, then `lr_scheduler` over the rest. Without it,
+     * AdamW's first steps at a large `lr` can leave a small model unable to learn to copy from its prompt for
+     * hundreds of steps (measured on the quick start's model: README.md, "How the config was chosen").
+     */
+    warmup_steps: z.number().int().nonnegative().default(0),
+    /**
      * Sequence length warmup (Li et al., arXiv:2108.06084): for the first `context_warmup_steps` steps each
      * demonstration keeps only the last `context_warmup_tokens` tokens before its first assistant token (every
      * assistant token is kept). A small model learns to copy from its prompt (operands into a call) far sooner
