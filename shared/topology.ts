@@ -122,6 +122,11 @@ export const KEY_TEMPLATES = {
   deadLetters: 'runs/{runId}/dead-letters/',
   /** `{messageId}` with every character outside [A-Za-z0-9_-] replaced by `_` (both languages do). */
   deadLetter: 'runs/{runId}/dead-letters/{groupId}/{stage}-{messageId}.json',
+  /** Dead-letter records whose messages `toolrl redrive` sent back (RedrivenRecordSchema): history, not drops. */
+  redriven: 'runs/{runId}/redriven/',
+  redrivenRecord: 'runs/{runId}/redriven/{groupId}/{stage}-{messageId}.json',
+  /** Embedded runs: `toolrl redrive` asks the `toolrl train` process that holds the run's queues through here. */
+  redriveRequests: 'runs/{runId}/redrive-requests/',
   /** The learner lease: taken (put-if-absent) before the learner job is submitted, so a run has one learner. */
   learnerLease: 'runs/{runId}/learner/lease.json',
 } as const;
@@ -150,6 +155,10 @@ export const keys = {
   deadLetters: (runId: string) => fill(K.deadLetters, { runId }),
   deadLetter: (runId: string, groupId: string, stage: string, messageId: string) =>
     fill(K.deadLetter, { runId, groupId, stage, messageId: messageId.replace(/[^A-Za-z0-9_-]/g, '_') }),
+  redriven: (runId: string) => fill(K.redriven, { runId }),
+  redrivenRecord: (runId: string, groupId: string, stage: string, messageId: string) =>
+    fill(K.redrivenRecord, { runId, groupId, stage, messageId: messageId.replace(/[^A-Za-z0-9_-]/g, '_') }),
+  redriveRequests: (runId: string) => fill(K.redriveRequests, { runId }),
   learnerLease: (runId: string) => fill(K.learnerLease, { runId }),
 } as const;
 

@@ -1,9 +1,17 @@
 // `toolrl status`: one run's state from the bucket (run.json by the pipeline, learner/state.json by the
-// learner) and the environment's queue depths, read from AWS or LocalStack.
+// learner, the run's dead-letter records by the stages) and the environment's queue depths, read from AWS or
+// LocalStack (or, for an embedded run, from its folder: runtime/embedded-report.ts).
 import { type AwsClientOptions, s3Client, sqsClient } from '#shared/adapters/aws/clients';
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { readJson } from '#shared/pipeline/blob-json';
+import {
+  type DeadLetterSummary,
+  describeDeadLetters,
+  listDeadLetters,
+  summariseDeadLetters,
+} from '#shared/pipeline/dead-letters';
+import type { BlobStore } from '#shared/ports/blob-store';
 import { LearnerStateSchema } from '#shared/schemas/learner-stdio';
 import { RunStatusSchema } from '#shared/schemas/run-status';
 import { keys, QUEUES, type QueueName } from '#shared/topology';
@@ -32,8 +40,14 @@ export interface RunReport {
   readonly groupsPlanned: number | null;
   readonly groupsConsumed: number | null;
   readonly groupsDropped: number | null;
-  /** The environment's queues (shared by its runs). */
+  /** The environment's queues (shared by its runs); an embedded run's own (messages in its journals). */
   readonly queues: Readonly<Record<QueueName, QueueReport>>;
+  /** This run's dead-lettered messages (records not yet redriven) by stage, with their reasons. */
+  readonly deadLetters: DeadLetterSummary;
+  /** Dead-letter records `toolrl redrive` has sent back (kept under redriven/). */
+  readonly redriven: number;
+  /** An embedded run's folder (else null: the run is in `bucket`). */
+  readonly runDir: string | null;
 }
 
 export class RunNotFoundError extends Error {
@@ -64,25 +78,39 @@ export async function runReport(
   client: AwsClientOptions,
 ): Promise<RunReport> {
   const blobs = new S3BlobStore(s3Client(client), r.bucket);
-  const [run, learner, queues] = await Promise.all([
-    readJson(blobs, keys.runJson(runId), RunStatusSchema),
-    readJson(blobs, keys.learnerState(runId), LearnerStateSchema),
+  return reportOf(
+    blobs,
+    runId,
     queueDepths(r, client),
-  ]);
-  if (!run) {
-    const uploaded = await blobs.head(keys.config(runId));
-    throw new RunNotFoundError(
-      uploaded
+    { env: r.env, bucket: r.bucket, runDir: null },
+    async () =>
+      (await blobs.head(keys.config(runId)))
         ? `run ${runId} has its config in s3://${r.bucket} but no run.json yet: its dataset upload has not been handled (is the pipeline deployed and running?)`
         : `no run ${runId} in s3://${r.bucket} (environment ${r.env})`,
-    );
-  }
+  );
+}
+
+/** The report of a run in `blobs`, wherever its queues are; `notFound` says why there is no run.json. */
+export async function reportOf(
+  blobs: BlobStore,
+  runId: string,
+  queueReports: Promise<Record<QueueName, QueueReport>>,
+  where: Pick<RunReport, 'env' | 'bucket' | 'runDir'>,
+  notFound: () => Promise<string>,
+): Promise<RunReport> {
+  const [run, learner, queues, deadLetters, redriven] = await Promise.all([
+    readJson(blobs, keys.runJson(runId), RunStatusSchema),
+    readJson(blobs, keys.learnerState(runId), LearnerStateSchema),
+    queueReports,
+    listDeadLetters(blobs, runId),
+    blobs.listKeys(keys.redriven(runId)),
+  ]);
+  if (!run) throw new RunNotFoundError(await notFound());
   const s = run.value;
   const l = learner?.value;
   return {
     runId,
-    env: r.env,
-    bucket: r.bucket,
+    ...where,
     status: s.status,
     reason: s.reason,
     createdAt: s.createdAt,
@@ -96,6 +124,8 @@ export async function runReport(
     groupsConsumed: l?.groupsConsumed ?? null,
     groupsDropped: l?.groupsDropped ?? null,
     queues,
+    deadLetters: summariseDeadLetters(deadLetters),
+    redriven: redriven.length,
   };
 }
 
@@ -103,18 +133,35 @@ const fmt = (v: number | null, digits = 0) => (v === null ? '-' : digits ? v.toF
 
 /** The report as the few lines `toolrl status` prints. */
 export function formatRunReport(r: RunReport): string {
+  const embedded = r.runDir !== null;
   const lines = [
-    `run       ${r.runId}  (environment ${r.env}, s3://${r.bucket}/runs/${r.runId}/)`,
+    `run       ${r.runId}  (${embedded ? `embedded, ${r.runDir}` : `environment ${r.env}, s3://${r.bucket}/runs/${r.runId}/`})`,
     `status    ${r.status}${r.reason ? `: ${r.reason}` : ''}  (created ${r.createdAt}, updated ${r.updatedAt})`,
     `learner   step ${fmt(r.step)}  policy v${fmt(r.policyVersion)}  reward ${fmt(r.rewardMean, 3)}  ` +
       `groups ${fmt(r.groupsConsumed)}/${fmt(r.groupsPlanned)} trained, ${fmt(r.groupsDropped)} dropped` +
       (r.learnerJobId ? `  (job ${r.learnerJobId})` : ''),
-    'queues    name            visible  in-flight  delayed  dead-letters',
+    embedded
+      ? "queues    name            messages  dead-letters   (the run's own queues, from their journals)"
+      : 'queues    name            visible  in-flight  delayed  dead-letters',
   ];
   for (const [name, q] of Object.entries(r.queues))
     lines.push(
-      `          ${name.padEnd(14)}  ${String(q.visible).padStart(7)}  ${String(q.inFlight).padStart(9)}  ` +
-        `${String(q.delayed).padStart(7)}  ${String(q.deadLetters).padStart(12)}`,
+      embedded
+        ? `          ${name.padEnd(14)}  ${String(q.visible).padStart(8)}  ${String(q.deadLetters).padStart(12)}`
+        : `          ${name.padEnd(14)}  ${String(q.visible).padStart(7)}  ${String(q.inFlight).padStart(9)}  ` +
+            `${String(q.delayed).padStart(7)}  ${String(q.deadLetters).padStart(12)}`,
     );
+  const { train, val } = r.deadLetters.groups;
+  const redriven = r.redriven ? ` (${r.redriven} sent back by toolrl redrive before)` : '';
+  if (train + val === 0) lines.push(`dead      none for this run${redriven}`);
+  else {
+    const live = r.status === 'running' || r.status === 'starting';
+    const where = embedded ? `--workdir ${r.runDir!.replace(/\/runs\/[^/]+\/?$/, '')}` : `--env ${r.env}`;
+    lines.push(
+      `dead      ${train} train and ${val} validation group${train + val === 1 ? '' : 's'} dropped${redriven}; ` +
+        `dead-lettered messages by stage${live ? ` (after a fix: toolrl redrive ${r.runId} ${where})` : ''}:`,
+    );
+    for (const l of describeDeadLetters(r.deadLetters)) lines.push(`          ${l}`);
+  }
   return `${lines.join('\n')}\n`;
 }

@@ -17,6 +17,7 @@ import { keys } from '../topology.ts';
 import { putJsonIfAbsent } from './blob-json.ts';
 import type { StageContext } from './context.ts';
 import { PermanentError } from './errors.ts';
+import { recordLearnerJob, takeLearnerLease } from './learner-lease.ts';
 import { groupsPlanned, planStages, resolveSaveEvery } from './plan.ts';
 import {
   ConfigError,
@@ -29,7 +30,10 @@ import {
 import { stageConfig } from './run-resources.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
-/** Starts the learner for a run (embedded: a subprocess; AWS: a Batch job). Must tolerate a repeated call. */
+/**
+ * Starts the learner for a run (embedded: a subprocess; AWS: a Batch job). Called under the run's learner lease, so
+ * once per run; a repeated call (a lease taken over from a starter that died mid-submit) must not start a second.
+ */
 export interface LearnerJobs {
   submit(run: RunStatus): Promise<{ jobId: string }>;
 }
@@ -165,12 +169,24 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
   await submitLearner(ctx, status);
 }
 
+/**
+ * Submits the run's learner under its lease (learner-lease.ts): of starters racing on one run (a duplicate event,
+ * a redelivery while run.json still says `starting`) exactly one submits; the others take its job id.
+ */
 async function submitLearner(ctx: RunStarterContext, run: RunStatus): Promise<void> {
-  const { jobId } = await ctx.learnerJobs.submit(run);
-  await transitionRun(ctx.blobs, run.runId, 'running', ctx.now(), () => ({
-    learner: { submittedAt: ctx.now().toISOString(), jobId },
+  const lease = await takeLearnerLease(ctx, run.runId);
+  let jobId: string;
+  if (lease.kind === 'submitted') {
+    jobId = lease.jobId;
+    ctx.log.info('learner already submitted under the run lease', { runId: run.runId, jobId });
+  } else {
+    jobId = (await ctx.learnerJobs.submit(run)).jobId;
+    await recordLearnerJob(ctx, lease, jobId);
+    ctx.log.info('learner submitted', { runId: run.runId, jobId });
+  }
+  await transitionRun(ctx.blobs, run.runId, 'running', ctx.now(), (cur) => ({
+    learner: { submittedAt: cur.learner.submittedAt ?? ctx.now().toISOString(), jobId },
   }));
-  ctx.log.info('learner submitted', { runId: run.runId, jobId });
 }
 
 /** Rows (a count) or every problem found; unreadable files and bad rows are problems, not exceptions. */

@@ -30,6 +30,7 @@ import type { InvocationResult } from './event-source-mapping.ts';
 import { LearnerBridge } from './learner-bridge.ts';
 import { type FunctionSettings, LocalRuntime } from './local-runtime.ts';
 import { type Notifier, notifier, wireFolderNotifications } from './notifications.ts';
+import { serveRedriveRequests } from './redrive-requests.ts';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -112,6 +113,8 @@ export class EmbeddedPipeline {
   learner: LearnerBridge | undefined;
   private readonly unwire: () => void;
   private readonly log: Log;
+  private redriveTimer: NodeJS.Timeout | undefined;
+  private redriveServing: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly opts: EmbeddedPipelineOptions) {
     this.log = opts.log ?? silentLog;
@@ -182,6 +185,23 @@ export class EmbeddedPipeline {
   start(only?: readonly FunctionName[]): void {
     if (!only) this.runtime.start();
     else for (const fn of only) this.runtime.mappings[fn]?.start();
+    this.serveRedrives();
+  }
+
+  /** `toolrl redrive` of this run from another process: its requests are carried out here (redrive-requests.ts). */
+  private serveRedrives(): void {
+    if (this.redriveTimer) return;
+    let busy = false;
+    this.redriveTimer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      this.redriveServing = serveRedriveRequests(this.blobs, this.queues, this.opts.runId)
+        .catch((e) => this.log.error('redrive request failed', { error: String(e) }))
+        .finally(() => {
+          busy = false;
+        });
+    }, 1000);
+    this.redriveTimer.unref();
   }
 
   /** Starts the learner subprocess of the run (once); `trainer` (the run's) sets how many processes. */
@@ -215,6 +235,8 @@ export class EmbeddedPipeline {
 
   /** Stops the functions (letting batches in hand finish), the learner, tools and policy sessions. */
   async stop(): Promise<void> {
+    clearInterval(this.redriveTimer);
+    await this.redriveServing; // a redrive under way finishes before its queues close
     await this.runtime.stop();
     if (this.learner?.running) await this.learner.terminate();
     this.unwire();

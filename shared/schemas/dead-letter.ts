@@ -27,3 +27,9 @@ export const DeadLetterRecordSchema = z.object({
   deadLetteredAt: z.string(),
 });
 export type DeadLetterRecord = z.infer<typeof DeadLetterRecordSchema>;
+
+/** A dead-letter record whose message `toolrl redrive` sent back to its queue: kept under `redriven/` as history. */
+export const RedrivenRecordSchema = DeadLetterRecordSchema.extend({
+  redrivenAt: z.string(),
+});
+export type RedrivenRecord = z.infer<typeof RedrivenRecordSchema>;

@@ -58,7 +58,7 @@ describe('learner on AWS Batch', () => {
     });
   });
 
-  it('gives the learner the bucket, its queue and DLQ, and the W&B key from Secrets Manager', () => {
+  it("gives the learner the bucket, its queue (to consume, and to forward other runs' messages) and DLQ, and the W&B key from Secrets Manager", () => {
     const { pipelineTemplate: t } = build();
     const queue = logicalId(t, 'AWS::SQS::Queue', { QueueName: queueName('dev', 'scored-groups') });
     const job = Object.values(t.findResources('AWS::Batch::JobDefinition'))[0]!.Properties
@@ -74,6 +74,19 @@ describe('learner on AWS Batch', () => {
       { Name: 'WANDB_API_KEY', ValueFrom: { 'Fn::Join': ['', [expect.anything(), ':WANDB_API_KEY::']] } },
     ]);
     expect(JSON.stringify(job.Environment)).not.toMatch(/WANDB/);
+    // runs share the queue: the learner forwards another run's message, sending it to the queue again
+    const role = logicalId(t, 'AWS::IAM::Role', {
+      Description: 'toolrl learner: its run prefix in the bucket and the scored-groups queue',
+    });
+    const statements = Object.values(t.findResources('AWS::IAM::Policy'))
+      .filter((p) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: role }]))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement);
+    expect(statements).toContainEqual(
+      expect.objectContaining({
+        Action: expect.arrayContaining(['sqs:SendMessage']),
+        Resource: { 'Fn::GetAtt': [queue, 'Arn'] },
+      }),
+    );
   });
 
   it('lets run-starter, and no other stage, submit the learner job', () => {

@@ -3,8 +3,15 @@ the scored-groups queue (LocalStack, AWS). Blobs go through S3; AWS_ENDPOINT_URL
 
 A received message stays in flight until the checkpoint covering its group is committed: a heartbeat
 thread keeps extending its visibility, and only `committed` deletes it. A crash therefore redelivers
-exactly the uncommitted groups. A message for another run is released at once (visibility 0); an
-unreadable one goes to the dead-letter queue with its reason. Events are printed as stdio's lines.
+exactly the uncommitted groups. An unreadable message goes to the dead-letter queue with its reason. Events
+are printed as stdio's lines.
+
+Runs of one environment share the scored-groups queue, so a learner receives other runs' messages too. Handing
+one back (visibility 0) would count a receive against it each time, and after the queue's maxReceiveCount SQS
+would dead-letter it with no record, stranding that run's group. So a live run's message is forwarded instead:
+sent again as a new message (receive count 0, a short delay so two learners do not bounce it in a tight loop)
+and the received one deleted. A message of a run that has ended is deleted (nothing will train it), and one of
+a run that does not exist is dead-lettered with that reason.
 Under torchrun only rank 0 talks to SQS; the other ranks follow it (dist/session.py).
 """
 
@@ -15,15 +22,18 @@ import logging
 import os
 import sys
 import threading
+import time
 import traceback
 from typing import Any
 
 from ..contracts import constants
+from ..storage import BlobNotFound, BlobStore, keys
 from .common import SignalGuard, Terminated, base_parser, setup_logging
 from .stdio import LineWriter
 
 log = logging.getLogger("toolrl_learner.sqs")
-RELEASE_S = 2  # visibility given back to another run's message
+FORWARD_DELAY_S = 2  # another run's message is sent again with this delay
+RUN_STATUS_TTL_S = 30.0  # how long another run's status is believed
 # Message attributes of a dead-lettered message, as the pipeline names them (shared/ports/queue.ts ATTR).
 ATTR_REASON, ATTR_SOURCE, ATTR_RECEIVES = (
     constants()["queueAttributes"][name] for name in ("deadLetterReason", "sourceQueue", "receiveCount")
@@ -79,14 +89,19 @@ class Heartbeat(threading.Thread):
 
 
 class SqsDriver:
-    def __init__(self, client, queue_url: str, dlq_url: str | None, run_id: str, out: LineWriter) -> None:
-        self.client, self.queue_url, self.dlq_url, self.run_id, self.out = (
+    def __init__(
+        self, client, queue_url: str, dlq_url: str | None, run_id: str, out: LineWriter, store: BlobStore
+    ) -> None:
+        self.client, self.queue_url, self.dlq_url, self.run_id, self.out, self.store = (
             client,
             queue_url,
             dlq_url,
             run_id,
             out,
+            store,
         )
+        self._run_status: dict[str, tuple[float, str | None]] = {}
+        self.forwarded = 0
         self.inflight = InFlight()
         self.handle_of: dict[str, str] = {}  # last receipt handle per group, for dead-lettering
         self.body_of: dict[str, str] = {}
@@ -132,6 +147,41 @@ class SqsDriver:
         )
         self.client.delete_message(QueueUrl=self.queue_url, ReceiptHandle=handle)
 
+    def status_of(self, run_id: str) -> str | None:
+        """Another run's status from its run.json ("" when it has none yet), None when the run does not exist;
+        believed for RUN_STATUS_TTL_S, so a busy queue costs one read per run and half-minute."""
+        now = time.monotonic()
+        cached = self._run_status.get(run_id)
+        if cached and now - cached[0] < RUN_STATUS_TTL_S:
+            return cached[1]
+        status: str | None
+        try:
+            doc = json.loads(self.store.get_bytes(keys.run_json(run_id))) if run_id else None
+            status = str(doc.get("status") or "") if isinstance(doc, dict) else None
+        except BlobNotFound:
+            status = None
+        except ValueError:
+            status = ""  # being rewritten: treat the run as live
+        self._run_status[run_id] = (now, status)
+        return status
+
+    def pass_on(self, body: str, handle: str, run_id: str, receives: str) -> None:
+        """Another run's message: forwarded to its learner as a fresh message, never handed back (see above)."""
+        status = self.status_of(run_id)
+        if status is None:
+            self.dead_letter(
+                body, handle, f"scored-group message of run {run_id!r}, which does not exist", receives
+            )
+        elif status in ("completed", "failed"):
+            log.info("deleting a scored-group message of run %s, which has %s", run_id, status)
+            self.client.delete_message(QueueUrl=self.queue_url, ReceiptHandle=handle)
+        else:
+            # Sent before the delete: a crash in between leaves a duplicate, which that run's learner drops.
+            self.client.send_message(QueueUrl=self.queue_url, MessageBody=body, DelaySeconds=FORWARD_DELAY_S)
+            self.client.delete_message(QueueUrl=self.queue_url, ReceiptHandle=handle)
+            self.forwarded += 1
+            log.info("forwarded a scored-group message of run %s (%d so far)", run_id, self.forwarded)
+
     def receive(self, wait_s: int, visibility: int) -> list[dict[str, Any]]:
         """Poll once; returns the stdio-style lines of the messages for this run."""
         resp = self.client.receive_message(
@@ -152,10 +202,7 @@ class SqsDriver:
                 self.dead_letter(body, handle, f"unreadable scored-group message: {e}", receives)
                 continue
             if msg.get("runId") != self.run_id:
-                # Another run's learner consumes it: make it visible again right away.
-                self.client.change_message_visibility(
-                    QueueUrl=self.queue_url, ReceiptHandle=handle, VisibilityTimeout=0
-                )
+                self.pass_on(body, handle, str(msg.get("runId") or ""), receives)
                 continue
             gid = str(msg.get("groupId") or "?")
             self.inflight.add(gid, handle)
@@ -197,14 +244,12 @@ def main(argv: list[str]) -> int:
     session = heartbeat = None
     code = 1
     try:
-        import time
-
         from ..dist.session import open_session
         from ..storage import open_store
         from ..storage.s3 import make_client
 
         client = make_client("sqs")
-        driver = SqsDriver(client, args.queue_url, args.dlq_url, args.run_id, out)
+        driver = SqsDriver(client, args.queue_url, args.dlq_url, args.run_id, out, open_store(args.root))
         heartbeat = Heartbeat(
             make_client("sqs"), args.queue_url, driver.inflight, args.visibility, args.visibility / 3
         )

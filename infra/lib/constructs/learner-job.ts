@@ -103,6 +103,8 @@ export class LearnerJob extends Construct {
     });
     this.grantRuns(props.bucket);
     props.scoredGroups.queue.grantConsumeMessages(this.role);
+    // Runs share the queue: another run's message is forwarded to its learner as a new message (drivers/sqs.py).
+    props.scoredGroups.queue.grantSendMessages(this.role);
     // A scored group that fails validation goes to the dead-letter queue with its reason.
     props.scoredGroups.deadLetterQueue.grantSendMessages(this.role);
 

@@ -1,5 +1,6 @@
-// Submits a run's learner as an AWS Batch job (run-starter). Idempotent: a job already submitted under the
-// run's job name (a redelivered run event after a crash) is reused instead of starting a second learner.
+// Submits a run's learner as an AWS Batch job (run-starter), under the run's learner lease (pipeline/
+// learner-lease.ts), which makes the submit once per run. The job-name lookup stays as a second guard: a lease taken
+// over from a starter that died after its submit finds that job live and reuses it.
 import { type BatchClient, ListJobsCommand, SubmitJobCommand } from '@aws-sdk/client-batch';
 import type { LearnerJobs } from '../../pipeline/run-starter.ts';
 import type { RunStatus } from '../../schemas/run-status.ts';

@@ -35,6 +35,20 @@ export class QueueJournal {
    */
   static open(path: string): { journal: QueueJournal; messages: JournaledMessage[] } {
     mkdirSync(dirname(path), { recursive: true });
+    const messages = QueueJournal.read(path);
+    const tmp = `${path}.compact`;
+    const fd = openSync(tmp, 'w');
+    for (const m of messages) writeSync(fd, `${JSON.stringify({ op: 'send', ...m })}\n`);
+    closeSync(fd);
+    renameSync(tmp, path);
+    return { journal: new QueueJournal(path, openSync(path, 'a')), messages };
+  }
+
+  /**
+   * The messages not yet deleted, read without writing (what `toolrl status` counts while another process may
+   * hold the journal: only reading is safe then); none when there is no journal.
+   */
+  static read(path: string): JournaledMessage[] {
     const live = new Map<string, JournaledMessage>();
     if (existsSync(path)) {
       const lines = readFileSync(path, 'utf8').split('\n');
@@ -59,13 +73,7 @@ export class QueueJournal {
         } else live.delete(e.id);
       }
     }
-    const messages = [...live.values()];
-    const tmp = `${path}.compact`;
-    const fd = openSync(tmp, 'w');
-    for (const m of messages) writeSync(fd, `${JSON.stringify({ op: 'send', ...m })}\n`);
-    closeSync(fd);
-    renameSync(tmp, path);
-    return { journal: new QueueJournal(path, openSync(path, 'a')), messages };
+    return [...live.values()];
   }
 
   send(m: JournaledMessage): void {

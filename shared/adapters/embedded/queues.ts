@@ -1,9 +1,11 @@
 // Builds the embedded queues of the topology (each with its dead-letter queue), optionally journaled to a
 // folder so a run can be resumed after the process exits.
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { QueueSet } from '../../ports/queue-set.ts';
 import { dlqName, QUEUES, type QueueName } from '../../topology.ts';
 import { EmbeddedQueue } from './embedded-queue.ts';
+import { claimJournals, releaseJournals } from './journal-owner.ts';
 
 export interface EmbeddedQueuesOptions {
   /** Folder for the queue journals; without it the queues live only in memory. */
@@ -12,7 +14,12 @@ export interface EmbeddedQueuesOptions {
   readonly visibilityTimeoutSec?: Partial<Record<QueueName, number>>;
 }
 
+/** Throws JournalsInUseError when another live process holds the journals (journal-owner.ts). */
 export function createEmbeddedQueues(opts: EmbeddedQueuesOptions = {}): QueueSet<EmbeddedQueue> {
+  if (opts.journalDir) {
+    mkdirSync(opts.journalDir, { recursive: true });
+    claimJournals(opts.journalDir);
+  }
   const queues = {} as Record<QueueName, EmbeddedQueue>;
   const dlqs = {} as Record<QueueName, EmbeddedQueue>;
   for (const spec of Object.values(QUEUES)) {
@@ -36,6 +43,7 @@ export function createEmbeddedQueues(opts: EmbeddedQueuesOptions = {}): QueueSet
     dlqs,
     close: async () => {
       for (const q of [...Object.values(queues), ...Object.values(dlqs)]) q.close();
+      if (opts.journalDir) releaseJournals(opts.journalDir);
     },
   };
 }

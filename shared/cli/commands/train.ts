@@ -59,6 +59,7 @@ export function register(program: Command): void {
         const { train } = await import('../../runtime/train.ts');
         const { TrainProgress, formatEval } = await import('../../runtime/progress.ts');
         const { ConfigError } = await import('../../pipeline/run-config.ts');
+        const { JournalsInUseError } = await import('../../adapters/embedded/journal-owner.ts');
         const { prepareInputs } = await import('../../pipeline/run-inputs.ts');
         let prepared: ReturnType<typeof prepareInputs>;
         try {
@@ -100,6 +101,8 @@ export function register(program: Command): void {
           });
         } catch (err) {
           if (err instanceof ConfigError) throw new UsageError(err.message);
+          // A second `toolrl train --resume` of a run whose train is still running: its queues are taken.
+          if (err instanceof JournalsInUseError) throw new UsageError(err.message);
           throw err;
         } finally {
           progress.stop();
