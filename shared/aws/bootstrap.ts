@@ -20,8 +20,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { type AwsClientOptions, s3Client, sqsClient } from '#shared/adapters/aws/clients';
 import { NOTIFICATIONS, QUEUES, type QueueName } from '#shared/topology';
+import { assertEnvName, deadLetterQueueName, queueName } from '../deployment/names.ts';
 import { clientOptions, type EnvironmentResources, environmentBucket } from './environment.ts';
-import { assertEnvName, deadLetterQueueName, queueName } from './names.ts';
 
 /** SQS's maximum retention, as the CDK stack gives its dead-letter queues. */
 const DLQ_RETENTION_SEC = 14 * 86_400;

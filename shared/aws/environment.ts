@@ -1,4 +1,4 @@
-// Finds one environment's resources by their names (shared/aws/names.ts): the bucket and every queue's URL.
+// Finds one environment's resources by their names (shared/deployment/names.ts): the bucket and every queue's URL.
 // Works against AWS and, with AWS_ENDPOINT_URL, LocalStack; used by `toolrl submit|status` and the e2e tests.
 import { GetQueueUrlCommand, ListQueuesCommand, QueueDoesNotExist, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
@@ -9,7 +9,7 @@ import {
   sqsClient,
 } from '#shared/adapters/aws/clients';
 import { QUEUES, type QueueName } from '#shared/topology';
-import { bucketName, deadLetterQueueName, queueName } from './names.ts';
+import { bucketName, deadLetterQueueName, queueName } from '../deployment/names.ts';
 
 export interface EnvironmentResources {
   readonly env: string;

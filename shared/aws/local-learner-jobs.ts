@@ -7,8 +7,8 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LearnerJobs } from '#shared/pipeline/run-starter';
 import type { RunStatus } from '#shared/schemas/run-status';
+import { FUNCTION_ENV } from '../deployment/function-env.ts';
 import type { EnvironmentResources } from './environment.ts';
-import { FUNCTION_ENV } from './function-env.ts';
 
 export type LearnerJobEvent =
   | { type: 'learner-started'; runId: string; pid: number; attempt: number }

@@ -17,6 +17,7 @@ import { EMBEDDED_SETTINGS, learnerPython } from '#shared/runtime/embedded';
 import type { SqsHandler } from '#shared/runtime/event-source-mapping';
 import { type FunctionSettings, LocalRuntime } from '#shared/runtime/local-runtime';
 import { FUNCTIONS, type FunctionName, QUEUES, type QueueName } from '#shared/topology';
+import { FUNCTION_ENV } from '../deployment/function-env.ts';
 import {
   awsSetupError,
   clientOptions,
@@ -24,7 +25,6 @@ import {
   type EnvironmentResources,
   resolveEnvironment,
 } from './environment.ts';
-import { FUNCTION_ENV } from './function-env.ts';
 import { LocalLearnerJobs } from './local-learner-jobs.ts';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { BatchClient } from '@aws-sdk/client-batch';
 import { z } from 'zod';
-import { FUNCTION_ENV } from '../../aws/function-env.ts';
+import { FUNCTION_ENV } from '../../deployment/function-env.ts';
 import type { StageContext } from '../../pipeline/context.ts';
 import type { Log } from '../../pipeline/log.ts';
 import { consumedQueue, FUNCTION_SENDS, type FunctionName, type QueueName } from '../../topology.ts';

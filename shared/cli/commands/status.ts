@@ -23,7 +23,7 @@ export function register(program: Command): void {
         runId: string,
         o: { env: string; workdir?: string; json?: boolean; watch?: string | boolean },
       ) => {
-        const { assertEnvName } = await import('../../aws/names.ts');
+        const { assertEnvName } = await import('../../deployment/names.ts');
         const { clientOptions, resolveEnvironment, EnvironmentNotFoundError, awsSetupError } = await import(
           '../../aws/environment.ts'
         );

@@ -40,7 +40,7 @@ export function register(program: Command): void {
         },
       ) => {
         const { submitRun } = await import('../../aws/submit.ts');
-        const { assertEnvName } = await import('../../aws/names.ts');
+        const { assertEnvName } = await import('../../deployment/names.ts');
         const { EnvironmentNotFoundError, awsSetupError } = await import('../../aws/environment.ts');
         const { ConfigError } = await import('../../pipeline/run-config.ts');
         try {

@@ -17,8 +17,6 @@ const RULE =
  * test fails when one of them is gone, so the list only shrinks.
  */
 const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
-  { from: 'shared/adapters/aws/s3-blob-store.ts', to: 'shared/aws/lifecycle' },
-  { from: 'shared/adapters/aws/stage-context.ts', to: 'shared/aws/function-env' },
   { from: 'shared/episode/user-turns.ts', to: 'shared/data/converters/bfcl' },
   { from: 'shared/ports/queue-limits.ts', to: 'shared/pipeline/errors' },
   { from: 'shared/schemas/messages/token-arrays.ts', to: 'shared/policy/token-state' },
@@ -32,8 +30,6 @@ const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
   { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/state' },
   { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/user-turns' },
   { from: 'shared/tools/code/lambda-runner.ts', to: 'shared/adapters/aws/clients' },
-  { from: 'shared/tools/code/tool.ts', to: 'shared/aws/function-env' },
-  { from: 'shared/tools/secrets.ts', to: 'shared/aws/function-env' },
   { from: 'shared/tools/specs.ts', to: 'shared/cli/io' },
   { from: 'shared/topology.ts', to: 'shared/schemas/templates' },
 ];

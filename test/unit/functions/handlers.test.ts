@@ -8,7 +8,7 @@ import type { SQSEvent } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
-import { FUNCTION_ENV } from '#shared/aws/function-env';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { readJson } from '#shared/pipeline/blob-json';
 import { createRewardHandler, createRunStarterHandler } from '#shared/pipeline/handlers';
 import { silentLog } from '#shared/pipeline/log';
