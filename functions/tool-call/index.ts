@@ -1,7 +1,7 @@
 // Lambda entry of the tool-call stage (environment parsed once, at cold start; the tools' API keys are read
 // from their secret then, before any tool is built).
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
-import { loadToolSecrets } from '#shared/aws/tool-secrets';
+import { loadToolSecrets } from '#shared/adapters/aws/tool-secrets';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { createToolCallHandler } from '#shared/pipeline/handlers';
 import { RunResources } from '#shared/pipeline/run-resources';
