@@ -13,8 +13,8 @@ import { type AwsClientOptions, s3Client, sqsClient } from '#shared/adapters/aws
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
-import { bootstrapEnvironment, destroyEnvironment } from '#shared/aws/bootstrap';
-import type { EnvironmentResources } from '#shared/aws/environment';
+import { bootstrapEnvironment, destroyEnvironment } from '#shared/operator/bootstrap';
+import type { EnvironmentResources } from '#shared/operator/environment';
 import type { StageContext } from '#shared/pipeline/context';
 import {
   createFeederHandler,

@@ -40,7 +40,7 @@ const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
  */
 const COMPUTED_IMPORTS: readonly string[] = [
   // The LocalStack worker loads each stage's handler by its function name, as Lambda does.
-  'shared/aws/local-worker.ts',
+  'shared/operator/local-worker.ts',
   // The CLI's commands, a user's reward modules and a user's tool modules: plugins found on disk.
   'shared/cli/main.ts',
   'shared/rewards/modules.ts',

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AWS_TIMEOUTS, s3Client, sqsClient } from '#shared/adapters/aws/clients';
-import { awsSetupError } from '#shared/aws/environment';
+import { awsSetupError } from '#shared/operator/environment';
 import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
 import { writeRun } from '../../e2e/support/run-fixture.ts';
 
@@ -28,7 +28,7 @@ const run = (args: string[], env: Record<string, string>) => {
 const toolrl = (args: string[], env: Record<string, string>) =>
   run([join(REPO_ROOT, 'bin/toolrl.mjs'), ...args], env);
 const worker = (args: string[], env: Record<string, string> = bareEnv()) =>
-  run(['--import', 'tsx', join(REPO_ROOT, 'shared/aws/local-worker.ts'), ...args], env);
+  run(['--import', 'tsx', join(REPO_ROOT, 'shared/operator/local-worker.ts'), ...args], env);
 /** A line of a JavaScript stack trace. */
 const STACK = /^\s+at /m;
 

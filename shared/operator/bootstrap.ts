@@ -131,7 +131,7 @@ export async function destroyEnvironment(
     await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
 }
 
-// `node --import tsx shared/aws/bootstrap.ts ENV` (what `bash scripts/localstack.sh bootstrap ENV` runs).
+// `node --import tsx shared/operator/bootstrap.ts ENV` (what `bash scripts/localstack.sh bootstrap ENV` runs).
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const env = process.argv[2];
   if (!env) {

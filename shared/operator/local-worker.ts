@@ -1,7 +1,7 @@
 // A worker that runs the five stages against an environment's real SQS queues and S3 bucket (LocalStack), the
 // way Lambda's SQS event source mappings would: the Lambda entries of functions/<stage>/index.ts, polled by the
 // local runtime, with the learner started as a local process where AWS would submit a Batch job.
-//   node --import tsx shared/aws/local-worker.ts --env NAME [--learner-arg=--device --learner-arg=cpu ...]  (--help)
+//   node --import tsx shared/operator/local-worker.ts --env NAME [--learner-arg=--device --learner-arg=cpu ...]  (--help)
 // It prints one JSON line per event on stdout (`{"worker": "ready"}`, invocations, learner starts and exits,
 // mixed with the handlers' own JSON logs) and stops cleanly on SIGTERM or SIGINT.
 import { dirname, join, resolve } from 'node:path';
@@ -101,7 +101,7 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
   };
 }
 
-const USAGE = `usage: node --import tsx shared/aws/local-worker.ts --env NAME [--state-dir DIR] [--learner-arg=ARG ...]
+const USAGE = `usage: node --import tsx shared/operator/local-worker.ts --env NAME [--state-dir DIR] [--learner-arg=ARG ...]
 
 Runs the five stages against environment NAME's queues and bucket on LocalStack (AWS_ENDPOINT_URL), the way
 Lambda's SQS event source mappings would, and starts each run's learner as a local process. Create the
