@@ -22,9 +22,9 @@ import {
   createRolloutHandler,
   createToolCallHandler,
 } from '#shared/pipeline/handlers';
-import { silentLog } from '#shared/pipeline/log';
 import { RunResources } from '#shared/pipeline/run-resources';
 import type { BlobStore } from '#shared/ports/blob-store';
+import { silentLog } from '#shared/ports/log';
 import type { Queue } from '#shared/ports/queue';
 import { EMBEDDED_SETTINGS, EmbeddedPipeline } from '#shared/runtime/embedded';
 import { LocalRuntime } from '#shared/runtime/local-runtime';

@@ -2,11 +2,11 @@
 // The Lambda entry points build it from the environment (AWS adapters); the embedded runtime from its
 // in-process adapters. Stage-specific needs (policy, tools, rewards, learner jobs) extend it.
 import type { BlobStore } from '../ports/blob-store.ts';
+import type { Log } from '../ports/log.ts';
 import type { Queue } from '../ports/queue.ts';
 import type { QueueName } from '../topology.ts';
 import { CLAIM_CHECK_THRESHOLD_BYTES } from '../topology.ts';
 import { encodeMessage } from './claim-check.ts';
-import type { Log } from './log.ts';
 
 export interface StageContext {
   readonly blobs: BlobStore;

@@ -16,11 +16,11 @@ import {
   createRunStarterHandler,
   createToolCallHandler,
 } from '../pipeline/handlers.ts';
-import type { Log } from '../pipeline/log.ts';
-import { silentLog } from '../pipeline/log.ts';
 import { BlobPolicyProvider, type PolicyProvider } from '../pipeline/policies.ts';
 import { RunResources, type RunResourcesOptions } from '../pipeline/run-resources.ts';
 import type { LearnerJobs, PromptTokenCounter } from '../pipeline/run-starter.ts';
+import type { Log } from '../ports/log.ts';
+import { silentLog } from '../ports/log.ts';
 import type { QueueSet } from '../ports/queue-set.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import type { TrainerConfig } from '../schemas/config/trainer.ts';

@@ -8,7 +8,7 @@ import { BatchClient } from '@aws-sdk/client-batch';
 import { z } from 'zod';
 import { FUNCTION_ENV } from '../../deployment/function-env.ts';
 import type { StageContext } from '../../pipeline/context.ts';
-import type { Log } from '../../pipeline/log.ts';
+import type { Log } from '../../ports/log.ts';
 import { consumedQueue, FUNCTION_SENDS, type FunctionName, type QueueName } from '../../topology.ts';
 import { BatchLearnerJobs } from './batch-learner-jobs.ts';
 import { awsClientConfig, awsClientOptionsFromEnv, s3Client, sqsClient } from './clients.ts';

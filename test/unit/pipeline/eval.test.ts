@@ -18,7 +18,7 @@ import {
   wantedEvalVersions,
   writeEvalSummaryIfComplete,
 } from '#shared/pipeline/eval';
-import { silentLog } from '#shared/pipeline/log';
+import { silentLog } from '#shared/ports/log';
 import { BUILTIN_REWARDS } from '#shared/rewards/registry';
 import { RunConfigSchema } from '#shared/schemas/config/run';
 import type { LearnerState } from '#shared/schemas/learner-stdio';

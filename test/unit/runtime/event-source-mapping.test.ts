@@ -10,7 +10,7 @@ import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { sqsBatchHandler } from '#shared/pipeline/batch-handler';
 import type { StageContext } from '#shared/pipeline/context';
 import { PermanentError } from '#shared/pipeline/errors';
-import { silentLog } from '#shared/pipeline/log';
+import { silentLog } from '#shared/ports/log';
 import { ATTR } from '#shared/ports/queue';
 import { EventSourceMapping, type SqsHandler } from '#shared/runtime/event-source-mapping';
 
