@@ -15,7 +15,6 @@ import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { bootstrapEnvironment, destroyEnvironment } from '#shared/operator/bootstrap';
 import type { EnvironmentResources } from '#shared/operator/environment';
-import type { StageContext } from '#shared/pipeline/context';
 import {
   createFeederHandler,
   createRewardHandler,
@@ -26,6 +25,7 @@ import { RunResources } from '#shared/pipeline/run-resources';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { silentLog } from '#shared/ports/log';
 import type { Queue } from '#shared/ports/queue';
+import type { StageContext } from '#shared/ports/stage-context';
 import { EMBEDDED_SETTINGS, EmbeddedPipeline } from '#shared/runtime/embedded';
 import { LocalRuntime } from '#shared/runtime/local-runtime';
 import type { RunConfig } from '#shared/schemas/config/run';

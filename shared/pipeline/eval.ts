@@ -2,6 +2,7 @@
 // groups are scored (with verl-style `val/...` metrics, overall and per data source), and the run's
 // completion (the learner is done and its final version is evaluated).
 import { z } from 'zod';
+import type { StageContext } from '../ports/stage-context.ts';
 import type { RewardConfig } from '../schemas/config/reward.ts';
 import type { LearnerState } from '../schemas/learner-stdio.ts';
 import { LearnerStateSchema } from '../schemas/learner-stdio.ts';
@@ -10,7 +11,6 @@ import type { RunStatus } from '../schemas/run-status.ts';
 import { type ScoredGroup, ScoredGroupSchema } from '../schemas/scored-group.ts';
 import { keys } from '../topology.ts';
 import { getJson, putJsonIfAbsent, readJson } from './blob-json.ts';
-import type { StageContext } from './context.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
 /**

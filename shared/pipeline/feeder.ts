@@ -6,6 +6,7 @@
 // in-flight cap, prompt template); validation groups take the run's.
 import { z } from 'zod';
 import type { PromptTemplate } from '../data/prompts/templates.ts';
+import type { StageContext } from '../ports/stage-context.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import type { DatasetRow } from '../schemas/dataset-row.ts';
 import { type LearnerState, LearnerStateSchema } from '../schemas/learner-stdio.ts';
@@ -17,7 +18,7 @@ import { PolicyPointerSchema } from '../schemas/policy.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
 import { keys } from '../topology.ts';
 import { readJson, updateJson } from './blob-json.ts';
-import { type StageContext, sendTo } from './context.ts';
+import { sendTo } from './context.ts';
 import { maybeCompleteRun, wantedEvalVersions } from './eval.ts';
 import { groupAt, groupSeed, planStages } from './plan.ts';
 import { applyRunTemplate, PromptTypeError, runPromptTemplate } from './prompt-type.ts';

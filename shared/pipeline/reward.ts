@@ -5,6 +5,7 @@
 import { episodeOutcome } from '../episode/episode.ts';
 import { episodeRowTools } from '../episode/user-turns.ts';
 import { trajectoryTokens } from '../policy/token-state.ts';
+import type { StageContext } from '../ports/stage-context.ts';
 import { rewardInputFromTrajectory } from '../rewards/input.ts';
 import type { RewardError } from '../rewards/types.ts';
 import { type GroupRef, valGroupVersion } from '../schemas/messages/group-ref.ts';
@@ -16,7 +17,7 @@ import type { Trajectory, TurnRecord } from '../schemas/trajectory.ts';
 import { keys } from '../topology.ts';
 import { getJson, putJsonIfAbsent, toJson } from './blob-json.ts';
 import { sha256Hex } from './claim-check.ts';
-import { type StageContext, sendTo } from './context.ts';
+import { sendTo } from './context.ts';
 import { PermanentError } from './errors.ts';
 import { maybeCompleteRun, writeEvalSummaryIfComplete } from './eval.ts';
 import { type Delivery, trajectoryId } from './idempotency.ts';

@@ -3,9 +3,10 @@
 // rollout with the tool messages to append. A failing tool is a result the model reads, never an exception.
 import { onToolResults, type TimedToolResult } from '../episode/episode.ts';
 import { episodeRowTools } from '../episode/user-turns.ts';
+import type { StageContext } from '../ports/stage-context.ts';
 import type { RolloutContinue } from '../schemas/messages/rollout-request.ts';
 import type { ToolCallRequest } from '../schemas/messages/tool-call-request.ts';
-import { type StageContext, sendTo } from './context.ts';
+import { sendTo } from './context.ts';
 import { alreadyScored, type Delivery, trajectoryId } from './idempotency.ts';
 import type { RunResources } from './run-resources.ts';
 

@@ -8,7 +8,6 @@ import { fileURLToPath } from 'node:url';
 import type { EmbeddedQueue } from '../adapters/embedded/embedded-queue.ts';
 import { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
 import { createEmbeddedQueues } from '../adapters/embedded/queues.ts';
-import type { StageContext } from '../pipeline/context.ts';
 import {
   createFeederHandler,
   createRewardHandler,
@@ -22,6 +21,7 @@ import type { LearnerJobs, PromptTokenCounter } from '../pipeline/run-starter.ts
 import type { Log } from '../ports/log.ts';
 import { silentLog } from '../ports/log.ts';
 import type { QueueSet } from '../ports/queue-set.ts';
+import type { StageContext } from '../ports/stage-context.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import type { TrainerConfig } from '../schemas/config/trainer.ts';
 import type { LearnerOutputLine } from '../schemas/learner-stdio.ts';
