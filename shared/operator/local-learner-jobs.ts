@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import type { LearnerJobs } from '#shared/pipeline/run-starter';
+import type { LearnerJobs } from '#shared/ports/learner-jobs';
 import type { RunStatus } from '#shared/schemas/run-status';
 import { FUNCTION_ENV } from '../deployment/function-env.ts';
 import type { EnvironmentResources } from './environment.ts';

@@ -9,6 +9,7 @@
 import { DatasetError, type DatasetProblem, formatProblem } from '../data/dataset.ts';
 import { datasetFormat, readDatasetObject } from '../data/dataset-file.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
+import type { LearnerJobs } from '../ports/learner-jobs.ts';
 import type { StageContext } from '../ports/stage-context.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import { parseInputKey, type RunEvent, RunIdSchema } from '../schemas/messages/run-event.ts';
@@ -29,14 +30,6 @@ import {
 } from './run-config.ts';
 import { stageConfig } from './run-resources.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
-
-/**
- * Starts the learner for a run (embedded: a subprocess; AWS: a Batch job). Called under the run's learner lease, so
- * once per run; a repeated call (a lease taken over from a starter that died mid-submit) must not start a second.
- */
-export interface LearnerJobs {
-  submit(run: RunStatus): Promise<{ jobId: string }>;
-}
 
 /** Counts prompt tokens when a tokenizer is at hand (a local model folder); undefined skips that check. */
 export type PromptTokenCounter = (row: import('../schemas/dataset-row.ts').DatasetRow) => Promise<number>;
