@@ -2,14 +2,18 @@
 // cross-language constants (key layout, queue attribute names, id formats) it builds keys and messages from.
 import { z } from 'zod';
 import { ATTR } from '../ports/queue.ts';
+import { RunConfigSchema } from '../schemas/config/run.ts';
+import { DeadLetterRecordSchema } from '../schemas/dead-letter.ts';
+import {
+  LearnerInputLineSchema,
+  LearnerOutputLineSchema,
+  LearnerStateSchema,
+} from '../schemas/learner-stdio.ts';
+import { ID_TEMPLATES } from '../schemas/messages/group-ref.ts';
+import { BundleManifestSchema, PolicyPointerSchema } from '../schemas/policy.ts';
+import { RunStatusSchema } from '../schemas/run-status.ts';
+import { ScoredGroupMessageSchema, ScoredGroupSchema } from '../schemas/scored-group.ts';
 import { KEY_TEMPLATES } from '../topology.ts';
-import { RunConfigSchema } from './config/run.ts';
-import { DeadLetterRecordSchema } from './dead-letter.ts';
-import { LearnerInputLineSchema, LearnerOutputLineSchema, LearnerStateSchema } from './learner-stdio.ts';
-import { ID_TEMPLATES } from './messages/group-ref.ts';
-import { BundleManifestSchema, PolicyPointerSchema } from './policy.ts';
-import { RunStatusSchema } from './run-status.ts';
-import { ScoredGroupMessageSchema, ScoredGroupSchema } from './scored-group.ts';
 
 export const EXPORTED: Record<string, z.ZodType> = {
   'scored-group': ScoredGroupSchema,

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CONSTANTS_FILE, EXPORTED, renderConstants, renderJsonSchema } from './json-schemas.ts';
 
-const out = join(dirname(fileURLToPath(import.meta.url)), 'json');
+const out = join(dirname(fileURLToPath(import.meta.url)), '../schemas/json');
 mkdirSync(out, { recursive: true });
 for (const name of Object.keys(EXPORTED)) {
   writeFileSync(join(out, `${name}.schema.json`), renderJsonSchema(name));
