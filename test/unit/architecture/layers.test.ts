@@ -31,7 +31,6 @@ const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
   { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/user-turns' },
   { from: 'shared/tools/code/lambda-runner.ts', to: 'shared/adapters/aws/clients' },
   { from: 'shared/tools/specs.ts', to: 'shared/cli/io' },
-  { from: 'shared/topology.ts', to: 'shared/schemas/templates' },
 ];
 
 /**
