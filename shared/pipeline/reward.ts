@@ -5,6 +5,7 @@
 import { episodeOutcome } from '../episode/episode.ts';
 import { episodeRowTools } from '../episode/user-turns.ts';
 import { trajectoryTokens } from '../policy/token-state.ts';
+import { PermanentError } from '../ports/errors.ts';
 import type { StageContext } from '../ports/stage-context.ts';
 import { rewardInputFromTrajectory } from '../rewards/input.ts';
 import type { RewardError } from '../rewards/types.ts';
@@ -18,7 +19,6 @@ import { keys } from '../topology.ts';
 import { getJson, putJsonIfAbsent, toJson } from './blob-json.ts';
 import { sha256Hex } from './claim-check.ts';
 import { sendTo } from './context.ts';
-import { PermanentError } from './errors.ts';
 import { maybeCompleteRun, writeEvalSummaryIfComplete } from './eval.ts';
 import { type Delivery, trajectoryId } from './idempotency.ts';
 import type { RunResources } from './run-resources.ts';

@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { readDatasetObject } from '../data/dataset-file.ts';
 import { chatTemplateRefusal } from '../policy/chat-templates.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
+import { PermanentError } from '../ports/errors.ts';
 import type { RewardFn } from '../rewards/types.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
 import type { DatasetRow } from '../schemas/dataset-row.ts';
@@ -14,7 +15,6 @@ import type { RunStatus } from '../schemas/run-status.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { TokenCounter } from '../tools/token-counter.ts';
 import { keys } from '../topology.ts';
-import { PermanentError } from './errors.ts';
 import { readRunStatus } from './run-status.ts';
 import { runTokenCounter, runTokenizerDir } from './run-tokenizer.ts';
 

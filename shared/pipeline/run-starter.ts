@@ -9,6 +9,7 @@
 import { DatasetError, type DatasetProblem, formatProblem } from '../data/dataset.ts';
 import { datasetFormat, readDatasetObject } from '../data/dataset-file.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
+import { PermanentError } from '../ports/errors.ts';
 import type { LearnerJobs } from '../ports/learner-jobs.ts';
 import type { StageContext } from '../ports/stage-context.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
@@ -17,7 +18,6 @@ import { notifiedKeys } from '../schemas/messages/s3-event.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
 import { keys } from '../topology.ts';
 import { putJsonIfAbsent } from './blob-json.ts';
-import { PermanentError } from './errors.ts';
 import { recordLearnerJob, takeLearnerLease } from './learner-lease.ts';
 import { groupsPlanned, planStages, resolveSaveEvery } from './plan.ts';
 import {

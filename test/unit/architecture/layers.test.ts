@@ -18,7 +18,6 @@ const RULE =
  */
 const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
   { from: 'shared/episode/user-turns.ts', to: 'shared/data/converters/bfcl' },
-  { from: 'shared/ports/queue-limits.ts', to: 'shared/pipeline/errors' },
   { from: 'shared/schemas/messages/token-arrays.ts', to: 'shared/policy/token-state' },
   { from: 'shared/schemas/messages/trajectory-in-flight.ts', to: 'shared/episode/state' },
   { from: 'shared/tools/bfcl/check.ts', to: 'shared/episode/user-turns' },

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { sqsBatchHandler } from '#shared/pipeline/batch-handler';
-import { PermanentError } from '#shared/pipeline/errors';
+import { PermanentError } from '#shared/ports/errors';
 import { silentLog } from '#shared/ports/log';
 import { ATTR } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';

@@ -1,5 +1,6 @@
-// Failure kinds a stage can raise. A permanent error will fail the same way on every retry: its message goes
-// to the dead-letter queue at once with the reason, instead of burning maxReceiveCount retries.
+// Failure kinds a stage, or a port (a queue refusing an oversized message), can raise. A permanent error will
+// fail the same way on every retry: its message goes to the dead-letter queue at once with the reason, instead
+// of burning maxReceiveCount retries.
 export class PermanentError extends Error {
   override name = 'PermanentError';
 }
