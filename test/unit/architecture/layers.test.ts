@@ -18,8 +18,6 @@ const RULE =
  */
 const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
   { from: 'shared/episode/user-turns.ts', to: 'shared/data/converters/bfcl' },
-  { from: 'shared/schemas/messages/token-arrays.ts', to: 'shared/policy/token-state' },
-  { from: 'shared/schemas/messages/trajectory-in-flight.ts', to: 'shared/episode/state' },
   { from: 'shared/tools/bfcl/check.ts', to: 'shared/episode/user-turns' },
   { from: 'shared/tools/bfcl/check.ts', to: 'shared/rewards/input' },
   { from: 'shared/tools/bfcl/dataset.ts', to: 'shared/data/convert' },
@@ -29,7 +27,6 @@ const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
   { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/state' },
   { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/user-turns' },
   { from: 'shared/tools/code/lambda-runner.ts', to: 'shared/adapters/aws/clients' },
-  { from: 'shared/tools/specs.ts', to: 'shared/cli/io' },
 ];
 
 /**
