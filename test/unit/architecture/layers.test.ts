@@ -26,7 +26,6 @@ const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
   { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/episode' },
   { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/state' },
   { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/user-turns' },
-  { from: 'shared/tools/code/lambda-runner.ts', to: 'shared/adapters/aws/clients' },
 ];
 
 /**
