@@ -13,7 +13,7 @@ import { EmbeddedPipeline, type EmbeddedPipelineOptions } from '#shared/runtime/
 import type { DatasetRowInput } from '#shared/schemas/dataset-row';
 import type { RunStatus } from '#shared/schemas/run-status';
 import { keys, type QueueName } from '#shared/topology';
-import { tinyBundle } from '../../helpers/policy-fixture.ts';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 export const RUN_ID = 'it-run';
 

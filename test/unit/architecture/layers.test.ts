@@ -41,9 +41,6 @@ const COMPUTED_IMPORTS: readonly string[] = [
   'shared/tools/module.ts',
 ];
 
-/** Benchmarks that still reuse a test helper (ARCHITECTURE.md, "Known departures"). */
-const KNOWN_TEST_IMPORTS: readonly string[] = ['bench/rollout/index.ts', 'bench/rollout/scale.ts'];
-
 interface Unit {
   readonly unit: string;
   readonly rank: number;
@@ -167,7 +164,7 @@ describe('imports outside shared/', () => {
       .filter((d) => existsSync(join(ROOT, d)))
       .flatMap((d) => typescriptFiles(ROOT, d))
       .flatMap((f) => importsOf(ROOT, f))
-      .filter((e) => e.to?.startsWith('test/') && !KNOWN_TEST_IMPORTS.includes(e.from))
+      .filter((e) => e.to?.startsWith('test/'))
       .map(
         (e) =>
           `${describeEdge(e)}: test helpers are not product or benchmark code; move what both need into shared/`,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readDataset, writeDataset } from '#shared/data/dataset';
 import { ensureBfclEnv } from '#shared/tools/bfcl/env';
-import { tinyBundle } from '../../helpers/policy-fixture.ts';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 import { fixtureRow } from './helpers.ts';
 
 const bin = new URL('../../../bin/toolrl.mjs', import.meta.url).pathname;

@@ -19,7 +19,7 @@ import { RunConfigSchema } from '#shared/schemas/config/run';
 import { RolloutContinueSchema } from '#shared/schemas/messages/rollout-request';
 import type { RunStatus } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
-import { tinyBundle } from '../../helpers/policy-fixture.ts';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 const RUN = 'trunc-run';
 const N = 64;

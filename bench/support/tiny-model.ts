@@ -1,4 +1,4 @@
-// The tiny model and its rollout bundle for tests, built once by the learner's own CLI
+// The tiny model and its rollout bundle for tests and benchmarks, built once by the learner's own CLI
 // (`python -m toolrl_learner tiny|export`) into .cache/fixtures/<hash of the model and export sources>/ and reused
 // until those sources change. Safe to call from parallel test workers: one builds, the others wait for it.
 import { execFile } from 'node:child_process';
