@@ -261,7 +261,7 @@ export function toolCallValidity(trajs: readonly Scored[]): number | null {
   return attempted === 0 ? null : valid / attempted;
 }
 
-/** The versions the feeder gave validation groups (its state file; feeder.ts owns the full schema). */
+/** The versions the feeder gave validation groups (its state file; stages/feeder.ts owns the full schema). */
 const IssuedEvalsSchema = z.object({ evalVersions: z.array(z.number().int().nonnegative()) }).loose();
 
 /**

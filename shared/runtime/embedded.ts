@@ -17,7 +17,7 @@ import {
 } from '../pipeline/handlers.ts';
 import { BlobPolicyProvider, type PolicyProvider } from '../pipeline/policies.ts';
 import { RunResources, type RunResourcesOptions } from '../pipeline/run-resources.ts';
-import type { PromptTokenCounter } from '../pipeline/run-starter.ts';
+import type { PromptTokenCounter } from '../pipeline/stages/run-starter.ts';
 import type { LearnerJobs } from '../ports/learner-jobs.ts';
 import type { Log } from '../ports/log.ts';
 import { silentLog } from '../ports/log.ts';

@@ -11,7 +11,7 @@ import { putJson } from '#shared/pipeline/blob-json';
 import { decodeMessage } from '#shared/pipeline/claim-check';
 import { resolveRunConfig } from '#shared/pipeline/run-config';
 import { RunResources } from '#shared/pipeline/run-resources';
-import { handleToolCallRequest } from '#shared/pipeline/tool-call';
+import { handleToolCallRequest } from '#shared/pipeline/stages/tool-call';
 import { ChatTokenizer } from '#shared/policy/tokenizer';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { silentLog } from '#shared/ports/log';

@@ -2,27 +2,27 @@
 // never makes a second contribution), and when all G of its group are stored writes the group manifest
 // with put-if-absent. Only the sample that wrote the manifest sends the one scored-group message; its
 // redelivery re-sends it, which repairs a crash between the write and the send (the learner drops duplicates).
-import { episodeOutcome } from '../episode/episode.ts';
-import { episodeRowTools } from '../episode/user-turns.ts';
-import { trajectoryTokens } from '../policy/token-state.ts';
-import { PermanentError } from '../ports/errors.ts';
-import type { StageContext } from '../ports/stage-context.ts';
-import { rewardInputFromTrajectory } from '../rewards/input.ts';
-import type { RewardError } from '../rewards/types.ts';
-import { type GroupRef, valGroupVersion } from '../schemas/messages/group-ref.ts';
-import type { RewardRequest } from '../schemas/messages/reward-request.ts';
-import { TrajectoryWireSchema } from '../schemas/messages/token-arrays.ts';
-import type { TrajectoryInFlight } from '../schemas/messages/trajectory-in-flight.ts';
-import { type ScoredGroup, type ScoredGroupMessage, ScoredGroupSchema } from '../schemas/scored-group.ts';
-import type { Trajectory, TurnRecord } from '../schemas/trajectory.ts';
-import { keys } from '../topology.ts';
-import { getJson, putJsonIfAbsent, toJson } from './blob-json.ts';
-import { sha256Hex } from './claim-check.ts';
-import { sendTo } from './context.ts';
-import { maybeCompleteRun, writeEvalSummaryIfComplete } from './eval.ts';
-import { type Delivery, trajectoryId } from './idempotency.ts';
-import type { RunResources } from './run-resources.ts';
-import { readRunStatus } from './run-status.ts';
+import { episodeOutcome } from '../../episode/episode.ts';
+import { episodeRowTools } from '../../episode/user-turns.ts';
+import { trajectoryTokens } from '../../policy/token-state.ts';
+import { PermanentError } from '../../ports/errors.ts';
+import type { StageContext } from '../../ports/stage-context.ts';
+import { rewardInputFromTrajectory } from '../../rewards/input.ts';
+import type { RewardError } from '../../rewards/types.ts';
+import { type GroupRef, valGroupVersion } from '../../schemas/messages/group-ref.ts';
+import type { RewardRequest } from '../../schemas/messages/reward-request.ts';
+import { TrajectoryWireSchema } from '../../schemas/messages/token-arrays.ts';
+import type { TrajectoryInFlight } from '../../schemas/messages/trajectory-in-flight.ts';
+import { type ScoredGroup, type ScoredGroupMessage, ScoredGroupSchema } from '../../schemas/scored-group.ts';
+import type { Trajectory, TurnRecord } from '../../schemas/trajectory.ts';
+import { keys } from '../../topology.ts';
+import { getJson, putJsonIfAbsent, toJson } from '../blob-json.ts';
+import { sha256Hex } from '../claim-check.ts';
+import { sendTo } from '../context.ts';
+import { maybeCompleteRun, writeEvalSummaryIfComplete } from '../eval.ts';
+import { type Delivery, trajectoryId } from '../idempotency.ts';
+import type { RunResources } from '../run-resources.ts';
+import { readRunStatus } from '../run-status.ts';
 
 export interface RewardStageContext extends StageContext {
   readonly resources: RunResources;

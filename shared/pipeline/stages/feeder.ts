@@ -5,25 +5,25 @@
 // the learner is done. Each train group takes its curriculum stage's resolved config (group size, sampling seed,
 // in-flight cap, prompt template); validation groups take the run's.
 import { z } from 'zod';
-import type { PromptTemplate } from '../data/prompts/templates.ts';
-import type { StageContext } from '../ports/stage-context.ts';
-import type { RunConfig } from '../schemas/config/run.ts';
-import type { DatasetRow } from '../schemas/dataset-row.ts';
-import { type LearnerState, LearnerStateSchema } from '../schemas/learner-stdio.ts';
-import { type GroupRef, valIds } from '../schemas/messages/group-ref.ts';
-import { type PolicyEvent, parsePolicyEventKey } from '../schemas/messages/policy-event.ts';
-import type { RolloutStart } from '../schemas/messages/rollout-request.ts';
-import { notifiedKeys } from '../schemas/messages/s3-event.ts';
-import { PolicyPointerSchema } from '../schemas/policy.ts';
-import type { RunStatus } from '../schemas/run-status.ts';
-import { keys } from '../topology.ts';
-import { readJson, updateJson } from './blob-json.ts';
-import { sendTo } from './context.ts';
-import { maybeCompleteRun, wantedEvalVersions } from './eval.ts';
-import { groupAt, groupSeed, planStages } from './plan.ts';
-import { applyRunTemplate, PromptTypeError, runPromptTemplate } from './prompt-type.ts';
-import { type RunResources, stageConfig } from './run-resources.ts';
-import { readRunStatus, transitionRun } from './run-status.ts';
+import type { PromptTemplate } from '../../data/prompts/templates.ts';
+import type { StageContext } from '../../ports/stage-context.ts';
+import type { RunConfig } from '../../schemas/config/run.ts';
+import type { DatasetRow } from '../../schemas/dataset-row.ts';
+import { type LearnerState, LearnerStateSchema } from '../../schemas/learner-stdio.ts';
+import { type GroupRef, valIds } from '../../schemas/messages/group-ref.ts';
+import { type PolicyEvent, parsePolicyEventKey } from '../../schemas/messages/policy-event.ts';
+import type { RolloutStart } from '../../schemas/messages/rollout-request.ts';
+import { notifiedKeys } from '../../schemas/messages/s3-event.ts';
+import { PolicyPointerSchema } from '../../schemas/policy.ts';
+import type { RunStatus } from '../../schemas/run-status.ts';
+import { keys } from '../../topology.ts';
+import { readJson, updateJson } from '../blob-json.ts';
+import { sendTo } from '../context.ts';
+import { maybeCompleteRun, wantedEvalVersions } from '../eval.ts';
+import { groupAt, groupSeed, planStages } from '../plan.ts';
+import { applyRunTemplate, PromptTypeError, runPromptTemplate } from '../prompt-type.ts';
+import { type RunResources, stageConfig } from '../run-resources.ts';
+import { readRunStatus, transitionRun } from '../run-status.ts';
 
 /**
  * `runs/<runId>/feeder/state.json`: how far the walk has been issued, and which versions got validation groups.

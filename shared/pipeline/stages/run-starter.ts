@@ -6,20 +6,20 @@
 // names, the validation datasets, and the training datasets last; the run starts when the last dataset the config
 // names has arrived. An upload that cannot start a run ends it at once with the reason in run.json: a dataset
 // before (or without) its config, a dataset the config does not name, a dataset outside input/.
-import { DatasetError, type DatasetProblem, formatProblem } from '../data/dataset.ts';
-import { datasetFormat, readDatasetObject } from '../data/dataset-file.ts';
-import type { BlobStore } from '../ports/blob-store.ts';
-import { PermanentError } from '../ports/errors.ts';
-import type { LearnerJobs } from '../ports/learner-jobs.ts';
-import type { StageContext } from '../ports/stage-context.ts';
-import type { RunConfig } from '../schemas/config/run.ts';
-import { parseInputKey, type RunEvent, RunIdSchema } from '../schemas/messages/run-event.ts';
-import { notifiedKeys } from '../schemas/messages/s3-event.ts';
-import type { RunStatus } from '../schemas/run-status.ts';
-import { keys } from '../topology.ts';
-import { putJsonIfAbsent } from './blob-json.ts';
-import { recordLearnerJob, takeLearnerLease } from './learner-lease.ts';
-import { groupsPlanned, planStages, resolveSaveEvery } from './plan.ts';
+import { DatasetError, type DatasetProblem, formatProblem } from '../../data/dataset.ts';
+import { datasetFormat, readDatasetObject } from '../../data/dataset-file.ts';
+import type { BlobStore } from '../../ports/blob-store.ts';
+import { PermanentError } from '../../ports/errors.ts';
+import type { LearnerJobs } from '../../ports/learner-jobs.ts';
+import type { StageContext } from '../../ports/stage-context.ts';
+import type { RunConfig } from '../../schemas/config/run.ts';
+import { parseInputKey, type RunEvent, RunIdSchema } from '../../schemas/messages/run-event.ts';
+import { notifiedKeys } from '../../schemas/messages/s3-event.ts';
+import type { RunStatus } from '../../schemas/run-status.ts';
+import { keys } from '../../topology.ts';
+import { putJsonIfAbsent } from '../blob-json.ts';
+import { recordLearnerJob, takeLearnerLease } from '../learner-lease.ts';
+import { groupsPlanned, planStages, resolveSaveEvery } from '../plan.ts';
 import {
   ConfigError,
   datasetPaths,
@@ -27,12 +27,12 @@ import {
   parseRunConfig,
   referencedFiles,
   resolveRunConfig,
-} from './run-config.ts';
-import { stageConfig } from './run-resources.ts';
-import { readRunStatus, transitionRun } from './run-status.ts';
+} from '../run-config.ts';
+import { stageConfig } from '../run-resources.ts';
+import { readRunStatus, transitionRun } from '../run-status.ts';
 
 /** Counts prompt tokens when a tokenizer is at hand (a local model folder); undefined skips that check. */
-export type PromptTokenCounter = (row: import('../schemas/dataset-row.ts').DatasetRow) => Promise<number>;
+export type PromptTokenCounter = (row: import('../../schemas/dataset-row.ts').DatasetRow) => Promise<number>;
 
 export interface RunStarterContext extends StageContext {
   readonly learnerJobs: LearnerJobs;
