@@ -11,14 +11,12 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { ToolSchema } from '#shared/schemas/chat';
 import { BfclPrepareError, prepareBfclEntries } from '#shared/tools/bfcl/prepare';
+import { bfclSchemaToJsonSchema } from '../../tools/bfcl-schema.ts';
 import { InputError, isObject, readRecords, recordObject } from '../records.ts';
-import { bfclSchemaToJsonSchema } from './bfcl-schema.ts';
 import { chatMessages } from './messages.ts';
 import type { ConvertContext, ConvertedRow, Converter, ConvertResult } from './types.ts';
 
 const BFCL_FILE = /^BFCL_v\d+_multi_turn_.*\.jsonl?$/;
-
-export { bfclSchemaToJsonSchema };
 
 function functionDocToTool(doc: unknown, where: string): ToolSchema {
   if (!isObject(doc) || typeof doc.name !== 'string')

@@ -1,6 +1,9 @@
 // BFCL's function docs use Python-flavoured JSON Schema (`dict`, `float`, `tuple`, `any`); tools need the standard
-// names. Shared by the BFCL converter and the reader of EnvTuning's BFCL rows (foreign-rows.ts).
-import { isObject } from '../records.ts';
+// names. Shared by the BFCL converter, the reader of EnvTuning's BFCL rows (foreign-rows.ts) and the held-out
+// functions of a multi-turn row (episode/user-turns.ts), so it sits below all three.
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const BFCL_TYPES: Record<string, string | undefined> = {
   dict: 'object',
