@@ -1,7 +1,7 @@
 // Every built-in tool kind, the names that select it, and the tool set used when no config is given.
 import { TOOL_CLASS_ALIASES, toolClassAlias } from '#shared/schemas/config/aliases';
 import type { ToolSpec } from '#shared/schemas/config/tools';
-import { bfclKind } from './bfcl/tool.ts';
+import { bfclKind } from '../bfcl/tool.ts';
 import { calculatorKind } from './calculator/tool.ts';
 import { codeInterpreterKind } from './code/tool.ts';
 import { httpKind } from './http/tool.ts';

@@ -5,12 +5,12 @@
 // names: `question` (all turns), `initial_config`, `involved_classes`, `path`, `missed_function`, plus
 // `id` and `category`. The ground truth is BFCL's list of call strings per turn. The tools are the entry's
 // `function` docs: entries prepared by BFCL's loader (`toolrl bfcl dataset`) carry them; raw entries from BFCL's
-// data files do not, and get them from BFCL's own loader code in its Python environment (shared/tools/bfcl).
+// data files do not, and get them from BFCL's own loader code in its Python environment (shared/bfcl).
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { BfclPrepareError, prepareBfclEntries } from '#shared/bfcl/prepare';
 import type { ToolSchema } from '#shared/schemas/chat';
-import { BfclPrepareError, prepareBfclEntries } from '#shared/tools/bfcl/prepare';
 import { bfclSchemaToJsonSchema } from '../../tools/bfcl-schema.ts';
 import { InputError, isObject, readRecords, recordObject } from '../records.ts';
 import { chatMessages } from './messages.ts';

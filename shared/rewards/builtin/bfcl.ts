@@ -8,9 +8,9 @@
 //                   (`eos` after the last user turn; BFCL fails force-terminated entries), else 0
 //   score           progress (default) or success (`score: success`)
 import { z } from 'zod';
-import { checkTrajectory } from '#shared/tools/bfcl/check';
-import { sharedBfclEnv } from '#shared/tools/bfcl/client';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
+import { checkTrajectory } from '#shared/bfcl/check';
+import { sharedBfclEnv } from '#shared/bfcl/client';
+import { ensureBfclEnv } from '#shared/bfcl/env';
 import { defineReward } from '../types.ts';
 
 const BfclConfigSchema = z

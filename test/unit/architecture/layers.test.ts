@@ -17,14 +17,11 @@ const RULE =
  * test fails when one of them is gone, so the list only shrinks.
  */
 const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
-  { from: 'shared/tools/bfcl/check.ts', to: 'shared/episode/user-turns' },
-  { from: 'shared/tools/bfcl/check.ts', to: 'shared/rewards/input' },
-  { from: 'shared/tools/bfcl/dataset.ts', to: 'shared/data/convert' },
-  { from: 'shared/tools/bfcl/evaluate.ts', to: 'shared/data/dataset' },
-  { from: 'shared/tools/bfcl/evaluate.ts', to: 'shared/rewards/input' },
-  { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/episode' },
-  { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/state' },
-  { from: 'shared/tools/bfcl/rollout.ts', to: 'shared/episode/user-turns' },
+  { from: 'shared/data/converters/bfcl.ts', to: 'shared/bfcl/prepare' },
+  { from: 'shared/rewards/builtin/bfcl.ts', to: 'shared/bfcl/check' },
+  { from: 'shared/rewards/builtin/bfcl.ts', to: 'shared/bfcl/client' },
+  { from: 'shared/rewards/builtin/bfcl.ts', to: 'shared/bfcl/env' },
+  { from: 'shared/tools/kinds.ts', to: 'shared/bfcl/tool' },
 ];
 
 /**

@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBfclEnv } from '#shared/bfcl/env';
 import { readDataset, writeDataset } from '#shared/data/dataset';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
 import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 import { fixtureRow } from './helpers.ts';
 

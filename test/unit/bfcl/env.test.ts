@@ -4,10 +4,10 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BfclEnv, BfclEnvError } from '#shared/tools/bfcl/client';
-import { bfclEntryOf } from '#shared/tools/bfcl/entry';
-import { DEFAULT_BFCL_ENV_DIR, ensureBfclEnv, readyBfclPython } from '#shared/tools/bfcl/env';
-import type { BfclEntry } from '#shared/tools/bfcl/protocol';
+import { BfclEnv, BfclEnvError } from '#shared/bfcl/client';
+import { bfclEntryOf } from '#shared/bfcl/entry';
+import { DEFAULT_BFCL_ENV_DIR, ensureBfclEnv, readyBfclPython } from '#shared/bfcl/env';
+import type { BfclEntry } from '#shared/bfcl/protocol';
 import { fixtureRow } from './helpers.ts';
 
 const entry: BfclEntry = {

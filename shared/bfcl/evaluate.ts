@@ -6,7 +6,7 @@ import { loadPolicy } from '#shared/policy/policy';
 import { rewardInputFromTrajectory } from '#shared/rewards/input';
 import type { MultiTurnConfig } from '#shared/schemas/config/rollout';
 import type { FinishReason } from '#shared/schemas/trajectory';
-import { buildToolRegistry } from '../registry.ts';
+import { buildToolRegistry } from '../tools/registry.ts';
 import { type BfclCheck, checkTrajectory } from './check.ts';
 import { sharedBfclEnv } from './client.ts';
 import { runEpisode } from './rollout.ts';

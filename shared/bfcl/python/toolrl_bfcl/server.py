@@ -1,6 +1,6 @@
 """The JSON-lines protocol on stdin/stdout: one request `{"id", "method", "params"}` per line, one answer
 `{"id", "ok": true, "result"}` or `{"id", "ok": false, "error": {"type", "message"}}` per line, in order.
-The TypeScript side (shared/tools/bfcl/protocol.ts) holds the same shapes as zod schemas.
+The TypeScript side (shared/bfcl/protocol.ts) holds the same shapes as zod schemas.
 
 Methods: `hello`, `execute`, `score`, `state`, `parse`, `stats`. Requests are served one at a time (the
 environments are plain Python objects); EOF on stdin ends the process.
