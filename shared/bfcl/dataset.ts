@@ -1,7 +1,7 @@
 // `toolrl bfcl dataset`: BFCL multi-turn entries as training rows. BFCL's own loader (in the environment process)
 // prepares each entry as it would for a model (the involved classes' function docs, held-out functions moved to
 // `missed_function` by turn) and writes them with their ground truth in BFCL's file layout; the `bfcl` dataset
-// converter then makes the Parquet rows (extra_info keeps BFCL's names; see shared/data/converters/bfcl.ts).
+// converter then makes the Parquet rows (extra_info keeps BFCL's names; see shared/bfcl/converter.ts).
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { type ConvertSummary, convertDataset } from '#shared/data/convert';
 import { BFCL_PACKAGE_DIR, ensureBfclEnv } from './env.ts';
+import './register-converter.ts'; // convertDataset's `bfcl` format
 
 const run = promisify(execFile);
 

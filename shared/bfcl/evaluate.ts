@@ -7,6 +7,7 @@ import { rewardInputFromTrajectory } from '#shared/rewards/input';
 import type { MultiTurnConfig } from '#shared/schemas/config/rollout';
 import type { FinishReason } from '#shared/schemas/trajectory';
 import { buildToolRegistry } from '../tools/registry.ts';
+import './register-tool.ts'; // the registry it builds must know the bfcl kind
 import { type BfclCheck, checkTrajectory } from './check.ts';
 import { sharedBfclEnv } from './client.ts';
 import { runEpisode } from './rollout.ts';

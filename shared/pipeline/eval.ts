@@ -57,6 +57,7 @@ export function accuracyComponentOf(
 
 /** DeclaredAccuracy over the built-in rewards (loaded on first use: only the reward stage summarises). */
 async function builtinAccuracy(): Promise<DeclaredAccuracy> {
+  await import('../bfcl/register-reward.ts'); // BFCL's reward (and its accuracy) joins the built-ins
   const { BUILTIN_REWARDS } = await import('../rewards/registry.ts');
   const byName = new Map(BUILTIN_REWARDS.map((d) => [d.name, d.accuracy ?? null]));
   return (name) => byName.get(name);

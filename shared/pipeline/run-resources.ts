@@ -146,6 +146,7 @@ export class RunResources {
   hasStatefulTools(runId: string, stage: string | null): Promise<boolean> {
     return memo(this.statefulTools, `${runId}\u0000${stage}`, async () => {
       const config = await this.config(runId, stage);
+      await import('../bfcl/register-tool.ts'); // BFCL's tool kind joins the built-ins
       const { toolSpecsOf } = await import('../tools/specs.ts');
       const { toolSource } = await import('../tools/kinds.ts');
       const specs = toolSpecsOf(config.tools, await this.baseDir(runId));
@@ -212,6 +213,7 @@ async function defaultBuildTools(
   baseDir: string,
   extras: { countTokens?: TokenCounter } = {},
 ): Promise<ToolsHandle> {
+  await import('../bfcl/register-tool.ts'); // BFCL's tool kind joins the built-ins
   const { buildToolRegistry } = await import('../tools/registry.ts');
   const mt = config.rollout.multi_turn;
   return buildToolRegistry(config.tools, {
@@ -225,6 +227,7 @@ async function defaultBuildTools(
 }
 
 async function defaultBuildReward(config: RunConfig, baseDir: string): Promise<RewardScorer> {
+  await import('../bfcl/register-reward.ts'); // BFCL's reward joins the built-ins
   const { buildReward } = await import('../rewards/index.ts');
   return buildReward(config.reward, { baseDir });
 }

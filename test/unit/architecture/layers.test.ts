@@ -16,13 +16,7 @@ const RULE =
  * Imports that break the layering today, each with the fix ARCHITECTURE.md names ("Known departures"). The
  * test fails when one of them is gone, so the list only shrinks.
  */
-const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
-  { from: 'shared/data/converters/bfcl.ts', to: 'shared/bfcl/prepare' },
-  { from: 'shared/rewards/builtin/bfcl.ts', to: 'shared/bfcl/check' },
-  { from: 'shared/rewards/builtin/bfcl.ts', to: 'shared/bfcl/client' },
-  { from: 'shared/rewards/builtin/bfcl.ts', to: 'shared/bfcl/env' },
-  { from: 'shared/tools/kinds.ts', to: 'shared/bfcl/tool' },
-];
+const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [];
 
 /**
  * `import()` calls whose specifier is computed: loading by path, as Lambda's runtime loads a handler, not a

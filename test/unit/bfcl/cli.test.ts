@@ -8,6 +8,7 @@ import { ensureBfclEnv } from '#shared/bfcl/env';
 import { readDataset, writeDataset } from '#shared/data/dataset';
 import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 import { fixtureRow } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const bin = new URL('../../../bin/toolrl.mjs', import.meta.url).pathname;
 const toolrl = (args: string[], timeout = 120_000) => {

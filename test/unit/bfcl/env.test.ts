@@ -9,6 +9,7 @@ import { bfclEntryOf } from '#shared/bfcl/entry';
 import { DEFAULT_BFCL_ENV_DIR, ensureBfclEnv, readyBfclPython } from '#shared/bfcl/env';
 import type { BfclEntry } from '#shared/bfcl/protocol';
 import { fixtureRow } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const entry: BfclEntry = {
   id: 'multi_turn_base_0',

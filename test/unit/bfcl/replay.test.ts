@@ -15,6 +15,7 @@ import type { DatasetRow } from '#shared/schemas/dataset-row';
 import type { ToolCall } from '#shared/schemas/tool-result';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import { fixtureRow, fixtureRows, playEpisode, scriptFor } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 let registry: ToolRegistry;
 let env: BfclEnv;

@@ -9,6 +9,7 @@ import { normaliseRewardInput } from '#shared/rewards/input';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import type { ToolCall } from '#shared/schemas/tool-result';
 import { callsText, fixtureRow, scriptFor } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 let env: BfclEnv;
 let row: DatasetRow;

@@ -8,6 +8,7 @@ import { startEpisode } from '#shared/episode/episode';
 import { episodeRowTools, userTurnsOf } from '#shared/episode/user-turns';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import { fixtureRow } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 let registry: ToolRegistry;
 

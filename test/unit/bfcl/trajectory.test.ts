@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { callsByUserTurn, executedCalls } from '#shared/bfcl/trajectory';
 import type { ToolErrorType, ToolResult } from '#shared/schemas/tool-result';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const ok: ToolResult = { ok: true, output: '{}', error: null, truncated: false };
 const failed = (type: ToolErrorType): ToolResult => ({

@@ -22,6 +22,7 @@ import { InputError } from '#shared/data/records';
 import { validateDataset } from '#shared/data/validate';
 import { toolsAtTurn, userTurnsOf } from '#shared/episode/user-turns';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const FIXTURES = new URL('../../fixtures/data/', import.meta.url).pathname;
 /** Entries written by `toolrl bfcl dataset` (BFCL's own loader): the reference for the raw ones below. */

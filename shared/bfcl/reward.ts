@@ -8,10 +8,10 @@
 //                   (`eos` after the last user turn; BFCL fails force-terminated entries), else 0
 //   score           progress (default) or success (`score: success`)
 import { z } from 'zod';
-import { checkTrajectory } from '#shared/bfcl/check';
-import { sharedBfclEnv } from '#shared/bfcl/client';
-import { ensureBfclEnv } from '#shared/bfcl/env';
-import { defineReward } from '../types.ts';
+import { defineReward } from '../rewards/types.ts';
+import { checkTrajectory } from './check.ts';
+import { sharedBfclEnv } from './client.ts';
+import { ensureBfclEnv } from './env.ts';
 
 const BfclConfigSchema = z
   .object({

@@ -9,12 +9,12 @@
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { BfclPrepareError, prepareBfclEntries } from '#shared/bfcl/prepare';
 import type { ToolSchema } from '#shared/schemas/chat';
-import { bfclSchemaToJsonSchema } from '../../tools/bfcl-schema.ts';
-import { InputError, isObject, readRecords, recordObject } from '../records.ts';
-import { chatMessages } from './messages.ts';
-import type { ConvertContext, ConvertedRow, Converter, ConvertResult } from './types.ts';
+import { chatMessages } from '../data/converters/messages.ts';
+import type { ConvertContext, ConvertedRow, Converter, ConvertResult } from '../data/converters/types.ts';
+import { InputError, isObject, readRecords, recordObject } from '../data/records.ts';
+import { bfclSchemaToJsonSchema } from '../tools/bfcl-schema.ts';
+import { BfclPrepareError, prepareBfclEntries } from './prepare.ts';
 
 const BFCL_FILE = /^BFCL_v\d+_multi_turn_.*\.jsonl?$/;
 
