@@ -15,13 +15,13 @@ import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { bootstrapEnvironment, destroyEnvironment } from '#shared/operator/bootstrap';
 import type { EnvironmentResources } from '#shared/operator/environment';
+import { RunResources } from '#shared/pipeline/run-resources';
 import {
   createFeederHandler,
   createRewardHandler,
   createRolloutHandler,
   createToolCallHandler,
-} from '#shared/pipeline/handlers';
-import { RunResources } from '#shared/pipeline/run-resources';
+} from '#shared/pipeline/stages/handlers';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { silentLog } from '#shared/ports/log';
 import type { Queue } from '#shared/ports/queue';

@@ -3,8 +3,8 @@
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
 import { loadToolSecrets } from '#shared/adapters/aws/tool-secrets';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
-import { createToolCallHandler } from '#shared/pipeline/handlers';
 import { RunResources } from '#shared/pipeline/run-resources';
+import { createToolCallHandler } from '#shared/pipeline/stages/handlers';
 
 await loadToolSecrets(process.env[FUNCTION_ENV.toolSecretsId]);
 const ctx = awsStageContext('tool-call');

@@ -11,7 +11,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { type AwsClientOptions, sqsClient } from '#shared/adapters/aws/clients';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
-import { createRunStarterHandler } from '#shared/pipeline/handlers';
+import { createRunStarterHandler } from '#shared/pipeline/stages/handlers';
 import type { Queue } from '#shared/ports/queue';
 import { EMBEDDED_SETTINGS, learnerPython } from '#shared/runtime/embedded';
 import type { SqsHandler } from '#shared/runtime/event-source-mapping';

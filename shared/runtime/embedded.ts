@@ -8,15 +8,15 @@ import { fileURLToPath } from 'node:url';
 import type { EmbeddedQueue } from '../adapters/embedded/embedded-queue.ts';
 import { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
 import { createEmbeddedQueues } from '../adapters/embedded/queues.ts';
+import { BlobPolicyProvider, type PolicyProvider } from '../pipeline/policies.ts';
+import { RunResources, type RunResourcesOptions } from '../pipeline/run-resources.ts';
 import {
   createFeederHandler,
   createRewardHandler,
   createRolloutHandler,
   createRunStarterHandler,
   createToolCallHandler,
-} from '../pipeline/handlers.ts';
-import { BlobPolicyProvider, type PolicyProvider } from '../pipeline/policies.ts';
-import { RunResources, type RunResourcesOptions } from '../pipeline/run-resources.ts';
+} from '../pipeline/stages/handlers.ts';
 import type { PromptTokenCounter } from '../pipeline/stages/run-starter.ts';
 import type { LearnerJobs } from '../ports/learner-jobs.ts';
 import type { Log } from '../ports/log.ts';

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DATASET_LAYOUT } from '#shared/data/dataset';
 import { encodeParquet } from '#shared/data/parquet';
 import { readJson } from '#shared/pipeline/blob-json';
-import { createRewardHandler } from '#shared/pipeline/handlers';
+import { createRewardHandler } from '#shared/pipeline/stages/handlers';
 import { ATTR, type ReceivedMessage } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';
 import { toSqsEvent } from '#shared/runtime/sqs-event';

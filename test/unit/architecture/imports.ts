@@ -89,7 +89,7 @@ export interface LayerRow {
 
 /**
  * The rows of the table under "## Layers of `shared/`" in ARCHITECTURE.md. Units are the backticked paths of
- * the "folders" column that lie under shared/ (entry points outside shared/ are named after "outside").
+ * the "folders" column, outside parentheses, that lie under shared/ (entry points outside shared/ are named after "outside").
  */
 export function layerTable(markdown: string): LayerRow[] {
   const section = markdown.split(/^## /m).find((s) => s.startsWith('Layers of `shared/`'));
@@ -98,7 +98,8 @@ export function layerTable(markdown: string): LayerRow[] {
   for (const line of section.split('\n')) {
     const cells = line.split('|').map((c) => c.trim());
     if (cells.length < 5 || !/^\d+$/.test(cells[1] ?? '')) continue;
-    const folders = (cells[3] ?? '').split(/outside/)[0] ?? '';
+    // Parentheses describe a folder; what they name is not a unit.
+    const folders = ((cells[3] ?? '').split(/outside/)[0] ?? '').replace(/\([^)]*\)/g, '');
     const units = [...folders.matchAll(/`([^`]+)`/g)].map((m) => (m[1] as string).replace(/^shared\//, ''));
     rows.push({ rank: Number(cells[1]), name: cells[2] as string, units });
   }

@@ -2,18 +2,18 @@
 // entry points (functions/<stage>/index.ts) and the embedded runtime build exactly these, so the code that
 // runs in-process is the code that runs on Lambda.
 
-import { PolicyEventSchema } from '../schemas/messages/policy-event.ts';
-import { RewardRequestSchema } from '../schemas/messages/reward-request.ts';
-import { RolloutRequestSchema } from '../schemas/messages/rollout-request.ts';
-import { RunEventSchema } from '../schemas/messages/run-event.ts';
-import { ToolCallRequestSchema } from '../schemas/messages/tool-call-request.ts';
-import { QUEUES } from '../topology.ts';
-import { type SqsBatchHandler, sqsBatchHandler } from './batch-handler.ts';
-import { type FeederContext, handlePolicyEvent } from './stages/feeder.ts';
-import { handleRewardRequest, type RewardStageContext } from './stages/reward.ts';
-import { handleRolloutRequest, type RolloutStageContext } from './stages/rollout.ts';
-import { handleRunEvent, type RunStarterContext } from './stages/run-starter.ts';
-import { handleToolCallRequest, type ToolCallStageContext } from './stages/tool-call.ts';
+import { PolicyEventSchema } from '../../schemas/messages/policy-event.ts';
+import { RewardRequestSchema } from '../../schemas/messages/reward-request.ts';
+import { RolloutRequestSchema } from '../../schemas/messages/rollout-request.ts';
+import { RunEventSchema } from '../../schemas/messages/run-event.ts';
+import { ToolCallRequestSchema } from '../../schemas/messages/tool-call-request.ts';
+import { QUEUES } from '../../topology.ts';
+import { type SqsBatchHandler, sqsBatchHandler } from '../batch-handler.ts';
+import { type FeederContext, handlePolicyEvent } from './feeder.ts';
+import { handleRewardRequest, type RewardStageContext } from './reward.ts';
+import { handleRolloutRequest, type RolloutStageContext } from './rollout.ts';
+import { handleRunEvent, type RunStarterContext } from './run-starter.ts';
+import { handleToolCallRequest, type ToolCallStageContext } from './tool-call.ts';
 
 export const createRunStarterHandler = (ctx: RunStarterContext): SqsBatchHandler =>
   sqsBatchHandler(ctx, {
