@@ -197,7 +197,7 @@ describe('function packaging', () => {
     expect(readFileSync(join(context, 'shared/bfcl/requirements.lock'), 'utf8')).toBe(
       readFileSync(join(REPO_ROOT, 'shared/bfcl/requirements.lock'), 'utf8'),
     );
-    expect(dockerfile).toMatch(/^COPY shared\/tools\/bfcl\/requirements\.lock (\S+)$/m);
+    expect(dockerfile).toMatch(/^COPY shared\/bfcl\/requirements\.lock (\S+)$/m);
     expect(dockerfile).toMatch(
       /pip --python \/opt\/bfcl-env\/bin\/python install .*--no-deps --require-hashes/,
     );

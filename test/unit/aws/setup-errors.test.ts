@@ -70,7 +70,7 @@ describe('AWS setup errors', () => {
   it('local-worker --help prints its usage and exits 0', () => {
     const r = worker(['--help']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^usage: node --import tsx shared\/aws\/local-worker.ts --env NAME/);
+    expect(r.stdout).toMatch(/^usage: node --import tsx shared\/operator\/local-worker.ts --env NAME/);
     expect(r.stdout).toMatch(/--learner-arg=ARG/);
   });
 
@@ -82,7 +82,7 @@ describe('AWS setup errors', () => {
     ] as const) {
       const r = worker([...args], env);
       expect(r.stderr, args.join(' ')).toContain(`local-worker: ${message}`);
-      expect(r.stderr).toMatch(/^usage: node --import tsx shared\/aws\/local-worker.ts/m);
+      expect(r.stderr).toMatch(/^usage: node --import tsx shared\/operator\/local-worker.ts/m);
       expect(r.stderr).not.toMatch(STACK);
       expect(r.code).toBe(2);
     }
