@@ -57,7 +57,9 @@ export interface EvaluateOptions {
  */
 function bundleVersion(bundleDir: string): number {
   const manifest = join(bundleDir, 'manifest.json');
-  return existsSync(manifest) ? BundleManifestSchema.parse(JSON.parse(readFileSync(manifest, 'utf8'))).version : 0;
+  return existsSync(manifest)
+    ? BundleManifestSchema.parse(JSON.parse(readFileSync(manifest, 'utf8'))).version
+    : 0;
 }
 
 export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {

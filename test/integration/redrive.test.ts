@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { createEmbeddedQueues } from '#shared/adapters/embedded/queues';
-import type { RunReport } from '#shared/aws/run-report';
+import type { RunReport } from '#shared/operator/run-report';
 import { putJson } from '#shared/pipeline/blob-json';
 import { listDeadLetters } from '#shared/pipeline/dead-letters';
 import { redriveRun } from '#shared/pipeline/redrive';
@@ -20,7 +20,7 @@ import { embeddedJournalDir, embeddedRunReport } from '#shared/runtime/embedded-
 import { train } from '#shared/runtime/train';
 import type { RunStatus } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
-import { REPO_ROOT } from '../helpers/policy-fixture.ts';
+import { REPO_ROOT } from '../../bench/support/tiny-model.ts';
 import { until } from './helpers/pipeline-fixture.ts';
 import { quickstartRows, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
 
