@@ -68,7 +68,7 @@ async function redriveEmbedded(workdir: string, runId: string, stages: Stage[] |
   const { FolderBlobStore } = await import('../../adapters/embedded/folder-blob-store.ts');
   const { journalOwner } = await import('../../adapters/embedded/journal-owner.ts');
   const { createEmbeddedQueues } = await import('../../adapters/embedded/queues.ts');
-  const { embeddedJournalDir } = await import('../../runtime/embedded-report.ts');
+  const { embeddedJournalDir } = await import('../../operator/embedded-report.ts');
   const { requestRedrive } = await import('../../runtime/redrive-requests.ts');
   const { redriveRun } = await import('../../pipeline/redrive.ts');
   const { existsSync } = await import('node:fs');

@@ -34,7 +34,7 @@ export function register(program: Command): void {
         try {
           let next: () => Promise<import('../../operator/run-report.ts').RunReport>;
           if (o.workdir !== undefined) {
-            const { embeddedRunReport } = await import('../../runtime/embedded-report.ts');
+            const { embeddedRunReport } = await import('../../operator/embedded-report.ts');
             const workdir = o.workdir;
             next = () => embeddedRunReport(workdir, runId);
           } else {

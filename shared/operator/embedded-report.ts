@@ -5,8 +5,8 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
 import { QueueJournal } from '../adapters/embedded/queue-journal.ts';
-import { type QueueReport, type RunReport, reportOf } from '../operator/run-report.ts';
 import { dlqName, QUEUES, type QueueName } from '../topology.ts';
+import { type QueueReport, type RunReport, reportOf } from './run-report.ts';
 
 /** Where an embedded run keeps its queue journals (EmbeddedPipeline's default). */
 export const embeddedJournalDir = (workdir: string, runId: string): string =>
