@@ -78,13 +78,13 @@ stop() {
   fi
 }
 
-# Creates environment ENV's bucket, queues and notifications on the running LocalStack (shared/aws/bootstrap.ts).
+# Creates environment ENV's bucket, queues and notifications on the running LocalStack (shared/operator/bootstrap.ts).
 bootstrap() {
   [ -n "${1:-}" ] || { echo "usage: $0 bootstrap ENV" >&2; exit 2; }
   healthy || { echo "localstack: not running on $port (bash $0 start)" >&2; exit 1; }
   AWS_ENDPOINT_URL=${AWS_ENDPOINT_URL:-http://127.0.0.1:$port} AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test} \
     AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=${AWS_REGION:-us-east-1} \
-    node --disable-warning=NodeVersionSupportWarning --import tsx shared/aws/bootstrap.ts "$1"
+    node --disable-warning=NodeVersionSupportWarning --import tsx shared/operator/bootstrap.ts "$1"
 }
 
 case "${1:-}" in

@@ -1,7 +1,7 @@
 // The one declaration of the pipeline's topology: queues, their consumers, timeouts, dead-letter
 // settings, batch sizes, bucket prefixes and notifications. The CDK stack, the LocalStack bootstrap and
 // the embedded runtime all read this, so the three cannot drift.
-import { fill } from './schemas/templates.ts';
+import { fill } from './templates.ts';
 
 /** The Lambda-style stages (each has a handler in functions/<name>/index.ts). */
 export type FunctionName = 'run-starter' | 'feeder' | 'rollout' | 'tool-call' | 'reward';

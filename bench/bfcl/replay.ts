@@ -11,12 +11,12 @@ import { execFile } from 'node:child_process';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { BfclEnv, closeSharedBfclEnvs } from '#shared/bfcl/client';
+import { writeBfclDataset } from '#shared/bfcl/dataset';
+import { bfclEntryOf, groundTruthOf } from '#shared/bfcl/entry';
+import { BFCL_PACKAGE_DIR, ensureBfclEnv } from '#shared/bfcl/env';
+import type { BfclCall } from '#shared/bfcl/protocol';
 import { readDataset } from '#shared/data/dataset';
-import { BfclEnv, closeSharedBfclEnvs } from '#shared/tools/bfcl/client';
-import { writeBfclDataset } from '#shared/tools/bfcl/dataset';
-import { bfclEntryOf, groundTruthOf } from '#shared/tools/bfcl/entry';
-import { BFCL_PACKAGE_DIR, ensureBfclEnv } from '#shared/tools/bfcl/env';
-import type { BfclCall } from '#shared/tools/bfcl/protocol';
 
 const run = promisify(execFile);
 const HERE = fileURLToPath(new URL('.', import.meta.url));

@@ -13,19 +13,19 @@ import { type AwsClientOptions, s3Client, sqsClient } from '#shared/adapters/aws
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
-import { bootstrapEnvironment, destroyEnvironment } from '#shared/aws/bootstrap';
-import type { EnvironmentResources } from '#shared/aws/environment';
-import type { StageContext } from '#shared/pipeline/context';
+import { bootstrapEnvironment, destroyEnvironment } from '#shared/operator/bootstrap';
+import type { EnvironmentResources } from '#shared/operator/environment';
+import { RunResources } from '#shared/pipeline/run-resources';
 import {
   createFeederHandler,
   createRewardHandler,
   createRolloutHandler,
   createToolCallHandler,
-} from '#shared/pipeline/handlers';
-import { silentLog } from '#shared/pipeline/log';
-import { RunResources } from '#shared/pipeline/run-resources';
+} from '#shared/pipeline/stages/handlers';
 import type { BlobStore } from '#shared/ports/blob-store';
+import { silentLog } from '#shared/ports/log';
 import type { Queue } from '#shared/ports/queue';
+import type { StageContext } from '#shared/ports/stage-context';
 import { EMBEDDED_SETTINGS, EmbeddedPipeline } from '#shared/runtime/embedded';
 import { LocalRuntime } from '#shared/runtime/local-runtime';
 import type { RunConfig } from '#shared/schemas/config/run';

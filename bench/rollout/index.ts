@@ -15,7 +15,7 @@ import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { readBundle } from '#shared/policy/bundle';
-import { LEARNER_PYTHON, REPO_ROOT, tinyBundle } from '../../test/helpers/policy-fixture.ts';
+import { LEARNER_PYTHON, REPO_ROOT, tinyBundle } from '../support/tiny-model.ts';
 import { copyBandwidth } from './bandwidth.ts';
 import { Child } from './child.ts';
 import { type Round, type Row, renderTables, replaceTables } from './report.ts';

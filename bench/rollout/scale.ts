@@ -19,7 +19,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { LEARNER_PYTHON, REPO_ROOT } from '../../test/helpers/policy-fixture.ts';
+import { LEARNER_PYTHON, REPO_ROOT } from '../support/tiny-model.ts';
 import { Child, type Measurement } from './child.ts';
 import { median } from './report.ts';
 

@@ -4,8 +4,8 @@
 // For the seed's full data, write the files with `toolrl bfcl dataset` instead (see README.md).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { closeSharedBfclEnvs } from '#shared/tools/bfcl/client';
-import { writeBfclDataset } from '#shared/tools/bfcl/dataset';
+import { closeSharedBfclEnvs } from '#shared/bfcl/client';
+import { writeBfclDataset } from '#shared/bfcl/dataset';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outDir = process.argv[2] ?? join(here, 'data');

@@ -1,7 +1,7 @@
 // Lambda entry of the feeder (environment parsed once, at cold start).
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
-import { createFeederHandler } from '#shared/pipeline/handlers';
 import { RunResources } from '#shared/pipeline/run-resources';
+import { createFeederHandler } from '#shared/pipeline/stages/handlers';
 
 const ctx = awsStageContext('feeder');
 export const handler = createFeederHandler({

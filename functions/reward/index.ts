@@ -1,7 +1,7 @@
 // Lambda entry of the reward stage (environment parsed once, at cold start).
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
-import { createRewardHandler } from '#shared/pipeline/handlers';
 import { RunResources } from '#shared/pipeline/run-resources';
+import { createRewardHandler } from '#shared/pipeline/stages/handlers';
 
 const ctx = awsStageContext('reward');
 export const handler = createRewardHandler({

@@ -1,9 +1,9 @@
 // Lambda entry of the rollout stage: policies are loaded into /tmp once per container and re-read when
 // LATEST.json moves.
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
-import { createRolloutHandler } from '#shared/pipeline/handlers';
 import { BlobPolicyProvider } from '#shared/pipeline/policies';
 import { RunResources } from '#shared/pipeline/run-resources';
+import { createRolloutHandler } from '#shared/pipeline/stages/handlers';
 
 const ctx = awsStageContext('rollout');
 export const handler = createRolloutHandler({

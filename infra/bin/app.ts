@@ -1,7 +1,7 @@
 // `npx cdk synth|deploy -c env=dev`: the CDK app of one environment (settings in cdk.json context).
 
 import { App } from 'aws-cdk-lib';
-import { assertEnvName } from '#shared/aws/names';
+import { assertEnvName } from '#shared/deployment/names';
 import { addEnvironment } from '../lib/toolrl-app.ts';
 
 const app = new App();

@@ -8,7 +8,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import { bucketName } from '#shared/aws/names';
+import { bucketName } from '#shared/deployment/names';
 import { LearnerJob } from './constructs/learner-job.ts';
 import { LearnerMetrics } from './constructs/learner-metrics.ts';
 import { PipelineAlarms } from './constructs/pipeline-alarms.ts';

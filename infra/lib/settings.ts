@@ -2,7 +2,7 @@
 // synth with a message naming the environment and the field, before any construct is built.
 
 import { z } from 'zod';
-import { gpusOf } from '#shared/aws/gpus';
+import { gpusOf } from '#shared/deployment/gpus';
 import { consumedQueue, FUNCTIONS, type FunctionName, QUEUES } from '#shared/topology';
 
 /** The retention periods CloudWatch Logs accepts. */

@@ -4,7 +4,7 @@
 import { type App, Tags, Validations } from 'aws-cdk-lib';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { stackName } from '#shared/aws/names';
+import { stackName } from '#shared/deployment/names';
 import { retainFrameworkFunctionLogs } from './framework-logs.ts';
 import { acknowledgeFrameworkResources } from './nag-acknowledgements.ts';
 import { PipelineStack, type PipelineStackProps } from './pipeline-stack.ts';

@@ -1,6 +1,5 @@
 // Small helpers shared by the commands: read stdin, print JSON, read a JSON/YAML file with a clear error.
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { ConfigFileError, readConfigFile } from '../tools/config.ts';
 import { UsageError } from './errors.ts';
 
 export async function readStdin(): Promise<string> {
@@ -15,17 +14,9 @@ export function printJson(value: unknown): void {
 
 /** Reads a .json, .yaml or .yml file; a missing or malformed file is a UsageError naming it. */
 export function readStructuredFile(path: string): unknown {
-  let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    return readConfigFile(path);
   } catch (err) {
-    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
-  }
-  try {
-    return path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
-  } catch (err) {
-    throw new UsageError(
-      `${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message}`,
-    );
+    throw err instanceof ConfigFileError ? new UsageError(err.message) : err;
   }
 }

@@ -4,6 +4,7 @@ import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Command, CommanderError } from 'commander';
+import { ConfigFileError } from '../tools/config.ts';
 import { UsageError } from './errors.ts';
 
 export interface CommandModule {
@@ -33,7 +34,8 @@ async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
-    if (err instanceof UsageError) {
+    // A config file the user named that cannot be read is misuse too, wherever below the CLI it was read.
+    if (err instanceof UsageError || err instanceof ConfigFileError) {
       process.stderr.write(`toolrl: ${err.message}\n`);
       return 2;
     }

@@ -2,9 +2,9 @@
 // functions held out until a later turn (BFCL's miss-func category). A row brings them in extra_info under
 // BFCL's names: `question` (all user turns, the first being the prompt) and `missed_function` ({turn: [function
 // docs]}, as BFCL's loader and `toolrl bfcl dataset` write it).
-import { bfclSchemaToJsonSchema } from '#shared/data/converters/bfcl';
 import { type ChatMessage, ChatMessageSchema, type ToolSchema, ToolSchemaSchema } from '#shared/schemas/chat';
 import { RowToolsSchema } from '#shared/schemas/dataset-row';
+import { bfclSchemaToJsonSchema } from '#shared/tools/bfcl-schema';
 import type { RowTools } from '#shared/tools/kind';
 import type { EpisodeState } from './state.ts';
 

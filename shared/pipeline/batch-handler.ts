@@ -5,12 +5,12 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type ZodType, z } from 'zod';
+import { BadMessageError, describeError, isPermanent } from '../ports/errors.ts';
 import { ATTR } from '../ports/queue.ts';
+import type { StageContext } from '../ports/stage-context.ts';
 import { DeadLetterStageSchema } from '../schemas/dead-letter.ts';
 import { decodeMessage } from './claim-check.ts';
-import type { StageContext } from './context.ts';
 import { groupOfPayload, recordDeadLetter } from './dead-letters.ts';
-import { BadMessageError, describeError, isPermanent } from './errors.ts';
 
 export interface RecordMeta {
   readonly messageId: string;

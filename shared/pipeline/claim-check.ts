@@ -2,9 +2,9 @@
 // the queue carries {key, sha256}; the reader verifies the hash and fails permanently, naming the key.
 import { createHash } from 'node:crypto';
 import type { BlobStore } from '../ports/blob-store.ts';
+import { BadMessageError } from '../ports/errors.ts';
 import { ClaimCheckEnvelopeSchema } from '../schemas/messages/claim-check.ts';
 import { CLAIM_CHECK_THRESHOLD_BYTES, keys } from '../topology.ts';
-import { BadMessageError } from './errors.ts';
 
 export const sha256Hex = (data: string | Uint8Array): string =>
   createHash('sha256').update(data).digest('hex');

@@ -3,6 +3,7 @@
 // limit. Without it one message in a dead-letter queue left its group, and so the run, waiting forever.
 import { z } from 'zod';
 import type { BlobStore } from '../ports/blob-store.ts';
+import type { StageContext } from '../ports/stage-context.ts';
 import {
   type DeadLetterRecord,
   DeadLetterRecordSchema,
@@ -12,7 +13,6 @@ import { type GroupRef, GroupRefSchema } from '../schemas/messages/group-ref.ts'
 import type { RunStatus } from '../schemas/run-status.ts';
 import { keys } from '../topology.ts';
 import { getJson, putJsonIfAbsent } from './blob-json.ts';
-import type { StageContext } from './context.ts';
 import { maybeCompleteRun, writeEvalSummaryIfComplete } from './eval.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 

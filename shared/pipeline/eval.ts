@@ -2,6 +2,7 @@
 // groups are scored (with verl-style `val/...` metrics, overall and per data source), and the run's
 // completion (the learner is done and its final version is evaluated).
 import { z } from 'zod';
+import type { StageContext } from '../ports/stage-context.ts';
 import type { RewardConfig } from '../schemas/config/reward.ts';
 import type { LearnerState } from '../schemas/learner-stdio.ts';
 import { LearnerStateSchema } from '../schemas/learner-stdio.ts';
@@ -10,7 +11,6 @@ import type { RunStatus } from '../schemas/run-status.ts';
 import { type ScoredGroup, ScoredGroupSchema } from '../schemas/scored-group.ts';
 import { keys } from '../topology.ts';
 import { getJson, putJsonIfAbsent, readJson } from './blob-json.ts';
-import type { StageContext } from './context.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
 /**
@@ -57,6 +57,7 @@ export function accuracyComponentOf(
 
 /** DeclaredAccuracy over the built-in rewards (loaded on first use: only the reward stage summarises). */
 async function builtinAccuracy(): Promise<DeclaredAccuracy> {
+  await import('../bfcl/register-reward.ts'); // BFCL's reward (and its accuracy) joins the built-ins
   const { BUILTIN_REWARDS } = await import('../rewards/registry.ts');
   const byName = new Map(BUILTIN_REWARDS.map((d) => [d.name, d.accuracy ?? null]));
   return (name) => byName.get(name);
@@ -261,7 +262,7 @@ export function toolCallValidity(trajs: readonly Scored[]): number | null {
   return attempted === 0 ? null : valid / attempted;
 }
 
-/** The versions the feeder gave validation groups (its state file; feeder.ts owns the full schema). */
+/** The versions the feeder gave validation groups (its state file; stages/feeder.ts owns the full schema). */
 const IssuedEvalsSchema = z.object({ evalVersions: z.array(z.number().int().nonnegative()) }).loose();
 
 /**

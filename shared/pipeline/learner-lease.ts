@@ -5,9 +5,9 @@
 // job is taken over (compare-and-swap on its etag) once it is older than any starter could still be working.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import type { StageContext } from '../ports/stage-context.ts';
 import { FUNCTIONS, keys } from '../topology.ts';
 import { readJson, toJson } from './blob-json.ts';
-import type { StageContext } from './context.ts';
 
 /**
  * @example {"schemaVersion": 1, "runId": "r-1a2b", "holder": "9f2c…", "takenAt": "2025-01-01T00:00:00.000Z",

@@ -8,8 +8,8 @@ import {
   looksLikePath,
   type PromptTemplate,
 } from '../data/prompts/templates.ts';
+import { PermanentError } from '../ports/errors.ts';
 import type { DatasetRow } from '../schemas/dataset-row.ts';
-import { PermanentError } from './errors.ts';
 
 /** The template cannot be loaded, or a row was already written with another one: the run cannot go on. */
 export class PromptTypeError extends PermanentError {

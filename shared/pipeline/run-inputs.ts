@@ -9,6 +9,7 @@ import { DatasetError, encodeDataset } from '../data/dataset.ts';
 import { datasetFormat, parquetName, readJsonDataset } from '../data/dataset-file.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
 import type { ToolSpec } from '../schemas/config/tools.ts';
+import '../bfcl/register-tool.ts'; // BFCL's tool kind joins the built-ins toolSource knows
 import { toolSource } from '../tools/kinds.ts';
 import { toolSpecsOf } from '../tools/specs.ts';
 import { isPlain, type Plain } from './config-aliases.ts';

@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { readDatasetObject } from '../data/dataset-file.ts';
 import { chatTemplateRefusal } from '../policy/chat-templates.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
+import { PermanentError } from '../ports/errors.ts';
 import type { RewardFn } from '../rewards/types.ts';
 import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
 import type { DatasetRow } from '../schemas/dataset-row.ts';
@@ -14,7 +15,6 @@ import type { RunStatus } from '../schemas/run-status.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { TokenCounter } from '../tools/token-counter.ts';
 import { keys } from '../topology.ts';
-import { PermanentError } from './errors.ts';
 import { readRunStatus } from './run-status.ts';
 import { runTokenCounter, runTokenizerDir } from './run-tokenizer.ts';
 
@@ -146,6 +146,7 @@ export class RunResources {
   hasStatefulTools(runId: string, stage: string | null): Promise<boolean> {
     return memo(this.statefulTools, `${runId}\u0000${stage}`, async () => {
       const config = await this.config(runId, stage);
+      await import('../bfcl/register-tool.ts'); // BFCL's tool kind joins the built-ins
       const { toolSpecsOf } = await import('../tools/specs.ts');
       const { toolSource } = await import('../tools/kinds.ts');
       const specs = toolSpecsOf(config.tools, await this.baseDir(runId));
@@ -212,6 +213,7 @@ async function defaultBuildTools(
   baseDir: string,
   extras: { countTokens?: TokenCounter } = {},
 ): Promise<ToolsHandle> {
+  await import('../bfcl/register-tool.ts'); // BFCL's tool kind joins the built-ins
   const { buildToolRegistry } = await import('../tools/registry.ts');
   const mt = config.rollout.multi_turn;
   return buildToolRegistry(config.tools, {
@@ -225,6 +227,7 @@ async function defaultBuildTools(
 }
 
 async function defaultBuildReward(config: RunConfig, baseDir: string): Promise<RewardScorer> {
+  await import('../bfcl/register-reward.ts'); // BFCL's reward joins the built-ins
   const { buildReward } = await import('../rewards/index.ts');
   return buildReward(config.reward, { baseDir });
 }

@@ -1,7 +1,7 @@
 // SQS's size limits, applied by construction: every adapter splits a batch with `planBatches`, and a message
 // that cannot fit is refused before any request is made. The embedded queue enforces the same numbers, so a
 // test on one machine fails where real SQS would refuse the request.
-import { PermanentError } from '../pipeline/errors.ts';
+import { PermanentError } from './errors.ts';
 import type { SendOptions } from './queue.ts';
 
 export const SQS_LIMITS = {

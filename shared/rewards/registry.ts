@@ -1,7 +1,6 @@
 // The reward kinds known by name: the built-ins, plus those a run's `reward.modules` add (see modules.ts).
 
 import { rewardName } from '#shared/schemas/config/aliases';
-import { bfclReward } from './builtin/bfcl.ts';
 import { exactMatchReward } from './builtin/exact-match.ts';
 import { formatReward } from './builtin/format.ts';
 import { retoolReward } from './builtin/retool.ts';
@@ -10,15 +9,23 @@ import { toolbenchReward } from './builtin/toolbench.ts';
 import { toolcallReward } from './builtin/toolcall.ts';
 import type { RewardDefinition } from './types.ts';
 
-export const BUILTIN_REWARDS: readonly RewardDefinition[] = [
+const builtins: RewardDefinition[] = [
   formatReward,
   toolcallReward,
   retoolReward,
   toolbenchReward,
   exactMatchReward,
-  bfclReward,
   toolRewardReward,
 ];
+export const BUILTIN_REWARDS: readonly RewardDefinition[] = builtins;
+
+/**
+ * Adds a reward that lives above rewards/ (the BFCL slice, shared/bfcl/register.ts) to the built-ins; a second call
+ * with the same definition is a no-op.
+ */
+export function registerBuiltinReward(def: RewardDefinition): void {
+  if (!builtins.includes(def)) builtins.push(def);
+}
 
 /**
  * A set of reward kinds. Each run builds its own from the built-ins and its modules, so one run's custom

@@ -8,20 +8,21 @@ import { fileURLToPath } from 'node:url';
 import type { EmbeddedQueue } from '../adapters/embedded/embedded-queue.ts';
 import { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
 import { createEmbeddedQueues } from '../adapters/embedded/queues.ts';
-import type { StageContext } from '../pipeline/context.ts';
+import { BlobPolicyProvider, type PolicyProvider } from '../pipeline/policies.ts';
+import { RunResources, type RunResourcesOptions } from '../pipeline/run-resources.ts';
 import {
   createFeederHandler,
   createRewardHandler,
   createRolloutHandler,
   createRunStarterHandler,
   createToolCallHandler,
-} from '../pipeline/handlers.ts';
-import type { Log } from '../pipeline/log.ts';
-import { silentLog } from '../pipeline/log.ts';
-import { BlobPolicyProvider, type PolicyProvider } from '../pipeline/policies.ts';
-import { RunResources, type RunResourcesOptions } from '../pipeline/run-resources.ts';
-import type { LearnerJobs, PromptTokenCounter } from '../pipeline/run-starter.ts';
+} from '../pipeline/stages/handlers.ts';
+import type { PromptTokenCounter } from '../pipeline/stages/run-starter.ts';
+import type { LearnerJobs } from '../ports/learner-jobs.ts';
+import type { Log } from '../ports/log.ts';
+import { silentLog } from '../ports/log.ts';
 import type { QueueSet } from '../ports/queue-set.ts';
+import type { StageContext } from '../ports/stage-context.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import type { TrainerConfig } from '../schemas/config/trainer.ts';
 import type { LearnerOutputLine } from '../schemas/learner-stdio.ts';

@@ -11,11 +11,11 @@ import { promisify } from 'node:util';
 import { readDataset } from '../data/dataset.ts';
 import { sendTo } from '../pipeline/context.ts';
 import { type EvalSummary, EvalSummarySchema } from '../pipeline/eval.ts';
-import { validationStarts } from '../pipeline/feeder.ts';
-import { silentLog } from '../pipeline/log.ts';
 import type { PolicyLease, PolicyProvider } from '../pipeline/policies.ts';
 import { runPromptTemplate } from '../pipeline/prompt-type.ts';
+import { validationStarts } from '../pipeline/stages/feeder.ts';
 import type { Policy } from '../policy/policy.ts';
+import { silentLog } from '../ports/log.ts';
 import type { RunConfig } from '../schemas/config/run.ts';
 import { BundleManifestSchema } from '../schemas/policy.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
@@ -57,7 +57,9 @@ export interface EvaluateOptions {
  */
 function bundleVersion(bundleDir: string): number {
   const manifest = join(bundleDir, 'manifest.json');
-  return existsSync(manifest) ? BundleManifestSchema.parse(JSON.parse(readFileSync(manifest, 'utf8'))).version : 0;
+  return existsSync(manifest)
+    ? BundleManifestSchema.parse(JSON.parse(readFileSync(manifest, 'utf8'))).version
+    : 0;
 }
 
 export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {

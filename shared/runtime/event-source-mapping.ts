@@ -4,8 +4,8 @@
 // failures, none when it throws. Works on any Queue (embedded or SQS).
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { z } from 'zod';
-import type { Log } from '../pipeline/log.ts';
-import { silentLog } from '../pipeline/log.ts';
+import type { Log } from '../ports/log.ts';
+import { silentLog } from '../ports/log.ts';
 import type { Queue, ReceivedMessage } from '../ports/queue.ts';
 import { pause } from '../tools/limits.ts';
 import { toSqsEvent } from './sqs-event.ts';

@@ -5,8 +5,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import type { Log } from '../pipeline/log.ts';
-import { silentLog } from '../pipeline/log.ts';
+import type { Log } from '../ports/log.ts';
+import { silentLog } from '../ports/log.ts';
 import { ATTR, type Queue } from '../ports/queue.ts';
 import { type LearnerOutputLine, LearnerOutputLineSchema } from '../schemas/learner-stdio.ts';
 import { ScoredGroupMessageSchema } from '../schemas/scored-group.ts';

@@ -1,7 +1,31 @@
 // The config keys every tool accepts (verl's tool-config names) and the parse of a tool's own keys,
 // with errors that name the tool and the key.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { TOOL_CONFIG_ALIASES } from '#shared/schemas/config/aliases';
+
+/** A config file (a verl tool-config file, a CLI input) that cannot be read or is not valid JSON/YAML. */
+export class ConfigFileError extends Error {
+  override name = 'ConfigFileError';
+}
+
+/** Reads a .json, .yaml or .yml file; a missing or malformed file is a ConfigFileError naming it. */
+export function readConfigFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigFileError(`cannot read ${path}: ${(err as Error).message}`);
+  }
+  try {
+    return path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new ConfigFileError(
+      `${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'YAML'}: ${(err as Error).message}`,
+    );
+  }
+}
 
 /**
  * Limits applied by the registry around every tool.

@@ -1,7 +1,6 @@
 // Every built-in tool kind, the names that select it, and the tool set used when no config is given.
 import { TOOL_CLASS_ALIASES, toolClassAlias } from '#shared/schemas/config/aliases';
 import type { ToolSpec } from '#shared/schemas/config/tools';
-import { bfclKind } from './bfcl/tool.ts';
 import { calculatorKind } from './calculator/tool.ts';
 import { codeInterpreterKind } from './code/tool.ts';
 import { httpKind } from './http/tool.ts';
@@ -19,8 +18,15 @@ export const TOOL_KINDS: ToolKind[] = [
   codeInterpreterKind,
   toolbenchKind,
   httpKind,
-  bfclKind,
 ] as ToolKind[];
+
+/**
+ * Adds a kind that lives above tools/ (the BFCL slice, shared/bfcl/register.ts) to the built-ins; a second call
+ * with the same kind is a no-op, so importing the registering module twice is harmless.
+ */
+export function registerToolKind(kind: ToolKind): void {
+  if (!TOOL_KINDS.includes(kind)) TOOL_KINDS.push(kind);
+}
 
 export interface ResolvedKind {
   kind: ToolKind;

@@ -3,7 +3,7 @@
 // are decided by the operator, not by the config: those listed in TOOLRL_TOOL_SECRETS (set where the stage
 // runs) and, on AWS, those of the tools' Secrets Manager secret. `AWS_*` never reaches a tool, listed or not:
 // it is the function's own role.
-import { FUNCTION_ENV } from '#shared/aws/function-env';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 
 /** Comma- or space-separated variable names tools may read, set by the operator where the tool-call stage runs. */
 export const TOOL_SECRETS_VAR = 'TOOLRL_TOOL_SECRETS';

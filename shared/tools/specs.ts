@@ -2,7 +2,6 @@
 // relative paths are then resolved from its own folder), or the defaults.
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { readStructuredFile } from '#shared/cli/io';
 import {
   type ToolConfigFile,
   ToolConfigFileSchema,
@@ -10,7 +9,7 @@ import {
   ToolSpecSchema,
   type ToolsConfig,
 } from '#shared/schemas/config/tools';
-import { parseOrThrow } from './config.ts';
+import { parseOrThrow, readConfigFile } from './config.ts';
 import { DEFAULT_TOOL_SPECS } from './kinds.ts';
 
 export function toolSpecsAndDir(
@@ -19,7 +18,7 @@ export function toolSpecsAndDir(
 ): { specs: ToolSpec[]; baseDir: string } {
   if (spec && 'config_file' in spec && spec.config_file) {
     const file = isAbsolute(spec.config_file) ? spec.config_file : resolve(baseDir, spec.config_file);
-    const specs = parseOrThrow('config_file', ToolConfigFileSchema, readStructuredFile(file)).tools;
+    const specs = parseOrThrow('config_file', ToolConfigFileSchema, readConfigFile(file)).tools;
     return { specs, baseDir: dirname(file) };
   }
   // Inline entries may come from code rather than a parsed config: checked here all the same.

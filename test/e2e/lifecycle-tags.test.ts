@@ -6,7 +6,7 @@ import { CreateBucketCommand, GetObjectTaggingCommand, type S3Client } from '@aw
 import { beforeAll, describe, expect, it } from 'vitest';
 import { s3Client } from '#shared/adapters/aws/clients';
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
-import { LIFECYCLE_TAG_KEY } from '#shared/aws/lifecycle';
+import { LIFECYCLE_TAG_KEY } from '#shared/deployment/lifecycle';
 import { putJson, putJsonIfAbsent } from '#shared/pipeline/blob-json';
 import { encodeMessage } from '#shared/pipeline/claim-check';
 import { ClaimCheckEnvelopeSchema } from '#shared/schemas/messages/claim-check';

@@ -4,7 +4,7 @@
 // (LocalStack's message browser: nothing is received to look). The whole flow with a worker and the learner is
 // test/integration/redrive.test.ts, on the embedded runtime.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunReport } from '#shared/aws/run-report';
+import type { RunReport } from '#shared/operator/run-report';
 import { putJson } from '#shared/pipeline/blob-json';
 import { listDeadLetters } from '#shared/pipeline/dead-letters';
 import { ATTR } from '#shared/ports/queue';

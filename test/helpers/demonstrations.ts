@@ -5,7 +5,7 @@
 
 import { join } from 'node:path';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
-import { REPO_ROOT } from './policy-fixture.ts';
+import { REPO_ROOT } from '../../bench/support/tiny-model.ts';
 
 type Message = { role: string; content: string; tool_calls?: unknown[] };
 

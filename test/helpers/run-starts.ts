@@ -4,9 +4,9 @@
 import { stringify as toYaml } from 'yaml';
 import { encodeDataset } from '#shared/data/dataset';
 import { LeaseHeldError } from '#shared/pipeline/learner-lease';
-import { silentLog } from '#shared/pipeline/log';
-import { type RunStarterContext, startRunFromUpload } from '#shared/pipeline/run-starter';
+import { type RunStarterContext, startRunFromUpload } from '#shared/pipeline/stages/run-starter';
 import type { BlobStore } from '#shared/ports/blob-store';
+import { silentLog } from '#shared/ports/log';
 import { keys } from '#shared/topology';
 
 export interface ConcurrentStarts {

@@ -3,7 +3,7 @@
 // logs; the tool-call role may invoke exactly this function, and the variable naming it comes with that grant.
 import type { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { FUNCTION_ENV } from '#shared/aws/function-env';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { FUNCTIONS, type FunctionName } from '#shared/topology';
 import { CODE_RUNNER_SETTINGS } from '../../infra/lib/constructs/stage-functions.ts';
 import { build } from './app.ts';

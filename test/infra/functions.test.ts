@@ -4,8 +4,8 @@
 import type { Template } from 'aws-cdk-lib/assertions';
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { FUNCTION_ENV } from '#shared/aws/function-env';
-import { deadLetterQueueName, queueName } from '#shared/aws/names';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
+import { deadLetterQueueName, queueName } from '#shared/deployment/names';
 import { consumedQueue, FUNCTION_SENDS, type FunctionName } from '#shared/topology';
 import { build, logicalId } from './app.ts';
 

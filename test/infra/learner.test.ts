@@ -3,8 +3,8 @@
 
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { FUNCTION_ENV } from '#shared/aws/function-env';
-import { queueName } from '#shared/aws/names';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
+import { queueName } from '#shared/deployment/names';
 import { build, logicalId } from './app.ts';
 
 describe('learner on AWS Batch', () => {

@@ -2,7 +2,7 @@
 
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { queueName } from '#shared/aws/names';
+import { queueName } from '#shared/deployment/names';
 import { NOTIFICATIONS } from '#shared/topology';
 import { build, logicalId } from './app.ts';
 

@@ -194,16 +194,16 @@ describe('function packaging', () => {
     const context = assets.find((a) => a.stage === 'tool-call')!.path;
     const dockerfile = readFileSync(join(context, 'infra', 'docker', 'tool-call', 'Dockerfile'), 'utf8');
     // The lock ensureBfclEnv installs locally is in the context, installed the same way (exact pins, hashes, no deps)
-    expect(readFileSync(join(context, 'shared/tools/bfcl/requirements.lock'), 'utf8')).toBe(
-      readFileSync(join(REPO_ROOT, 'shared/tools/bfcl/requirements.lock'), 'utf8'),
+    expect(readFileSync(join(context, 'shared/bfcl/requirements.lock'), 'utf8')).toBe(
+      readFileSync(join(REPO_ROOT, 'shared/bfcl/requirements.lock'), 'utf8'),
     );
-    expect(dockerfile).toMatch(/^COPY shared\/tools\/bfcl\/requirements\.lock (\S+)$/m);
+    expect(dockerfile).toMatch(/^COPY shared\/bfcl\/requirements\.lock (\S+)$/m);
     expect(dockerfile).toMatch(
       /pip --python \/opt\/bfcl-env\/bin\/python install .*--no-deps --require-hashes/,
     );
     // and the interpreter is named, so no function builds .cache/bfcl-env in its read-only code folder at cold start
     expect(dockerfile).toMatch(/^ENV TOOLRL_BFCL_PYTHON=\/opt\/bfcl-env\/bin\/python /m);
     expect(dockerfile).toMatch(/BFCL_PROJECT_ROOT=\/tmp\//);
-    expect(existsSync(join(context, 'shared/tools/bfcl/python/toolrl_bfcl/__main__.py'))).toBe(true);
+    expect(existsSync(join(context, 'shared/bfcl/python/toolrl_bfcl/__main__.py'))).toBe(true);
   });
 });

@@ -2,7 +2,7 @@
 
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { deadLetterQueueName, queueName } from '#shared/aws/names';
+import { deadLetterQueueName, queueName } from '#shared/deployment/names';
 import { QUEUES } from '#shared/topology';
 import { build, logicalId } from './app.ts';
 

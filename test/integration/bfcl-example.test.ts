@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { ensureBfclEnv } from '#shared/bfcl/env';
 import { readDataset, writeDataset } from '#shared/data/dataset';
 import { parseRunConfig } from '#shared/pipeline/run-config';
 import { ScoredGroupSchema } from '#shared/schemas/scored-group';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const EXAMPLE = join(ROOT, 'examples', 'bfcl');

@@ -30,7 +30,7 @@ import { type Trajectory, TrajectorySchema } from '#shared/schemas/trajectory';
 import { buildToolRegistry } from '#shared/tools/registry';
 import type { RunningServer } from '#shared/tools/serve';
 import { serveToolBench, ToolBenchCache } from '#shared/tools/toolbench/server';
-import { REPO_ROOT } from '../helpers/policy-fixture.ts';
+import { REPO_ROOT } from '../../bench/support/tiny-model.ts';
 
 const EXAMPLES = join(REPO_ROOT, 'examples');
 

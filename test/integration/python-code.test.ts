@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
+import { REPO_ROOT } from '../../bench/support/tiny-model.ts';
 import { correctDemonstrations } from '../helpers/demonstrations.ts';
-import { REPO_ROOT } from '../helpers/policy-fixture.ts';
 import { quickstartRows, scoredGroups, stepMetrics, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
 
 const run = tinyRun('python-code');

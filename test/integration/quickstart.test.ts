@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RunStatusSchema } from '#shared/schemas/run-status';
-import { REPO_ROOT } from '../helpers/policy-fixture.ts';
+import { REPO_ROOT } from '../../bench/support/tiny-model.ts';
 
 const STEPS = 16;
 /** Accuracy (mean@4) and reward the 16 RL steps must add at least (seed 0 measured +28 to +30 points at v16). */

@@ -12,7 +12,7 @@ import type { DatasetRow } from '#shared/schemas/dataset-row';
 import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import type { RunningServer } from '#shared/tools/serve';
 import { serveToolBench, ToolBenchCache } from '#shared/tools/toolbench/server';
-import { REPO_ROOT } from '../helpers/policy-fixture.ts';
+import { REPO_ROOT } from '../../bench/support/tiny-model.ts';
 import { scoredGroups, stepMetrics, type TinyRun, tinyRun } from './helpers/tiny-run.ts';
 
 const SEEDS = join(REPO_ROOT, 'test', 'fixtures', 'seeds');

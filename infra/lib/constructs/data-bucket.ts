@@ -4,8 +4,8 @@
 import { Aws, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { LIFECYCLE_TAG_KEY } from '#shared/aws/lifecycle';
-import { bucketName } from '#shared/aws/names';
+import { LIFECYCLE_TAG_KEY } from '#shared/deployment/lifecycle';
+import { bucketName } from '#shared/deployment/names';
 
 export interface DataBucketProps {
   readonly envName: string;

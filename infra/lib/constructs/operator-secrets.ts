@@ -4,7 +4,7 @@
 import { RemovalPolicy, SecretValue, Validations } from 'aws-cdk-lib';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { secretName } from '#shared/aws/names';
+import { secretName } from '#shared/deployment/names';
 
 export class OperatorSecrets extends Construct {
   /** JSON object of tool name -> API key, read by the tool-call stage (never handed to the code sandbox). */

@@ -4,7 +4,7 @@
 import { Duration } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { deadLetterQueueName, queueName } from '#shared/aws/names';
+import { deadLetterQueueName, queueName } from '#shared/deployment/names';
 import { QUEUES, type QueueName, type QueueSpec } from '#shared/topology';
 import type { QueuePair } from './toolrl-function.ts';
 

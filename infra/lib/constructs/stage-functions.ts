@@ -9,8 +9,8 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { functionEnvSchema } from '#shared/adapters/aws/stage-context';
-import { FUNCTION_ENV } from '#shared/aws/function-env';
 import { BUILTIN_PROMPTS_DIR } from '#shared/data/prompts/templates';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import {
   consumedQueue,
   FUNCTION_SENDS,

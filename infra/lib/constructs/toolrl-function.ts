@@ -13,7 +13,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { FUNCTION_ENV } from '#shared/aws/function-env';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import type { FunctionName, QueueName } from '#shared/topology';
 import { acknowledgeRunKeyPatterns } from '../nag.ts';
 import type { ResolvedFunctionSettings } from '../settings.ts';
@@ -177,7 +177,7 @@ export class ToolrlFunction extends Construct {
     }
     if (access.write?.length)
       // Conditional writes (If-None-Match / If-Match) are PutObject too; the tagging right lets a write carry
-      // the lifecycle tag (shared/aws/lifecycle.ts) that expires trajectories and claim checks.
+      // the lifecycle tag (shared/deployment/lifecycle.ts) that expires trajectories and claim checks.
       this.fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: ['s3:PutObject', 's3:PutObjectTagging'],

@@ -5,32 +5,9 @@
 // connections and never answers (a wedged LocalStack, a black-holed route) would hang a command or a stage.
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { AWS_TIMEOUTS, httpHandlerOptions } from '../../deployment/aws-http.ts';
 
-/** Milliseconds. A request's time runs until the response headers arrive (an upload's body included). */
-export const AWS_TIMEOUTS = {
-  /** TCP (and TLS) connect. */
-  connectMs: 3_000,
-  /** A control-plane call (SQS, STS, Batch, one small object). */
-  requestMs: 15_000,
-  /** Idle socket: no byte either way for this long while a large object streams. */
-  socketIdleMs: 60_000,
-} as const;
-
-/**
- * The `requestHandler` options every client gets (the SDK builds its Node handler from them). A call that needs
- * longer, a long poll or a large upload, passes its own `requestTimeout` with the call.
- */
-export function httpHandlerOptions(requestMs: number = AWS_TIMEOUTS.requestMs) {
-  return {
-    requestHandler: {
-      connectionTimeout: AWS_TIMEOUTS.connectMs,
-      requestTimeout: requestMs,
-      socketTimeout: AWS_TIMEOUTS.socketIdleMs,
-      // Without it the SDK only logs a warning when the request timeout passes and keeps waiting.
-      throwOnRequestTimeout: true,
-    },
-  };
-}
+export { AWS_TIMEOUTS, httpHandlerOptions };
 
 /** The common configuration of a client: region, endpoint (LocalStack) and the timeouts. */
 export function awsClientConfig(opts: AwsClientOptions, requestMs?: number) {

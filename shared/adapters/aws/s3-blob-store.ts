@@ -10,7 +10,7 @@ import {
   type PutObjectCommandInput,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { lifecycleTagging } from '../../aws/lifecycle.ts';
+import { lifecycleTagging } from '../../deployment/lifecycle.ts';
 import {
   assertValidKey,
   type BlobInfo,

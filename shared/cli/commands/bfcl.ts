@@ -53,11 +53,11 @@ export function register(program: Command): void {
   bfcl
     .command('setup')
     .description('Create the Python environment for bfcl-eval (pinned, without its declared dependencies)')
-    .option('--relock', 'recompile shared/tools/bfcl/requirements.lock from requirements.in first')
+    .option('--relock', 'recompile shared/bfcl/requirements.lock from requirements.in first')
     .option('--json', 'print {"python", "created", "bfclEval", "classes"}')
     .action(async (o: { relock?: boolean; json?: boolean }) => {
-      const { ensureBfclEnv, relockBfclEnv } = await import('../../tools/bfcl/env.ts');
-      const { BfclEnv } = await import('../../tools/bfcl/client.ts');
+      const { ensureBfclEnv, relockBfclEnv } = await import('../../bfcl/env.ts');
+      const { BfclEnv } = await import('../../bfcl/client.ts');
       if (o.relock) await relockBfclEnv();
       const info = await ensureBfclEnv();
       const env = new BfclEnv({ python: info.python });
@@ -96,7 +96,7 @@ export function register(program: Command): void {
     )
     .action(async (o: DatasetFlags) => {
       if (o.split && !o.valOut) throw new UsageError('--split needs --val-out FILE');
-      const { writeBfclDataset } = await import('../../tools/bfcl/dataset.ts');
+      const { writeBfclDataset } = await import('../../bfcl/dataset.ts');
       const { InputError } = await import('../../data/records.ts');
       try {
         const summary = await writeBfclDataset({
@@ -149,7 +149,7 @@ export function register(program: Command): void {
     .action(async (o: EvalFlags) => {
       if (!existsSync(o.data)) throw new UsageError(`no such file: ${o.data}`);
       const { BundleError } = await import('../../policy/bundle.ts');
-      const { evaluateBfcl } = await import('../../tools/bfcl/evaluate.ts');
+      const { evaluateBfcl } = await import('../../bfcl/evaluate.ts');
       const multiTurn = {
         ...(o.maxTurns ? { max_turns: o.maxTurns } : {}),
         ...(o.maxToolCalls ? { max_tool_calls: o.maxToolCalls } : {}),

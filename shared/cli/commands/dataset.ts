@@ -161,6 +161,7 @@ export function register(program: Command): void {
       if (!(trainRatio > 0 && trainRatio < 1))
         throw new UsageError(`--train-ratio must be in (0, 1), got ${opts.trainRatio}`);
       if (opts.maxSamples === 0) throw new UsageError('--max-samples must be at least 1');
+      await import('../../bfcl/register-converter.ts'); // `--from bfcl`
       const { convertDataset } = await import('../../data/convert.ts');
       const { InputError } = await import('../../data/records.ts');
       let summary: Awaited<ReturnType<typeof convertDataset>>;

@@ -29,7 +29,7 @@ export async function environmentGpus(
   env: string,
   cwd = process.cwd(),
 ): Promise<{ gpus: number; memoryGb: number; where: string }> {
-  const { gpuMemoryGb } = await import('../../aws/gpus.ts');
+  const { gpuMemoryGb } = await import('../../deployment/gpus.ts');
   const { REPO_ROOT } = await import('../../runtime/embedded.ts');
   const path = [join(cwd, 'cdk.json'), join(REPO_ROOT, 'cdk.json')].find((p) => existsSync(p));
   if (!path)

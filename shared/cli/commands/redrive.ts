@@ -25,7 +25,7 @@ export function register(program: Command): void {
       const { RedriveError, describeRedrive } = await import('../../pipeline/redrive.ts');
       const { RedriveRequestError } = await import('../../runtime/redrive-requests.ts');
       const { JournalsInUseError } = await import('../../adapters/embedded/journal-owner.ts');
-      const { EnvironmentNotFoundError, awsSetupError } = await import('../../aws/environment.ts');
+      const { EnvironmentNotFoundError, awsSetupError } = await import('../../operator/environment.ts');
       try {
         const r =
           o.workdir !== undefined
@@ -49,9 +49,9 @@ export function register(program: Command): void {
 }
 
 async function redriveAws(env: string, runId: string, stages: Stage[] | undefined) {
-  const { assertEnvName } = await import('../../aws/names.ts');
-  const { clientOptions, resolveEnvironment } = await import('../../aws/environment.ts');
-  const { redriveEnvironmentRun } = await import('../../aws/redrive.ts');
+  const { assertEnvName } = await import('../../deployment/names.ts');
+  const { clientOptions, resolveEnvironment } = await import('../../operator/environment.ts');
+  const { redriveEnvironmentRun } = await import('../../operator/redrive.ts');
   assertEnvName(env);
   const client = clientOptions();
   return redriveEnvironmentRun(
@@ -68,7 +68,7 @@ async function redriveEmbedded(workdir: string, runId: string, stages: Stage[] |
   const { FolderBlobStore } = await import('../../adapters/embedded/folder-blob-store.ts');
   const { journalOwner } = await import('../../adapters/embedded/journal-owner.ts');
   const { createEmbeddedQueues } = await import('../../adapters/embedded/queues.ts');
-  const { embeddedJournalDir } = await import('../../runtime/embedded-report.ts');
+  const { embeddedJournalDir } = await import('../../operator/embedded-report.ts');
   const { requestRedrive } = await import('../../runtime/redrive-requests.ts');
   const { redriveRun } = await import('../../pipeline/redrive.ts');
   const { existsSync } = await import('node:fs');

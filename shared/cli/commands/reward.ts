@@ -37,6 +37,7 @@ interface ScoreOptions {
 
 async function score(trajectoryPath: string, opts: ScoreOptions) {
   const { z } = await import('zod');
+  await import('../../bfcl/register-reward.ts'); // BFCL's reward joins the built-ins
   const rewards = await import('../../rewards/index.ts');
   if (!opts.reward && !opts.config)
     throw new UsageError('give --reward NAME, or --config FILE with a `reward:` block');
@@ -147,6 +148,7 @@ export function register(program: Command): void {
     )
     .option('--json', 'print [{name, description}]')
     .action(async (opts: { module: string[]; json?: boolean }) => {
+      await import('../../bfcl/register-reward.ts');
       const { rewardRegistry } = await import('../../rewards/build.ts');
       let registry: Awaited<ReturnType<typeof rewardRegistry>>;
       try {

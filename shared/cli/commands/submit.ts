@@ -39,9 +39,9 @@ export function register(program: Command): void {
           printConfig?: boolean;
         },
       ) => {
-        const { submitRun } = await import('../../aws/submit.ts');
-        const { assertEnvName } = await import('../../aws/names.ts');
-        const { EnvironmentNotFoundError, awsSetupError } = await import('../../aws/environment.ts');
+        const { submitRun } = await import('../../operator/submit.ts');
+        const { assertEnvName } = await import('../../deployment/names.ts');
+        const { EnvironmentNotFoundError, awsSetupError } = await import('../../operator/environment.ts');
         const { ConfigError } = await import('../../pipeline/run-config.ts');
         try {
           assertEnvName(o.env);

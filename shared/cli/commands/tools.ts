@@ -7,6 +7,7 @@ import { printJson, readStructuredFile } from '../io.ts';
 type Truncate = { maxLength: number; side: 'left' | 'right' | 'middle'; countTokens?: (s: string) => number };
 
 async function loadRegistry(file: string | undefined, truncate?: Truncate) {
+  await import('../../bfcl/register-tool.ts'); // BFCL's tool kind joins the built-ins
   const { buildToolRegistry } = await import('../../tools/registry.ts');
   const { ToolConfigFileSchema } = await import('../../schemas/config/tools.ts');
   if (!file) return buildToolRegistry(undefined, { truncate });

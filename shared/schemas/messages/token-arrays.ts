@@ -2,7 +2,7 @@
 // per trajectory). They check exactly what the contract schemas check (integers, bounds, 0/1 masks), but in
 // one loop instead of one zod schema per element, which made validation the pipeline's main overhead.
 import { z } from 'zod';
-import { TokenStateSchema } from '../../policy/token-state.ts';
+import { TokenStateSchema } from '../token-state.ts';
 import { TrajectorySchema } from '../trajectory.ts';
 
 const ints = (min: number, what: string) =>

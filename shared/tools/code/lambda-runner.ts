@@ -5,7 +5,7 @@
 // answer is SandboxFusion's `/run_code` response (the built-in sandbox's, mapped by toRunCodeResponse).
 
 import { z } from 'zod';
-import { httpHandlerOptions } from '../../adapters/aws/clients.ts';
+import { httpHandlerOptions } from '../../deployment/aws-http.ts';
 import { FUNCTIONS } from '../../topology.ts';
 import { ToolFailure } from '../types.ts';
 import { type RunCodeResponse, RunCodeResponseSchema } from './run-code-api.ts';

@@ -3,7 +3,7 @@
 // `memory_limit_mb` as the run's limits), optionally with ReTool's preprocessing (preprocess.ts). On AWS, where the tool-call
 // function names a code runner (TOOLRL_CODE_RUNNER_FUNCTION), the built-in sandbox runs there instead of here.
 import { z } from 'zod';
-import { FUNCTION_ENV } from '#shared/aws/function-env';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { defineToolKind } from '../kind.ts';
 import { readToolSecret } from '../secrets.ts';
 import { ToolFailure } from '../types.ts';

@@ -12,8 +12,8 @@ import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { awsClientConfig, s3Client, sqsClient } from '#shared/adapters/aws/clients';
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
-import { bootstrapEnvironment, destroyEnvironment } from '#shared/aws/bootstrap';
-import type { EnvironmentResources } from '#shared/aws/environment';
+import { bootstrapEnvironment, destroyEnvironment } from '#shared/operator/bootstrap';
+import type { EnvironmentResources } from '#shared/operator/environment';
 import { readJson } from '#shared/pipeline/blob-json';
 import { ATTR, type QueueDepth } from '#shared/ports/queue';
 import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
@@ -172,7 +172,7 @@ export class Scenario {
         '--disable-warning=NodeVersionSupportWarning',
         '--import',
         'tsx',
-        'shared/aws/local-worker.ts',
+        'shared/operator/local-worker.ts',
         '--env',
         this.env,
         '--state-dir',

@@ -8,12 +8,12 @@ import { stringify as toYaml } from 'yaml';
 import type { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
 import { encodeDataset } from '#shared/data/dataset';
 import { sha256Hex } from '#shared/pipeline/claim-check';
-import type { LearnerJobs } from '#shared/pipeline/run-starter';
+import type { LearnerJobs } from '#shared/ports/learner-jobs';
 import { EmbeddedPipeline, type EmbeddedPipelineOptions } from '#shared/runtime/embedded';
 import type { DatasetRowInput } from '#shared/schemas/dataset-row';
 import type { RunStatus } from '#shared/schemas/run-status';
 import { keys, type QueueName } from '#shared/topology';
-import { tinyBundle } from '../../helpers/policy-fixture.ts';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 export const RUN_ID = 'it-run';
 

@@ -10,7 +10,7 @@ import { deepMerge } from '#shared/pipeline/run-resources';
 import { type TrainResult, train } from '#shared/runtime/train';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
-import { REPO_ROOT } from '../../helpers/policy-fixture.ts';
+import { REPO_ROOT } from '../../../bench/support/tiny-model.ts';
 
 const QUICKSTART = join(REPO_ROOT, 'examples', 'quickstart');
 

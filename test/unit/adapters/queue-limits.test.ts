@@ -2,7 +2,7 @@
 // anything is sent, and the embedded queue refusing what SQS would refuse.
 import { describe, expect, it } from 'vitest';
 import { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
-import { isPermanent } from '#shared/pipeline/errors';
+import { isPermanent } from '#shared/ports/errors';
 import { MessageTooLargeError, messageBytes, planBatches, SQS_LIMITS } from '#shared/ports/queue-limits';
 
 const KB = 1000;

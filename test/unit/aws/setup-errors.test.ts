@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AWS_TIMEOUTS, s3Client, sqsClient } from '#shared/adapters/aws/clients';
-import { awsSetupError } from '#shared/aws/environment';
+import { awsSetupError } from '#shared/operator/environment';
 import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
 import { writeRun } from '../../e2e/support/run-fixture.ts';
 
@@ -28,7 +28,7 @@ const run = (args: string[], env: Record<string, string>) => {
 const toolrl = (args: string[], env: Record<string, string>) =>
   run([join(REPO_ROOT, 'bin/toolrl.mjs'), ...args], env);
 const worker = (args: string[], env: Record<string, string> = bareEnv()) =>
-  run(['--import', 'tsx', join(REPO_ROOT, 'shared/aws/local-worker.ts'), ...args], env);
+  run(['--import', 'tsx', join(REPO_ROOT, 'shared/operator/local-worker.ts'), ...args], env);
 /** A line of a JavaScript stack trace. */
 const STACK = /^\s+at /m;
 
@@ -70,7 +70,7 @@ describe('AWS setup errors', () => {
   it('local-worker --help prints its usage and exits 0', () => {
     const r = worker(['--help']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^usage: node --import tsx shared\/aws\/local-worker.ts --env NAME/);
+    expect(r.stdout).toMatch(/^usage: node --import tsx shared\/operator\/local-worker.ts --env NAME/);
     expect(r.stdout).toMatch(/--learner-arg=ARG/);
   });
 
@@ -82,7 +82,7 @@ describe('AWS setup errors', () => {
     ] as const) {
       const r = worker([...args], env);
       expect(r.stderr, args.join(' ')).toContain(`local-worker: ${message}`);
-      expect(r.stderr).toMatch(/^usage: node --import tsx shared\/aws\/local-worker.ts/m);
+      expect(r.stderr).toMatch(/^usage: node --import tsx shared\/operator\/local-worker.ts/m);
       expect(r.stderr).not.toMatch(STACK);
       expect(r.code).toBe(2);
     }

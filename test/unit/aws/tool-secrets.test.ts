@@ -1,7 +1,7 @@
 // The tool-call function's API keys: the secret's JSON object lands in its environment, bad secrets fail loudly.
 import type { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, it } from 'vitest';
-import { applyToolSecrets, loadToolSecrets } from '#shared/aws/tool-secrets';
+import { applyToolSecrets, loadToolSecrets } from '#shared/adapters/aws/tool-secrets';
 
 describe('tool secrets', () => {
   it('sets each key in the environment, keeping values the function already has', () => {

@@ -4,10 +4,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBfclEnv } from '#shared/bfcl/env';
 import { readDataset, writeDataset } from '#shared/data/dataset';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
-import { tinyBundle } from '../../helpers/policy-fixture.ts';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 import { fixtureRow } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const bin = new URL('../../../bin/toolrl.mjs', import.meta.url).pathname;
 const toolrl = (args: string[], timeout = 120_000) => {

@@ -4,11 +4,12 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BfclEnv, BfclEnvError } from '#shared/tools/bfcl/client';
-import { bfclEntryOf } from '#shared/tools/bfcl/entry';
-import { DEFAULT_BFCL_ENV_DIR, ensureBfclEnv, readyBfclPython } from '#shared/tools/bfcl/env';
-import type { BfclEntry } from '#shared/tools/bfcl/protocol';
+import { BfclEnv, BfclEnvError } from '#shared/bfcl/client';
+import { bfclEntryOf } from '#shared/bfcl/entry';
+import { DEFAULT_BFCL_ENV_DIR, ensureBfclEnv, readyBfclPython } from '#shared/bfcl/env';
+import type { BfclEntry } from '#shared/bfcl/protocol';
 import { fixtureRow } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const entry: BfclEntry = {
   id: 'multi_turn_base_0',

@@ -9,6 +9,7 @@ import { episodeRowTools, userTurnsOf } from '#shared/episode/user-turns';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import type { ToolCall } from '#shared/schemas/tool-result';
 import type { ToolRegistry } from '#shared/tools/registry';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 export const FIXTURE = fileURLToPath(new URL('../../fixtures/bfcl/entries.parquet', import.meta.url));
 

@@ -6,16 +6,17 @@
 // bfcl-eval's runner (2026.3.23) never calls its multi_turn_irrelevance_checker, so a guess is not failed for
 // being a guess: only a wrong one (or a right one the model does not follow up at turn 4) fails.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkTrajectory } from '#shared/bfcl/check';
+import { BfclEnv, closeSharedBfclEnvs } from '#shared/bfcl/client';
+import { bfclEntryOf, groundTruthOf } from '#shared/bfcl/entry';
+import { ensureBfclEnv } from '#shared/bfcl/env';
 import { buildReward } from '#shared/rewards/build';
 import { normaliseRewardInput } from '#shared/rewards/input';
 import type { RewardFn } from '#shared/rewards/types';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import type { ToolCall } from '#shared/schemas/tool-result';
-import { checkTrajectory } from '#shared/tools/bfcl/check';
-import { BfclEnv, closeSharedBfclEnvs } from '#shared/tools/bfcl/client';
-import { bfclEntryOf, groundTruthOf } from '#shared/tools/bfcl/entry';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
 import { callsText, fixtureRow } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 let env: BfclEnv;
 let row: DatasetRow;

@@ -2,6 +2,10 @@
 // with its user turns, the registry view, the bfcl tools running BFCL's environments in the Python process) score
 // perfectly under the `bfcl` reward; one corrupted call fails its turn; a state rebuilt by replay equals the live one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BfclEnv, closeSharedBfclEnvs } from '#shared/bfcl/client';
+import { bfclEntryOf, groundTruthOf } from '#shared/bfcl/entry';
+import { ensureBfclEnv } from '#shared/bfcl/env';
+import { executedCalls } from '#shared/bfcl/trajectory';
 import { episodeOutcome } from '#shared/episode/episode';
 import type { EpisodeState } from '#shared/episode/state';
 import { buildReward } from '#shared/rewards/build';
@@ -9,12 +13,9 @@ import { rewardInputFromTrajectory } from '#shared/rewards/input';
 import type { RewardFn } from '#shared/rewards/types';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import type { ToolCall } from '#shared/schemas/tool-result';
-import { BfclEnv, closeSharedBfclEnvs } from '#shared/tools/bfcl/client';
-import { bfclEntryOf, groundTruthOf } from '#shared/tools/bfcl/entry';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
-import { executedCalls } from '#shared/tools/bfcl/trajectory';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import { fixtureRow, fixtureRows, playEpisode, scriptFor } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 let registry: ToolRegistry;
 let env: BfclEnv;

@@ -1,14 +1,15 @@
 // The `bfcl` reward on reward inputs written by hand (as `toolrl reward score` reads them): per-turn progress, the
 // all-turns success, early ends, the weighted combination with `format`, and clear errors on rows it cannot score.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BfclEnv, closeSharedBfclEnvs } from '#shared/bfcl/client';
+import { bfclEntryOf, groundTruthOf } from '#shared/bfcl/entry';
+import { ensureBfclEnv } from '#shared/bfcl/env';
 import { buildReward } from '#shared/rewards/build';
 import { normaliseRewardInput } from '#shared/rewards/input';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import type { ToolCall } from '#shared/schemas/tool-result';
-import { BfclEnv, closeSharedBfclEnvs } from '#shared/tools/bfcl/client';
-import { bfclEntryOf, groundTruthOf } from '#shared/tools/bfcl/entry';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
 import { callsText, fixtureRow, scriptFor } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 let env: BfclEnv;
 let row: DatasetRow;

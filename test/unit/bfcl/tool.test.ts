@@ -2,12 +2,13 @@
 // functions refused until revealed, bad arguments and raising calls as tool errors the model reads (and that the
 // replay then leaves out or keeps, by the shared rule).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeSharedBfclEnvs } from '#shared/bfcl/client';
+import { ensureBfclEnv } from '#shared/bfcl/env';
 import { startEpisode } from '#shared/episode/episode';
 import { episodeRowTools, userTurnsOf } from '#shared/episode/user-turns';
-import { closeSharedBfclEnvs } from '#shared/tools/bfcl/client';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import { fixtureRow } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 let registry: ToolRegistry;
 

@@ -1,8 +1,9 @@
 // Which calls reached the environment and how assistant turns split into BFCL's user turns: the one rule shared by
 // the environment (what it replays) and the reward (what the checker scores).
 import { describe, expect, it } from 'vitest';
+import { callsByUserTurn, executedCalls } from '#shared/bfcl/trajectory';
 import type { ToolErrorType, ToolResult } from '#shared/schemas/tool-result';
-import { callsByUserTurn, executedCalls } from '#shared/tools/bfcl/trajectory';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const ok: ToolResult = { ok: true, output: '{}', error: null, truncated: false };
 const failed = (type: ToolErrorType): ToolResult => ({

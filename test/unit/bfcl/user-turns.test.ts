@@ -18,6 +18,7 @@ import {
 } from '#shared/episode/user-turns';
 import type { ChatMessage } from '#shared/schemas/chat';
 import { fixtureRow } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const user = (content: string): ChatMessage[] => [{ role: 'user', content }];
 const call = `<tool_call>\n${JSON.stringify({ name: 'ls', arguments: {} })}\n</tool_call>`;

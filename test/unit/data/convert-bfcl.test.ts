@@ -15,13 +15,14 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBfclEnv } from '#shared/bfcl/env';
 import { type ConvertOptions, convertDataset } from '#shared/data/convert';
 import { readDataset } from '#shared/data/dataset';
 import { InputError } from '#shared/data/records';
 import { validateDataset } from '#shared/data/validate';
 import { toolsAtTurn, userTurnsOf } from '#shared/episode/user-turns';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
-import { ensureBfclEnv } from '#shared/tools/bfcl/env';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const FIXTURES = new URL('../../fixtures/data/', import.meta.url).pathname;
 /** Entries written by `toolrl bfcl dataset` (BFCL's own loader): the reference for the raw ones below. */

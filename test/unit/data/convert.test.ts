@@ -14,6 +14,7 @@ import { type ConvertOptions, convertDataset } from '#shared/data/convert';
 import { readDataset } from '#shared/data/dataset';
 import { InputError } from '#shared/data/records';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
+import '#shared/bfcl/register'; // BFCL's converter joins the built-ins, as the CLI's `dataset convert` does
 
 const FIXTURES = new URL('../../fixtures/data/', import.meta.url).pathname;
 const fx = (name: string) => join(FIXTURES, name);

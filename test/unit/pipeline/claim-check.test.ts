@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { decodeMessage, encodeMessage, sha256Hex } from '#shared/pipeline/claim-check';
-import { BadMessageError } from '#shared/pipeline/errors';
+import { BadMessageError } from '#shared/ports/errors';
 
 const store = () => new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-cc-')));
 

@@ -18,7 +18,7 @@ import {
   wantedEvalVersions,
   writeEvalSummaryIfComplete,
 } from '#shared/pipeline/eval';
-import { silentLog } from '#shared/pipeline/log';
+import { silentLog } from '#shared/ports/log';
 import { BUILTIN_REWARDS } from '#shared/rewards/registry';
 import { RunConfigSchema } from '#shared/schemas/config/run';
 import type { LearnerState } from '#shared/schemas/learner-stdio';
@@ -26,6 +26,7 @@ import type { RunStatus } from '#shared/schemas/run-status';
 import type { ScoredGroup } from '#shared/schemas/scored-group';
 import type { ToolErrorType } from '#shared/schemas/tool-result';
 import { keys } from '#shared/topology';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 type Traj = ScoredGroup['trajectories'][number];
 

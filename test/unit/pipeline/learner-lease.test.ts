@@ -12,7 +12,7 @@ import {
   LeaseHeldError,
   takeLearnerLease,
 } from '#shared/pipeline/learner-lease';
-import { silentLog } from '#shared/pipeline/log';
+import { silentLog } from '#shared/ports/log';
 import { RunStatusSchema } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
 import { concurrentStarts } from '../../helpers/run-starts.ts';

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { readJson } from '#shared/pipeline/blob-json';
-import { silentLog } from '#shared/pipeline/log';
-import { startRunFromUpload } from '#shared/pipeline/run-starter';
+import { startRunFromUpload } from '#shared/pipeline/stages/run-starter';
+import { silentLog } from '#shared/ports/log';
 import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { keys, NOTIFICATIONS } from '#shared/topology';
 

@@ -20,7 +20,7 @@ import { chatTemplateProblems, resolveChatTemplate } from '#shared/policy/chat-t
 import { ChatTokenizer } from '#shared/policy/tokenizer';
 import type { RunStatus } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
-import { tinyBundle } from '../../helpers/policy-fixture.ts';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 /** A Zephyr-style template as TinyLlama-1.1B-Chat ships (written here): system, user and assistant turns only. */
 const ZEPHYR = `{% for message in messages %}{% if message['role'] == 'user' %}{{ '<|user|>\\n' + message['content'] + eos_token }}{% elif message['role'] == 'system' %}{{ '<|system|>\\n' + message['content'] + eos_token }}{% elif message['role'] == 'assistant' %}{{ '<|assistant|>\\n' + message['content'] + eos_token }}{% endif %}{% if loop.last and add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}{% endfor %}`;

@@ -12,7 +12,7 @@ import { TokenStateSchema } from '#shared/policy/token-state';
 import { ChatTokenizer } from '#shared/policy/tokenizer';
 import { PrefixBreakError } from '#shared/policy/turns';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
-import { tinyBundle } from '../../helpers/policy-fixture.ts';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 const s = (over: Partial<SamplingParams> = {}): SamplingParams => ({
   ...DEFAULT_SAMPLING,

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, tinyBundle } from '../../helpers/policy-fixture.ts';
+import { REPO_ROOT, tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 const exec = promisify(execFile);
 const toolrl = (args: string[]) =>

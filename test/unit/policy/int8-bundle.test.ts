@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPolicy, type Policy } from '#shared/policy/policy';
 import { DEFAULT_SAMPLING } from '#shared/policy/sampler';
-import { LEARNER_PYTHON, tinyBundle } from '../../helpers/policy-fixture.ts';
+import { LEARNER_PYTHON, tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'ort_logprobs.py');
 

@@ -10,7 +10,7 @@ import { loadPolicy, type Policy } from '#shared/policy/policy';
 import { DEFAULT_SAMPLING, type SamplingParams } from '#shared/policy/sampler';
 import type { TokenState } from '#shared/policy/token-state';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
-import { LEARNER_PYTHON, REPO_ROOT, tinyBundle } from '../../helpers/policy-fixture.ts';
+import { LEARNER_PYTHON, REPO_ROOT, tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 const run = promisify(execFile);
 const TOL = 1e-3;

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { loadPolicy } from '#shared/policy/policy';
 import { DEFAULT_SAMPLING } from '#shared/policy/sampler';
 import type { ChatMessage } from '#shared/schemas/chat';
-import { tinyBundle } from '../../helpers/policy-fixture.ts';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 describe('transformers.js compatibility', () => {
   it.each(['none', 'int4'] as const)(

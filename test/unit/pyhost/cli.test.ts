@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../../helpers/policy-fixture.ts';
+import { REPO_ROOT } from '../../../bench/support/tiny-model.ts';
 import { TOOLRL } from '../tools/cli-server.ts';
 
 const toolrl = (...args: string[]) => {

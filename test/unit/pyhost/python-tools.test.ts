@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ToolSpec } from '#shared/schemas/config/tools';
 import type { ToolCallRecord, ToolResult } from '#shared/schemas/tool-result';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
-import { REPO_ROOT } from '../../helpers/policy-fixture.ts';
+import { REPO_ROOT } from '../../../bench/support/tiny-model.ts';
 
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'pytools');
 const dir = mkdtempSync(join(tmpdir(), 'toolrl-pytools-'));

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildReward, rewardRegistry } from '#shared/rewards/index';
 import { fixture, fixturePath } from './helpers.ts';
+import '#shared/bfcl/register'; // BFCL's tool kind, reward and converter join the built-ins, as the stages and CLI do
 
 const baseDir = dirname(fixturePath('custom-rewards.ts'));
 

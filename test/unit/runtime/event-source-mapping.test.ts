@@ -8,10 +8,10 @@ import { z } from 'zod';
 import { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { sqsBatchHandler } from '#shared/pipeline/batch-handler';
-import type { StageContext } from '#shared/pipeline/context';
-import { PermanentError } from '#shared/pipeline/errors';
-import { silentLog } from '#shared/pipeline/log';
+import { PermanentError } from '#shared/ports/errors';
+import { silentLog } from '#shared/ports/log';
 import { ATTR } from '#shared/ports/queue';
+import type { StageContext } from '#shared/ports/stage-context';
 import { EventSourceMapping, type SqsHandler } from '#shared/runtime/event-source-mapping';
 
 const mappings: EventSourceMapping[] = [];

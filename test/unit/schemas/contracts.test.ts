@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { CONSTANTS_FILE, EXPORTED, renderConstants, renderJsonSchema } from '#shared/codegen/json-schemas';
 import { RunConfigSchema } from '#shared/schemas/config/run';
-import { CONSTANTS_FILE, EXPORTED, renderConstants, renderJsonSchema } from '#shared/schemas/json-schemas';
 import { RolloutTrajectorySchema } from '#shared/schemas/trajectory';
 
 describe('generated JSON Schemas', () => {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { trainIds, valGroupIdPrefix, valGroupVersion, valIds } from '#shared/schemas/messages/group-ref';
 import { parseInputKey } from '#shared/schemas/messages/run-event';
-import { fill, placeholders, templatePattern } from '#shared/schemas/templates';
+import { fill, placeholders, templatePattern } from '#shared/templates';
 import { KEY_TEMPLATES, keys } from '#shared/topology';
 
 describe('templates', () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ChatTokenizer } from '#shared/policy/tokenizer';
 import { ToolSchemaSchema } from '#shared/schemas/chat';
 import { ToolResultSchema } from '#shared/schemas/tool-result';
-import { tinyBundle } from '../../helpers/policy-fixture.ts';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 import { TOOLRL } from './cli-server.ts';
 
 const toolrl = (...args: string[]) => {

@@ -3,7 +3,7 @@
 // The tool picks this backend when the tool-call function names a code runner, and then never runs code itself.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { handler } from '#functions/code-runner/index';
-import { FUNCTION_ENV } from '#shared/aws/function-env';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { type Invoke, type InvokeOutput, runCodeOnLambda } from '#shared/tools/code/lambda-runner';
 import { interpretRun } from '#shared/tools/code/tool';
 import { buildToolRegistry } from '#shared/tools/registry';

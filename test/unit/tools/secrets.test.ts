@@ -3,7 +3,7 @@
 // the URL a hostile config would send them to.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyToolSecrets } from '#shared/aws/tool-secrets';
+import { applyToolSecrets } from '#shared/adapters/aws/tool-secrets';
 import { buildToolRegistry } from '#shared/tools/registry';
 import { processEnvForTool, toolEnvironment } from '#shared/tools/secrets';
 

@@ -1,0 +1,15 @@
+// Writes shared/schemas/json/<name>.schema.json and constants.json (run: npm run schemas:generate). A unit test
+// fails when any is stale.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CONSTANTS_FILE, EXPORTED, renderConstants, renderJsonSchema } from './json-schemas.ts';
+
+const out = join(dirname(fileURLToPath(import.meta.url)), '../schemas/json');
+mkdirSync(out, { recursive: true });
+for (const name of Object.keys(EXPORTED)) {
+  writeFileSync(join(out, `${name}.schema.json`), renderJsonSchema(name));
+  console.log(`wrote ${join(out, `${name}.schema.json`)}`);
+}
+writeFileSync(join(out, CONSTANTS_FILE), renderConstants());
+console.log(`wrote ${join(out, CONSTANTS_FILE)}`);

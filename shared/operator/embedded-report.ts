@@ -1,0 +1,31 @@
+// `toolrl status --workdir DIR`: an embedded run's report from its folder. The queues are counted from their
+// journals, read only (the `toolrl train` that may hold them keeps writing), so the count is of messages not yet
+// deleted: waiting and in flight alike.
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
+import { QueueJournal } from '../adapters/embedded/queue-journal.ts';
+import { dlqName, QUEUES, type QueueName } from '../topology.ts';
+import { type QueueReport, type RunReport, reportOf } from './run-report.ts';
+
+/** Where an embedded run keeps its queue journals (EmbeddedPipeline's default). */
+export const embeddedJournalDir = (workdir: string, runId: string): string =>
+  join(resolve(workdir), 'runs', runId, 'queues');
+
+export async function embeddedRunReport(workdir: string, runId: string): Promise<RunReport> {
+  const blobs = new FolderBlobStore(resolve(workdir));
+  const dir = embeddedJournalDir(workdir, runId);
+  const count = (name: string) => QueueJournal.read(join(dir, `${name}.jsonl`)).length;
+  const queues = Object.fromEntries(
+    (Object.keys(QUEUES) as QueueName[]).map((q): [QueueName, QueueReport] => [
+      q,
+      { visible: count(q), inFlight: 0, delayed: 0, deadLetters: count(dlqName(q)) },
+    ]),
+  ) as Record<QueueName, QueueReport>;
+  const runDir = join(resolve(workdir), 'runs', runId);
+  return reportOf(blobs, runId, Promise.resolve(queues), { env: 'embedded', bucket: '', runDir }, async () =>
+    existsSync(runDir)
+      ? `${runDir} has no run.json: its dataset was never handled`
+      : `there is no run ${runId} in ${resolve(workdir)} (no ${runDir})`,
+  );
+}

@@ -1,0 +1,245 @@
+// The run-starter stage: on a dataset upload under `runs/<runId>/input/`, validate the config and the
+// datasets, then either fail the run with a readable reason in run.json (no retries, no rollouts) or start
+// it: resolved config and plan in run.json (created once: a second event for the same upload starts
+// nothing) and the learner job submitted.
+// The upload contract (what `toolrl submit` and `toolrl train` do): config.yaml first, then the other files it
+// names, the validation datasets, and the training datasets last; the run starts when the last dataset the config
+// names has arrived. An upload that cannot start a run ends it at once with the reason in run.json: a dataset
+// before (or without) its config, a dataset the config does not name, a dataset outside input/.
+import { DatasetError, type DatasetProblem, formatProblem } from '../../data/dataset.ts';
+import { datasetFormat, readDatasetObject } from '../../data/dataset-file.ts';
+import type { BlobStore } from '../../ports/blob-store.ts';
+import { PermanentError } from '../../ports/errors.ts';
+import type { LearnerJobs } from '../../ports/learner-jobs.ts';
+import type { StageContext } from '../../ports/stage-context.ts';
+import type { RunConfig } from '../../schemas/config/run.ts';
+import { parseInputKey, type RunEvent, RunIdSchema } from '../../schemas/messages/run-event.ts';
+import { notifiedKeys } from '../../schemas/messages/s3-event.ts';
+import type { RunStatus } from '../../schemas/run-status.ts';
+import { keys } from '../../topology.ts';
+import { putJsonIfAbsent } from '../blob-json.ts';
+import { recordLearnerJob, takeLearnerLease } from '../learner-lease.ts';
+import { groupsPlanned, planStages, resolveSaveEvery } from '../plan.ts';
+import {
+  ConfigError,
+  datasetPaths,
+  inputName,
+  parseRunConfig,
+  referencedFiles,
+  resolveRunConfig,
+} from '../run-config.ts';
+import { stageConfig } from '../run-resources.ts';
+import { readRunStatus, transitionRun } from '../run-status.ts';
+
+/** Counts prompt tokens when a tokenizer is at hand (a local model folder); undefined skips that check. */
+export type PromptTokenCounter = (row: import('../../schemas/dataset-row.ts').DatasetRow) => Promise<number>;
+
+export interface RunStarterContext extends StageContext {
+  readonly learnerJobs: LearnerJobs;
+  readonly countPromptTokens?: (config: RunConfig) => Promise<PromptTokenCounter | undefined>;
+  /** Recorded in run.json for embedded runs (see RunStatus.input.sourceDir). */
+  readonly sourceDirOf?: (runId: string) => string | undefined;
+}
+
+export async function handleRunEvent(ctx: RunStarterContext, event: RunEvent): Promise<void> {
+  for (const { key } of notifiedKeys(event)) await startRunFromUpload(ctx, key);
+}
+
+/** Folders the pipeline itself writes under runs/<runId>/ (metrics.jsonl is one of its uploads, not a user's). */
+const PIPELINE_FOLDERS =
+  /^runs\/[^/]+\/(metrics|trajectories|groups|policy|checkpoints|learner|messages|feeder)\//;
+
+export async function startRunFromUpload(ctx: RunStarterContext, key: string): Promise<void> {
+  if (PIPELINE_FOLDERS.test(key) || datasetFormat(key) === null) {
+    ctx.log.debug('ignored: not an upload under runs/<runId>/', { key });
+    return;
+  }
+  const input = parseInputKey(key);
+  const runId = input?.runId ?? /^runs\/([^/]+)\//.exec(key)?.[1];
+  if (runId === undefined) {
+    ctx.log.info('ignored: not under runs/<runId>/', { key });
+    return;
+  }
+  const idCheck = RunIdSchema.safeParse(runId);
+  if (!idCheck.success)
+    throw new PermanentError(`${key}: invalid run id: ${idCheck.error.issues[0]?.message}`);
+  if (!input) {
+    // A dataset next to input/ rather than in it: the run would wait for it forever.
+    if (!(await readRunStatus(ctx.blobs, runId)))
+      await failRun(ctx, {
+        ...baseStatus(ctx, runId),
+        reason: `${key} is not under ${keys.inputPrefix(runId)}: a run's config and datasets go there (toolrl submit puts them there)`,
+      });
+    return;
+  }
+
+  const existing = await readRunStatus(ctx.blobs, runId);
+  if (existing) {
+    // A second event (duplicate delivery, or the upload of another input file) starts nothing; a run left
+    // in `starting` by a crash before its learner was submitted is finished here.
+    if (existing.status === 'starting') await submitLearner(ctx, existing);
+    else ctx.log.info('run already exists; nothing to start', { runId, status: existing.status });
+    return;
+  }
+
+  const base = baseStatus(ctx, runId);
+  const configBytes = await ctx.blobs.get(keys.config(runId));
+  if (!configBytes) {
+    await failRun(ctx, {
+      ...base,
+      reason: `${keys.config(runId)} is missing: upload the run config before the dataset (toolrl submit uploads config.yaml first, the datasets last; start again under a new run id)`,
+    });
+    return;
+  }
+  let config: RunConfig;
+  try {
+    config = resolveRunConfig(
+      parseRunConfig(Buffer.from(configBytes).toString('utf8'), 'config.yaml'),
+      runId,
+    );
+    for (const s of config.stages ?? []) stageConfig(config, s.name);
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof PermanentError) {
+      await failRun(ctx, { ...base, reason: err.message });
+      return;
+    }
+    throw err;
+  }
+  const paths = datasetPaths(config);
+  const withConfig = { ...base, config, input: { ...base.input, train: paths.train, val: paths.val } };
+
+  // An upload the config does not name (a misspelt file, a wrong folder) would leave the run waiting forever.
+  const named = new Set([...paths.train, ...paths.val, ...otherInputKeys(config, runId)]);
+  if (!named.has(key)) {
+    await failRun(ctx, {
+      ...withConfig,
+      reason: `${key} was uploaded, but config.yaml names the datasets ${[...paths.train, ...paths.val].join(', ')}: upload those (or fix data.train / data.val)`,
+    });
+    return;
+  }
+
+  // Start only once every dataset the config names is present; the last upload's event starts the run.
+  for (const k of [...paths.train, ...paths.val]) {
+    if (!(await ctx.blobs.head(k))) {
+      ctx.log.info('waiting for the remaining inputs', { runId, missing: k });
+      return;
+    }
+  }
+
+  const counts = new Map<string, number>();
+  const problems: string[] = [];
+  const countTokens = await ctx.countPromptTokens?.(config);
+  for (const k of [...paths.train, ...paths.val]) {
+    const found = await validateDataset(ctx.blobs, k, config.data.max_prompt_length, countTokens);
+    if (typeof found === 'number') counts.set(k, found);
+    else problems.push(...found.map((p) => `${k}: ${formatProblem(p)}`));
+  }
+  if (problems.length > 0) {
+    const shown = problems.slice(0, 10).join('\n');
+    const more = problems.length > 10 ? `\n… and ${problems.length - 10} more` : '';
+    await failRun(ctx, { ...withConfig, reason: `invalid dataset:\n${shown}${more}` });
+    return;
+  }
+
+  const stages = planStages(config, (k) => counts.get(k) ?? 0);
+  const status: RunStatus = {
+    ...withConfig,
+    // The learner counts checkpoints in steps: save_every_epochs becomes steps of each stage here.
+    config: resolveSaveEvery(config, stages),
+    totals: {
+      groupsPlanned: groupsPlanned(stages),
+      trainPrompts: stages.reduce((n, s) => n + s.rows, 0),
+      valPrompts: paths.val.reduce((n, k) => n + (counts.get(k) ?? 0), 0),
+      epochs: stages.reduce((n, s) => n + s.epochs, 0),
+    },
+  };
+  const created = await putJsonIfAbsent(ctx.blobs, keys.runJson(runId), status);
+  if (!created.written) {
+    ctx.log.info('another run-starter created the run first', { runId });
+    return;
+  }
+  ctx.log.info('run created', { runId, groupsPlanned: status.totals.groupsPlanned });
+  await submitLearner(ctx, status);
+}
+
+/**
+ * Submits the run's learner under its lease (learner-lease.ts): of starters racing on one run (a duplicate event,
+ * a redelivery while run.json still says `starting`) exactly one submits; the others take its job id.
+ */
+async function submitLearner(ctx: RunStarterContext, run: RunStatus): Promise<void> {
+  const lease = await takeLearnerLease(ctx, run.runId);
+  let jobId: string;
+  if (lease.kind === 'submitted') {
+    jobId = lease.jobId;
+    ctx.log.info('learner already submitted under the run lease', { runId: run.runId, jobId });
+  } else {
+    jobId = (await ctx.learnerJobs.submit(run)).jobId;
+    await recordLearnerJob(ctx, lease, jobId);
+    ctx.log.info('learner submitted', { runId: run.runId, jobId });
+  }
+  await transitionRun(ctx.blobs, run.runId, 'running', ctx.now(), (cur) => ({
+    learner: { submittedAt: cur.learner.submittedAt ?? ctx.now().toISOString(), jobId },
+  }));
+}
+
+/** Rows (a count) or every problem found; unreadable files and bad rows are problems, not exceptions. */
+async function validateDataset(
+  blobs: BlobStore,
+  key: string,
+  maxPromptLength: number,
+  countTokens: PromptTokenCounter | undefined,
+): Promise<number | DatasetProblem[]> {
+  const data = await blobs.get(key);
+  if (!data) return [{ row: null, message: 'not found' }];
+  let rows: Awaited<ReturnType<typeof readDatasetObject>>;
+  try {
+    rows = await readDatasetObject(key, data);
+  } catch (err) {
+    if (err instanceof DatasetError) return err.problems;
+    throw err;
+  }
+  if (rows.length === 0) return [{ row: null, message: 'the dataset has no rows' }];
+  const problems: DatasetProblem[] = [];
+  if (countTokens) {
+    for (let i = 0; i < rows.length; i++) {
+      const n = await countTokens(rows[i]!);
+      if (n > maxPromptLength)
+        problems.push({
+          row: i,
+          message: `prompt is ${n} tokens, over data.max_prompt_length=${maxPromptLength}`,
+        });
+    }
+  }
+  return problems.length > 0 ? problems : rows.length;
+}
+
+function baseStatus(ctx: RunStarterContext, runId: string): RunStatus {
+  const now = ctx.now().toISOString();
+  const sourceDir = ctx.sourceDirOf?.(runId);
+  return {
+    schemaVersion: 1,
+    runId,
+    status: 'starting',
+    reason: null,
+    createdAt: now,
+    updatedAt: now,
+    config: null,
+    input: { config: keys.config(runId), train: [], val: [], ...(sourceDir ? { sourceDir } : {}) },
+    totals: { groupsPlanned: null, trainPrompts: 0, valPrompts: 0, epochs: 0 },
+    learner: { submittedAt: null, jobId: null },
+    completedAt: null,
+  };
+}
+
+/** Records a permanent failure; the event is then handled (not retried), and nothing else happens. */
+async function failRun(ctx: RunStarterContext, status: RunStatus): Promise<void> {
+  const at = ctx.now().toISOString();
+  const failed: RunStatus = { ...status, status: 'failed', updatedAt: at, completedAt: at };
+  const put = await putJsonIfAbsent(ctx.blobs, keys.runJson(status.runId), failed);
+  ctx.log.warn('run failed at start', { runId: status.runId, reason: status.reason, recorded: put.written });
+}
+
+/** Keys of the run's other inputs (tool configs, reward modules, SFT data): uploads that start nothing. */
+function otherInputKeys(config: RunConfig, runId: string): string[] {
+  return referencedFiles(config).other.map((p) => `${keys.inputPrefix(runId)}${inputName(p)}`);
+}
