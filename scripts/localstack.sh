@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # LocalStack for the end-to-end tests: `setup` builds .localstack/venv from test/e2e/localstack.lock,
-# `start` runs it in host mode (S3 and SQS, plus STS for the account id; 127.0.0.1:4566) and waits for health,
+# `start` runs it in host mode (S3 and SQS, STS for the account id, CloudFormation and IAM for the template test;
+# 127.0.0.1:4566) and waits for health,
 # `stop` ends it, `bootstrap ENV` creates an environment's topology on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +53,7 @@ start() {
   mkdir -p "$dir"
   echo "localstack: starting in host mode on 127.0.0.1:$port (log: $log)"
   mkdir -p "$dir/state-$port"
-  SERVICES=s3,sqs,sts EAGER_SERVICE_LOADING=1 GATEWAY_LISTEN=127.0.0.1:$port \
+  SERVICES=s3,sqs,sts,cloudformation,iam EAGER_SERVICE_LOADING=1 GATEWAY_LISTEN=127.0.0.1:$port \
     LOCALSTACK_HOST=127.0.0.1:$port SQS_ENDPOINT_STRATEGY=path DNS_ADDRESS=0 \
     SKIP_SSL_CERT_DOWNLOAD=1 DISABLE_EVENTS=1 PERSISTENCE=0 LOCALSTACK_VOLUME_DIR="$PWD/$dir/state-$port" \
     setsid "$venv/bin/python" -m localstack.runtime.main >"$log" 2>&1 < /dev/null &
