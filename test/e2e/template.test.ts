@@ -1,7 +1,7 @@
 // The CDK app's own storage and queue resources, deployed through LocalStack's CloudFormation: the queues, their
 // dead-letter queues and redrive, the data bucket and its upload notifications exist as the synthesized template
 // says, under the names the CLI and the stages derive. (The rest of the e2e suite still creates its environments
-// with shared/aws/bootstrap.ts.)
+// with shared/operator/bootstrap.ts.)
 import { randomBytes } from 'node:crypto';
 import {
   CloudFormationClient,
@@ -22,7 +22,7 @@ import {
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awsClientConfig, s3Client, sqsClient } from '#shared/adapters/aws/clients';
-import { type EnvironmentResources, resolveEnvironment } from '#shared/aws/environment';
+import { type EnvironmentResources, resolveEnvironment } from '#shared/operator/environment';
 import { NOTIFICATIONS, QUEUES } from '#shared/topology';
 import { localStackTemplate } from '../../infra/lib/localstack-template.ts';
 import { until } from './support/harness.ts';
