@@ -8,8 +8,8 @@ import type { RunReport } from '#shared/operator/run-report';
 import { putJson } from '#shared/pipeline/blob-json';
 import { listDeadLetters } from '#shared/pipeline/dead-letters';
 import { ATTR } from '#shared/ports/queue';
-import type { RunStatus } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
+import { bareRunStatus } from '../helpers/run-status.ts';
 import { Scenario } from './support/harness.ts';
 import { assertLocalStackUp } from './support/localstack.ts';
 
@@ -34,20 +34,6 @@ const group = (runId: string, groupId: string) => ({
   policyVersion: null,
 });
 
-const runJson = (runId: string, status: RunStatus['status']): RunStatus => ({
-  schemaVersion: 1,
-  runId,
-  status,
-  reason: null,
-  createdAt: '2025-01-01T00:00:00.000Z',
-  updatedAt: '2025-01-01T00:00:00.000Z',
-  config: null,
-  input: { config: keys.config(runId), train: [], val: [] },
-  totals: { groupsPlanned: 4, trainPrompts: 4, valPrompts: 0, epochs: 1 },
-  learner: { submittedAt: null, jobId: null },
-  completedAt: null,
-});
-
 const REASON = 'Error: reward judge failed: the judge service is down (after 5 attempts)';
 
 describe('toolrl status and toolrl redrive (LocalStack)', () => {
@@ -55,7 +41,7 @@ describe('toolrl status and toolrl redrive (LocalStack)', () => {
     // GIVEN two running runs whose reward messages were dead-lettered, each with its record, as the reward stage
     // leaves them
     for (const runId of ['r-mine', 'r-other']) {
-      await putJson(s.blobs, keys.runJson(runId), runJson(runId, 'running'));
+      await putJson(s.blobs, keys.runJson(runId), bareRunStatus(runId, 'running'));
       for (const sampleIndex of [0, 1]) {
         const body = JSON.stringify({ trajectory: { group: group(runId, 'e0-p1'), sampleIndex } });
         const { messageId } = await s.queue('reward', true).send(body, {
@@ -111,7 +97,7 @@ describe('toolrl status and toolrl redrive (LocalStack)', () => {
     expect(after).toMatchObject({ redriven: 2, deadLetters: { groups: { train: 0, val: 0 } } });
 
     // and a run that has ended is refused: nothing would train its groups
-    await putJson(s.blobs, keys.runJson('r-other'), runJson('r-other', 'failed'));
+    await putJson(s.blobs, keys.runJson('r-other'), bareRunStatus('r-other', 'failed'));
     const late = await s.toolrl(['redrive', 'r-other', '--env', s.env]);
     expect(late.code).toBe(2);
     expect(late.stderr).toMatch(/run r-other is failed: nothing would train its groups any more/);

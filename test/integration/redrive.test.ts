@@ -18,9 +18,9 @@ import { listDeadLetters } from '#shared/pipeline/dead-letters';
 import { redriveRun } from '#shared/pipeline/redrive';
 import type { EmbeddedPipeline } from '#shared/runtime/embedded';
 import { train } from '#shared/runtime/train';
-import type { RunStatus } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
 import { REPO_ROOT } from '../../bench/support/tiny-model.ts';
+import { bareRunStatus } from '../helpers/run-status.ts';
 import { until } from './helpers/pipeline-fixture.ts';
 import { quickstartRows, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
 
@@ -154,7 +154,7 @@ describe('toolrl status and toolrl redrive (embedded run, real learner)', () => 
       groupSize: 2,
       policyVersion: null,
     });
-    await putJson(blobs, keys.runJson('stopped-run'), runningStatus('stopped-run'));
+    await putJson(blobs, keys.runJson('stopped-run'), bareRunStatus('stopped-run', 'running', 10));
     const dir = embeddedJournalDir(workdir, 'stopped-run');
     const q = createEmbeddedQueues({ journalDir: dir });
     q.dlqs.reward.sendSync(JSON.stringify({ trajectory: { group: group('stopped-run'), sampleIndex: 0 } }));
@@ -204,19 +204,4 @@ describe('toolrl status and toolrl redrive (embedded run, real learner)', () => 
     }
     expect(existsSync(join(dir, 'owner.json'))).toBe(false);
   });
-});
-
-/** run.json of a started run, as far as redrive reads it. */
-const runningStatus = (runId: string): RunStatus => ({
-  schemaVersion: 1,
-  runId,
-  status: 'running',
-  reason: null,
-  createdAt: '',
-  updatedAt: '',
-  config: null,
-  input: { config: keys.config(runId), train: [], val: [] },
-  totals: { groupsPlanned: 10, trainPrompts: 10, valPrompts: 0, epochs: 1 },
-  learner: { submittedAt: null, jobId: null },
-  completedAt: null,
 });

@@ -11,8 +11,8 @@ import { putJson } from '#shared/pipeline/blob-json';
 import { encodeMessage } from '#shared/pipeline/claim-check';
 import { listDeadLetters } from '#shared/pipeline/dead-letters';
 import { describeRedrive, redriveRun } from '#shared/pipeline/redrive';
-import type { RunStatus } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
+import { bareRunStatus } from '../../helpers/run-status.ts';
 
 const group = (runId: string, groupId: string) => ({
   runId,
@@ -24,20 +24,6 @@ const group = (runId: string, groupId: string) => ({
   dataSource: 'calc',
   groupSize: 2,
   policyVersion: null,
-});
-
-const running = (runId: string): RunStatus => ({
-  schemaVersion: 1,
-  runId,
-  status: 'running',
-  reason: null,
-  createdAt: '',
-  updatedAt: '',
-  config: null,
-  input: { config: keys.config(runId), train: [], val: [] },
-  totals: { groupsPlanned: 4, trainPrompts: 4, valPrompts: 0, epochs: 1 },
-  learner: { submittedAt: null, jobId: null },
-  completedAt: null,
 });
 
 const record = (runId: string, groupId: string, stage: 'rollout' | 'reward', messageId: string) => ({
@@ -59,7 +45,7 @@ describe('redriveRun', () => {
     // records for both groups
     const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-redrive-')));
     const q = createEmbeddedQueues();
-    await putJson(blobs, keys.runJson('r-1'), running('r-1'));
+    await putJson(blobs, keys.runJson('r-1'), bareRunStatus('r-1'));
     const big = {
       trajectory: { group: group('r-1', 'e0-p1'), sampleIndex: 0 },
       padding: 'x'.repeat(300_000),
@@ -100,7 +86,7 @@ describe('redriveRun', () => {
   it('a record whose message is gone from the queue stays a drop, and says so', async () => {
     const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-redrive-')));
     const q = createEmbeddedQueues();
-    await putJson(blobs, keys.runJson('r-1'), running('r-1'));
+    await putJson(blobs, keys.runJson('r-1'), bareRunStatus('r-1'));
     await putJson(
       blobs,
       keys.deadLetter('r-1', 'e0-p1', 'reward', 'm-1'),
