@@ -38,7 +38,8 @@ export async function withTimeout<T>(
   }
 }
 
-const formatSeconds = (ms: number) => `${+(ms / 1000).toFixed(3)}s`;
+/** `1.5s`, `15s`: a time limit as tool errors state it. */
+export const formatSeconds = (ms: number) => `${+(ms / 1000).toFixed(3)}s`;
 
 /** A counting semaphore: at most `size` holders at once, FIFO. */
 export class Semaphore {

@@ -2,12 +2,23 @@
 // operators and `math.` names included (`2**10`, `10 // 3`, `math.sqrt(2)`, `25 × 37`), restricted to an
 // allow-list of nodes and functions, evaluated in a worker thread whose time and heap
 // are bounded, so hostile input can neither run code nor hang or exhaust the process.
+// The call's time limit (`timeout`) starts once a worker has loaded mathjs: on a loaded machine that start-up took
+// longer than the default 15 s, and a call that timed out for it made the same seed give a different run.
 import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import { defineToolKind } from '../kind.ts';
-import { type Tool, ToolFailure } from '../types.ts';
+import { formatSeconds } from '../limits.ts';
+import { type Tool, type ToolContext, ToolFailure } from '../types.ts';
 
 export const MAX_EXPRESSION_CHARS = 2000;
+
+/**
+ * How long a fresh worker may take to load mathjs before the call fails. Far above any start-up seen (seconds on a
+ * machine at load 12); only a worker that can never start reaches it.
+ */
+export const WORKER_START_LIMIT_MS = 600_000;
+
+const WORKER_URL = new URL('./worker.mjs', import.meta.url);
 
 const Config = z.object({
   /** Evaluation budget per expression, ms. */
@@ -23,7 +34,9 @@ export const calculatorKind = defineToolKind({
   build: (options) => ({ tools: [new Calculator(options.max_eval_ms, options.max_heap_mb)] }),
 });
 
-class Calculator implements Tool {
+export class Calculator implements Tool {
+  /** The registry leaves the time limit to the calculator, which starts it after the worker's start-up. */
+  readonly ownsTimeout = true;
   readonly schema = {
     type: 'function' as const,
     function: {
@@ -45,9 +58,11 @@ class Calculator implements Tool {
   constructor(
     private readonly maxEvalMs: number,
     private readonly maxHeapMb: number,
+    /** The evaluation worker's script (tests start one that is slow to load). */
+    private readonly workerUrl: URL = WORKER_URL,
   ) {}
 
-  async execute(args: Record<string, unknown>, ctx: { signal: AbortSignal }): Promise<string> {
+  async execute(args: Record<string, unknown>, ctx: ToolContext): Promise<string> {
     const expression = String(args.expression);
     if (expression.length > MAX_EXPRESSION_CHARS)
       throw new ToolFailure(
@@ -59,8 +74,12 @@ class Calculator implements Tool {
     this.busy.add(worker);
     let healthy = true;
     try {
-      // Loading mathjs takes a moment on a fresh worker; the evaluation budget starts once it is ready.
-      await this.ready.get(worker);
+      await this.started(worker, ctx.signal).catch((failure: unknown) => {
+        healthy = false;
+        throw failure;
+      });
+      // The evaluation budget: the tool's own (`max_eval_ms`) or the call's `timeout`, whichever is shorter.
+      const limitMs = Math.min(this.maxEvalMs, ctx.timeoutMs);
       return await new Promise<string>((resolve, reject) => {
         const fail = (failure: ToolFailure) => {
           healthy = false;
@@ -69,12 +88,14 @@ class Calculator implements Tool {
         const timer = setTimeout(
           () =>
             fail(
-              new ToolFailure(
-                'resource_limit',
-                `expression took longer than ${this.maxEvalMs} ms to evaluate`,
-              ),
+              limitMs < this.maxEvalMs
+                ? new ToolFailure('timeout', `the tool did not finish within ${formatSeconds(limitMs)}`)
+                : new ToolFailure(
+                    'resource_limit',
+                    `expression took longer than ${this.maxEvalMs} ms to evaluate`,
+                  ),
             ),
-          this.maxEvalMs,
+          limitMs,
         );
         const onAbort = () => fail(new ToolFailure('timeout', 'the calculation was cancelled'));
         const onMessage = (m: { ok: boolean; value?: string; error?: string }) => {
@@ -114,10 +135,37 @@ class Calculator implements Tool {
 
   private readonly cleanups = new Map<Worker, () => void>();
 
+  /** Waits for the worker to load mathjs, up to WORKER_START_LIMIT_MS, or until the caller gives up. */
+  private started(worker: Worker, signal: AbortSignal): Promise<void> {
+    if (signal.aborted)
+      return Promise.reject(new ToolFailure('timeout', 'the call was cancelled before it started'));
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const stopped = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new ToolFailure(
+              'internal_error',
+              `calculator worker did not start within ${WORKER_START_LIMIT_MS / 1000} s`,
+            ),
+          ),
+        WORKER_START_LIMIT_MS,
+      );
+      timer.unref();
+      onAbort = () => reject(new ToolFailure('timeout', 'the calculation was cancelled'));
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    return Promise.race([this.ready.get(worker)!, stopped]).finally(() => {
+      clearTimeout(timer);
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+    });
+  }
+
   private readonly ready = new WeakMap<Worker, Promise<void>>();
 
   private spawn(): Worker {
-    const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
+    const worker = new Worker(this.workerUrl, {
       resourceLimits: { maxOldGenerationSizeMb: this.maxHeapMb, maxYoungGenerationSizeMb: 16 },
       env: {},
     });

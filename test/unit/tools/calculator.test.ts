@@ -1,5 +1,13 @@
 // The calculator evaluates arithmetic and nothing else: no JavaScript, no definitions, bounded time.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { Calculator } from '#shared/tools/calculator/tool';
+import { defineToolKind } from '#shared/tools/kind';
+import { registerToolKind } from '#shared/tools/kinds';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 
 // Budgets far above what these expressions take (microseconds), so that a machine starved by other work
@@ -109,5 +117,37 @@ describe('calculator', { timeout: 600_000 }, () => {
       'invalid_arguments',
     );
     expect((await calc('   ')).error?.message).toBe('expression is empty');
+  });
+
+  it("starts the call's time limit after the worker has loaded, so a slow start-up cannot time a call out", async () => {
+    // A worker that takes 2 s to start (as a fresh one loading mathjs did on a loaded machine), then the real one;
+    // the call's limit is 0.3 s. Before the fix the registry's clock ran during the start-up and the call timed out.
+    const dir = mkdtempSync(join(tmpdir(), 'calc-slow-'));
+    const real = new URL('../../../shared/tools/calculator/worker.mjs', import.meta.url).href;
+    const slow = join(dir, 'slow-worker.mjs');
+    writeFileSync(
+      slow,
+      `await new Promise((r) => setTimeout(r, 2000));\nawait import(${JSON.stringify(real)});\n`,
+    );
+    registerToolKind(
+      defineToolKind({
+        kind: 'calculator_slow_start',
+        defaults: { timeoutS: 15, numWorkers: 1 },
+        config: z.object({}),
+        build: () => ({ tools: [new Calculator(60_000, 64, pathToFileURL(slow))] }),
+      }),
+    );
+    const slowReg = await buildToolRegistry({
+      tools: [{ kind: 'calculator_slow_start', config: { timeout: 0.3, max_retries: 0 } }],
+    });
+    const call = (expression: string) => slowReg.call({ name: 'calculator', arguments: { expression } });
+    expect(await call('17 * 23')).toEqual({ ok: true, output: '391', error: null, truncated: false });
+    // Once started, the evaluation is held to the call's limit (0.3 s here, below max_eval_ms).
+    const hostile = Array.from({ length: 60 }, () => 'isPrime(9007199254740881)').join(' and ');
+    expect((await call(hostile)).error).toEqual({
+      type: 'timeout',
+      message: 'the tool did not finish within 0.3s',
+    });
+    await slowReg.close();
   });
 });
