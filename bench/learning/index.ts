@@ -6,11 +6,12 @@
 //
 // A seed sets trainer.seed (the model's random weights, the warm start's batches, the data order) and rollout.seed
 // (sampling), as the README's `trainer.seed=N rollout.seed=N` overrides do. `--write` puts the table into
-// BENCHMARKS.md ("Learning") between its markers and each run's reward/accuracy plot into bench/learning/.
+// BENCHMARKS.md ("Learning") between the task's markers (the config's folder name: `quickstart`, `chained`) and
+// each run's reward/accuracy plot into bench/learning/<task>-seed-N.png.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { readEvalSummaries, readStepRows } from '../run-folder.ts';
 
@@ -32,6 +33,9 @@ if (values.help) {
   );
   process.exit(0);
 }
+
+/** The task a config trains: its example folder's name (examples/chained/run.yaml -> chained). */
+export const taskOf = (config: string): string => basename(dirname(resolve(REPO, config)));
 
 interface Eval {
   readonly version: number;
@@ -103,7 +107,7 @@ function runSeed(seed: number, work: string, outDir: string | undefined): SeedRe
   const trajectories = rows.reduce((a, r) => a + (r.trajectories ?? 0), 0);
   let plot: string | undefined;
   if (outDir) {
-    plot = join(outDir, `quickstart-seed-${seed}.png`);
+    plot = join(outDir, `${taskOf(values.config)}-seed-${seed}.png`);
     copyFileSync(join(runDir, 'metrics', 'reward_curve.png'), plot);
   }
   return {
@@ -145,8 +149,7 @@ export function renderTable(results: readonly SeedResult[]): string {
   return lines.join('\n');
 }
 
-const BEGIN = '<!-- bench/learning:begin -->';
-const END = '<!-- bench/learning:end -->';
+const marker = (task: string, end: 'begin' | 'end') => `<!-- bench/learning:${task}:${end} -->`;
 
 function main(): void {
   const seeds = values.seeds.split(',').map((s) => Number.parseInt(s, 10));
@@ -161,8 +164,12 @@ function main(): void {
   if (values.write) {
     const path = join(REPO, 'BENCHMARKS.md');
     const text = readFileSync(path, 'utf8');
+    const task = taskOf(values.config);
+    const BEGIN = marker(task, 'begin');
+    const END = marker(task, 'end');
+    const config = task === 'quickstart' ? '' : ` --config ${values.config}`;
     const block =
-      `${BEGIN}\n\`npx tsx bench/learning/index.ts --seeds ${values.seeds} --write\` on ${availableParallelism()} ` +
+      `${BEGIN}\n\`npx tsx bench/learning/index.ts${config} --seeds ${values.seeds} --write\` on ${availableParallelism()} ` +
       `cores (1-minute load average ${load.toFixed(1)} when it began), ${new Date().toISOString().slice(0, 10)}:\n\n` +
       `${table}\n${END}`;
     const i = text.indexOf(BEGIN);
