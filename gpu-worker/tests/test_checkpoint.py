@@ -129,3 +129,36 @@ def test_keys_follow_the_generated_layout_on_cpu():
     assert keys.checkpoint("RID", 7, 2) == "runs/RID/checkpoints/step-7-r2/"
     assert keys.metrics("RID") == "runs/RID/metrics/"
     assert keys.learner_state("RID") == "runs/RID/learner/state.json"
+
+
+def test_keys_read_back_from_the_same_templates_on_cpu(monkeypatch):
+    # Checkpoint folders, validation summaries and dead-letter records are recognised by patterns made from the
+    # templates that build them, so a changed template changes both: here a layout unlike today's.
+    from toolrl_learner.storage import keys
+
+    for ident in [(7, 0), (7, 2), (120, 13)]:
+        assert keys.parse_checkpoint("r.1", keys.checkpoint("r.1", *ident) + "model/x.safetensors") == ident
+        assert keys.parse_checkpoint("r.1", keys.checkpoint("r.1", *ident)) == ident
+    assert keys.parse_checkpoint("r.1", "runs/r.1/checkpoints/step-x/COMPLETE.json") is None
+    assert keys.parse_checkpoint("r.1", "runs/rX1/checkpoints/step-7/COMPLETE.json") is None  # `.` is literal
+    assert keys.parse_checkpoint("r.1", "runs/r.1/metrics/step-7/") is None
+    assert keys.eval_summaries("r") == "runs/r/metrics/eval/"
+    assert keys.parse_eval_summary("r", "runs/r/metrics/eval/v12.json") == 12
+    assert keys.parse_eval_summary("r", "runs/r/metrics/eval/v12.json.tmp") is None
+    assert keys.dead_letter_group("r", keys.dead_letter("r", "val-v3-p1", "tool-call", "m/1")) == "val-v3-p1"
+    assert keys.dead_letter_group("r", "runs/r/dead-letters/stray.txt") is None
+
+    layout = json.loads(json.dumps(keys.constants()))
+    layout["keys"].update(
+        checkpointsPrefix="x/{runId}/ckpt/",
+        checkpoint="x/{runId}/ckpt/s{step}/",
+        checkpointRevision="x/{runId}/ckpt/s{step}.{revision}/",
+        evalSummary="x/{runId}/val/{version}/summary.json",
+    )
+    monkeypatch.setattr(keys, "constants", lambda: layout)
+    assert keys.checkpoint("r", 7, 2) == "x/r/ckpt/s7.2/"
+    assert keys.parse_checkpoint("r", "x/r/ckpt/s7.2/COMPLETE.json") == (7, 2)
+    assert keys.parse_checkpoint("r", "x/r/ckpt/s7/COMPLETE.json") == (7, 0)
+    assert keys.parse_checkpoint("r", "runs/r/checkpoints/step-7/COMPLETE.json") is None
+    assert keys.eval_summaries("r") == "x/r/val/"
+    assert keys.parse_eval_summary("r", "x/r/val/4/summary.json") == 4

@@ -24,7 +24,6 @@ import json
 import logging
 import pickle
 import random
-import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -40,7 +39,6 @@ from .policy import Policy
 
 log = logging.getLogger(__name__)
 MARKER = "COMPLETE.json"
-_CHECKPOINT_RE = re.compile(r"checkpoints/step-(\d+)(?:-r(\d+))?/")
 # What the unpickler may build besides tensors and plain containers: numpy's RNG state as checkpoints written
 # before it was stored as a tensor hold it (an ndarray of uint32). Nothing here can run code.
 _SAFE_GLOBALS: list[Any] = [
@@ -214,9 +212,9 @@ def complete_checkpoints(store: BlobStore, run_id: str) -> list[tuple[int, int]]
     """(step, revision) of every checkpoint with a COMPLETE marker, newest first."""
     found = set()
     for key in store.list(keys.checkpoints(run_id)):
-        m = _CHECKPOINT_RE.search(key)
-        if m and key == keys.checkpoint(run_id, int(m.group(1)), int(m.group(2) or 0)) + MARKER:
-            found.add((int(m.group(1)), int(m.group(2) or 0)))
+        ident = keys.parse_checkpoint(run_id, key)
+        if ident and key == keys.checkpoint(run_id, *ident) + MARKER:
+            found.add(ident)
     return sorted(found, reverse=True)
 
 
@@ -244,17 +242,20 @@ def prune(store: BlobStore, run_id: str, keep: int) -> None:
     kept = set(complete[:keep])
     newest = complete[0]
     for key in store.list(keys.checkpoints(run_id)):
-        m = _CHECKPOINT_RE.search(key)
-        if not m:
+        ident = keys.parse_checkpoint(run_id, key)
+        if ident is None:
             continue
-        ident = (int(m.group(1)), int(m.group(2) or 0))
         # Older than the kept ones, or an incomplete attempt older than the newest complete one.
         if ident not in kept and ident < newest:
             store.delete(key)
     local = store.local_path(keys.checkpoint(run_id, *newest) + MARKER)
     if local is not None:  # a folder store keeps empty directories after its files are deleted
-        for d in Path(local).parents[1].glob("step-*"):
-            if d.is_dir() and not any(p.is_file() for p in d.rglob("*")):
+        for d in Path(local).parents[1].iterdir():
+            if (
+                d.is_dir()
+                and keys.parse_checkpoint(run_id, f"{keys.checkpoints(run_id)}{d.name}/")
+                and not any(p.is_file() for p in d.rglob("*"))
+            ):
                 shutil.rmtree(d, ignore_errors=True)
 
 

@@ -30,10 +30,9 @@ class DeadLetterWatch:
     def new_train_groups(self, known: set[str]) -> list[tuple[str, str]]:
         """(group id, first reason) of each train group with a dead letter that is not in `known`."""
         self._polled_at = time.monotonic()
-        prefix = keys.dead_letters(self.run_id)
         by_group: dict[str, list[str]] = {}
-        for key in self.store.list(prefix):
-            gid = key[len(prefix) :].split("/", 1)[0]
+        for key in self.store.list(keys.dead_letters(self.run_id)):
+            gid = keys.dead_letter_group(self.run_id, key)
             if gid and gid not in known:
                 by_group.setdefault(gid, []).append(key)
         out = []

@@ -40,7 +40,7 @@ class MetricsLogger:
         plot_every_s: float = 10.0,
         publish_every: int = 1,
     ) -> None:
-        self.store = store
+        self.store, self.run_id = store, run_id
         self.prefix = keys.metrics(run_id)
         local = store.local_path(self.prefix + JSONL)
         self.remote = local is None
@@ -119,10 +119,9 @@ class MetricsLogger:
         """(learner step that published the version, accuracy, samples per prompt) of each validation summary the
         pipeline has written so far; a summary it is still writing or cannot parse is left for the next plot."""
         out = []
-        prefix = self.prefix + "eval/"
-        for key in self.store.list(prefix):
-            name = key[len(prefix) :]
-            if not (name.startswith("v") and name.endswith(".json") and name[1:-5].isdigit()):
+        for key in self.store.list(keys.eval_summaries(self.run_id)):
+            version = keys.parse_eval_summary(self.run_id, key)
+            if version is None:
                 continue
             try:
                 summary = json.loads(self.store.get_bytes(key))
@@ -131,7 +130,7 @@ class MetricsLogger:
                 continue
             if math.isfinite(acc):
                 k = int(summary.get("samplesPerPrompt") or 1)
-                out.append((int(name[1:-5]) * self.publish_every, acc, k))
+                out.append((version * self.publish_every, acc, k))
         return sorted(out)
 
     def plot(self) -> None:
