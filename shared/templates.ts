@@ -31,3 +31,24 @@ export function templatePattern(template: string, parts: Readonly<Record<string,
     );
   return new RegExp(`^${escaped.join('')}$`);
 }
+
+/**
+ * The template up to the folder that holds `{placeholder}`'s segment (without one: the folder that holds the
+ * key; a folder template is its own), ending in `/`: the prefix of every key of that kind, e.g.
+ * `runs/{runId}/groups/` for `group`.
+ */
+export function folderOf(template: string, placeholder?: string): string {
+  const at = placeholder === undefined ? template.length : template.indexOf(`{${placeholder}}`);
+  if (at < 0) throw new Error(`template ${template} has no {${placeholder}}`);
+  const slash = template.lastIndexOf('/', at - 1);
+  if (slash < 0) throw new Error(`template ${template}: no folder above {${placeholder}}`);
+  return template.slice(0, slash + 1);
+}
+
+/**
+ * The IAM/S3 wildcard pattern for every key `fill` makes of the template: each placeholder becomes `*`, and a
+ * folder template (ending in `/`) covers everything under it. IAM's `*` also spans `/`, so a pattern never
+ * misses a key of its template, whatever the placeholders' values.
+ */
+export const keyWildcard = (template: string): string =>
+  template.replace(PLACEHOLDER, '*') + (template.endsWith('/') ? '*' : '');

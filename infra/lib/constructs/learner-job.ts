@@ -14,6 +14,8 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { learnerJobDefinitionName, learnerJobQueueName } from '#shared/deployment/names';
+import { folderOf, keyWildcard } from '#shared/templates';
+import { KEY_TEMPLATES } from '#shared/topology';
 import { imageAssetOptions, REPO_ROOT } from '../docker-context.ts';
 import { acknowledgeRunKeyPatterns } from '../nag.ts';
 import type { EnvSettings } from '../settings.ts';
@@ -194,20 +196,20 @@ export class LearnerJob extends Construct {
 
   /** Read and write under runs/ (datasets' resolved config, policy versions, checkpoints, metrics, state). */
   private grantRuns(bucket: s3.IBucket): void {
-    const runs = bucket.arnForObjects('runs/*');
+    const runs = keyWildcard(folderOf(KEY_TEMPLATES.runPrefix, 'runId'));
     this.role.addToPolicy(
       new iam.PolicyStatement({
         actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
-        resources: [runs],
+        resources: [bucket.arnForObjects(runs)],
       }),
     );
     this.role.addToPolicy(
       new iam.PolicyStatement({
         actions: ['s3:ListBucket'],
         resources: [bucket.bucketArn],
-        conditions: { StringLike: { 's3:prefix': ['runs/*'] } },
+        conditions: { StringLike: { 's3:prefix': [runs] } },
       }),
     );
-    acknowledgeRunKeyPatterns(this.role, bucket, ['runs/*']);
+    acknowledgeRunKeyPatterns(this.role, bucket, [runs]);
   }
 }

@@ -11,11 +11,13 @@ import { Construct } from 'constructs';
 import { functionEnvSchema } from '#shared/adapters/aws/stage-context';
 import { BUILTIN_PROMPTS_DIR } from '#shared/data/prompts/templates';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
+import { folderOf, keyWildcard } from '#shared/templates';
 import {
   consumedQueue,
   FUNCTION_SENDS,
   FUNCTIONS,
   type FunctionName,
+  KEY_TEMPLATES,
   type QueueName,
 } from '#shared/topology';
 import { imageAssetOptions, REPO_ROOT } from '../docker-context.ts';
@@ -23,30 +25,30 @@ import { type EnvSettings, resolveFunctionSettings } from '../settings.ts';
 import type { LearnerJob } from './learner-job.ts';
 import { type BucketAccess, type FunctionCode, type QueuePair, ToolrlFunction } from './toolrl-function.ts';
 
+/** IAM patterns of the key layout (shared/topology.ts KEY_TEMPLATES), so a grant follows a change of a template. */
+const K = KEY_TEMPLATES;
+const ALL_RUNS = keyWildcard(folderOf(K.runPrefix, 'runId')); // runs/*
+const RUN_JSON = keyWildcard(K.runJson);
+const FEEDER = keyWildcard(folderOf(K.feederState));
+const MESSAGES = keyWildcard(folderOf(K.claimCheck, 'id'));
+const INPUTS = keyWildcard(K.inputPrefix);
+const TRAJECTORIES = keyWildcard(folderOf(K.trajectory, 'groupId'));
+const GROUPS = keyWildcard(folderOf(K.group, 'groupId'));
+const GROUPS_SENT = keyWildcard(folderOf(K.groupSent, 'groupId'));
+const EVAL_SUMMARIES = keyWildcard(folderOf(K.evalSummary, 'version'));
+
 /**
- * Key patterns each stage reads and writes (shared/topology.ts `keys` is the layout). Writes are scoped to what
- * the stage produces; reads of the pipeline's own run data are open to runs/*, except for tool-call, which runs
- * tools on model-written arguments (its code runs in the code runner on AWS, but the narrower grant stays): it reads
- * only the run's config and inputs (tool configs) and its messages.
+ * Key patterns each stage reads and writes. Writes are scoped to what the stage produces; reads of the
+ * pipeline's own run data are open to runs/*, except for tool-call, which runs tools on model-written arguments
+ * (its code runs in the code runner on AWS, but the narrower grant stays): it reads only the run's config and
+ * inputs (tool configs) and its messages.
  */
 export const STAGE_BUCKET_ACCESS: Readonly<Record<FunctionName, BucketAccess>> = {
-  'run-starter': { read: ['runs/*'], write: ['runs/*/run.json'] },
-  feeder: { read: ['runs/*'], write: ['runs/*/run.json', 'runs/*/feeder/*', 'runs/*/messages/*'] },
-  rollout: { read: ['runs/*'], write: ['runs/*/messages/*'] },
-  'tool-call': {
-    read: ['runs/*/run.json', 'runs/*/input/*', 'runs/*/messages/*'],
-    write: ['runs/*/messages/*'],
-  },
-  reward: {
-    read: ['runs/*'],
-    write: [
-      'runs/*/trajectories/*',
-      'runs/*/groups/*',
-      'runs/*/groups-sent/*',
-      'runs/*/metrics/eval/*',
-      'runs/*/messages/*',
-    ],
-  },
+  'run-starter': { read: [ALL_RUNS], write: [RUN_JSON] },
+  feeder: { read: [ALL_RUNS], write: [RUN_JSON, FEEDER, MESSAGES] },
+  rollout: { read: [ALL_RUNS], write: [MESSAGES] },
+  'tool-call': { read: [RUN_JSON, INPUTS, MESSAGES], write: [MESSAGES] },
+  reward: { read: [ALL_RUNS], write: [TRAJECTORIES, GROUPS, GROUPS_SENT, EVAL_SUMMARIES, MESSAGES] },
 };
 
 /**

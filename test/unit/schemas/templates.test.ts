@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { trainIds, valGroupIdPrefix, valGroupVersion, valIds } from '#shared/schemas/messages/group-ref';
 import { parseInputKey } from '#shared/schemas/messages/run-event';
-import { fill, placeholders, templatePattern } from '#shared/templates';
+import { fill, folderOf, keyWildcard, placeholders, templatePattern } from '#shared/templates';
 import { KEY_TEMPLATES, keys } from '#shared/topology';
 
 describe('templates', () => {
@@ -20,6 +20,45 @@ describe('templates', () => {
     expect(p.exec('runs/r-1/groups/e0-p3.json')?.groups).toEqual({ runId: 'r-1', groupId: 'e0-p3' });
     expect(p.test('runs/r-1/groups/e0-p3.jsonl')).toBe(false);
     expect(p.test('runs/r-1/groupsXe0-p3.json')).toBe(false);
+  });
+
+  it('gives the folder that holds a kind of key', () => {
+    expect(folderOf(KEY_TEMPLATES.group, 'groupId')).toBe('runs/{runId}/groups/');
+    expect(folderOf(KEY_TEMPLATES.trajectory, 'groupId')).toBe('runs/{runId}/trajectories/');
+    expect(folderOf(KEY_TEMPLATES.evalSummary, 'version')).toBe('runs/{runId}/metrics/eval/');
+    expect(folderOf(KEY_TEMPLATES.runPrefix, 'runId')).toBe('runs/');
+    expect(folderOf(KEY_TEMPLATES.feederState)).toBe('runs/{runId}/feeder/');
+    expect(folderOf(KEY_TEMPLATES.deadLetters)).toBe('runs/{runId}/dead-letters/');
+    expect(() => folderOf(KEY_TEMPLATES.runJson, 'groupId')).toThrow(/has no \{groupId\}/);
+  });
+
+  it('turns a template into an IAM pattern that matches every key made of it', () => {
+    // IAM's `*` matches any run of characters, `/` included.
+    const iamMatch = (pattern: string, key: string) =>
+      new RegExp(
+        `^${pattern
+          .split('*')
+          .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+          .join('.*')}$`,
+      ).test(key);
+    expect(keyWildcard(KEY_TEMPLATES.runJson)).toBe('runs/*/run.json');
+    expect(keyWildcard(KEY_TEMPLATES.inputPrefix)).toBe('runs/*/input/*');
+    expect(keyWildcard(folderOf(KEY_TEMPLATES.claimCheck, 'id'))).toBe('runs/*/messages/*');
+    const made: [string, string][] = [
+      [KEY_TEMPLATES.runJson, keys.runJson('r.1')],
+      [KEY_TEMPLATES.inputPrefix, `${keys.inputPrefix('r')}data/train.parquet`],
+      [KEY_TEMPLATES.trajectory, keys.trajectory('r', 'val-v3-p1', 4)],
+      [KEY_TEMPLATES.deadLetter, keys.deadLetter('r', 's1-e0-p2', 'tool-call', 'a/b')],
+      [
+        KEY_TEMPLATES.checkpointRevision,
+        `${fill(KEY_TEMPLATES.checkpointRevision, { runId: 'r', step: 3, revision: 1 })}model/w`,
+      ],
+    ];
+    for (const [template, key] of made) expect(iamMatch(keyWildcard(template), key)).toBe(true);
+    expect(iamMatch(keyWildcard(KEY_TEMPLATES.runJson), 'runs/r/input/run.json.parquet')).toBe(false);
+    expect(iamMatch(keyWildcard(folderOf(KEY_TEMPLATES.group, 'groupId')), keys.groupSent('r', 'g'))).toBe(
+      false,
+    );
   });
 });
 
