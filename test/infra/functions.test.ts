@@ -114,7 +114,7 @@ describe('stage functions', () => {
     }
   });
 
-  it('limits the tool-call role to its queues, its run inputs, the claim-check prefix and the tool secret', () => {
+  it('limits the tool-call role to its queues, its run inputs, the claim-check prefix, dead-lettering and the tool secret', () => {
     const { pipelineTemplate: t } = build();
     const fn = stageFunction(t, 'tool-call');
     const statements = roleStatements(t, { Ref: fn.props.Role['Fn::GetAtt'][0] });
@@ -123,9 +123,24 @@ describe('stage functions', () => {
         .filter((s) => actions(s).includes(action))
         .flatMap(resources)
         .map((r) => JSON.stringify(r).match(/"\/([^"]*)"\]\]\}$/)?.[1] ?? JSON.stringify(r));
-    // Writes only claim-checked messages; reads its run's config and tool configs, and messages.
-    expect(on('s3:PutObject')).toEqual(['runs/*/messages/*']);
-    expect(on('s3:GetObject').sort()).toEqual(['runs/*/input/*', 'runs/*/messages/*', 'runs/*/run.json']);
+    // Writes claim-checked messages and what a dead-lettered group settles (its record, a validation summary, the
+    // run's status); reads its run's config and tool configs, messages, and what dead-lettering reads.
+    expect(on('s3:PutObject').sort()).toEqual([
+      'runs/*/dead-letters/*',
+      'runs/*/messages/*',
+      'runs/*/metrics/eval/*',
+      'runs/*/run.json',
+    ]);
+    expect(on('s3:GetObject').sort()).toEqual([
+      'runs/*/dead-letters/*',
+      'runs/*/feeder/state.json',
+      'runs/*/groups/*',
+      'runs/*/input/*',
+      'runs/*/learner/state.json',
+      'runs/*/messages/*',
+      'runs/*/metrics/eval/*',
+      'runs/*/run.json',
+    ]);
     expect(
       statements
         .flatMap(actions)
@@ -145,11 +160,18 @@ describe('stage functions', () => {
         .flatMap(resources)
         .map((r) => JSON.stringify(r).match(/"\/([^"]*)"\]\]\}$/)?.[1])
         .sort();
-    expect(writes('run-starter')).toEqual(['runs/*/run.json']);
-    expect(writes('rollout')).toEqual(['runs/*/messages/*']);
-    expect(writes('reward')).not.toContain('runs/*/run.json');
-    expect(writes('reward')).not.toContain('runs/*/policy/*');
-    for (const stage of ['feeder', 'reward'] as const) expect(writes(stage)).not.toContain('runs/*');
+    // (test/infra/bucket-access.test.ts checks these against the keys the stages' code writes)
+    expect(writes('run-starter')).toEqual(['runs/*/learner/lease.json', 'runs/*/run.json']);
+    expect(writes('rollout')).toEqual([
+      'runs/*/dead-letters/*',
+      'runs/*/messages/*',
+      'runs/*/metrics/eval/*',
+      'runs/*/run.json',
+    ]);
+    for (const stage of Object.keys(FUNCTION_SENDS) as FunctionName[]) {
+      expect(writes(stage)).not.toContain('runs/*');
+      expect(writes(stage).filter((p) => /policy|checkpoints|learner\/state/.test(p ?? ''))).toEqual([]);
+    }
   });
 
   it('writes each function log to its own group with the retention of the environment', () => {

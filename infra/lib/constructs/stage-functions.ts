@@ -36,19 +36,37 @@ const TRAJECTORIES = keyWildcard(folderOf(K.trajectory, 'groupId'));
 const GROUPS = keyWildcard(folderOf(K.group, 'groupId'));
 const GROUPS_SENT = keyWildcard(folderOf(K.groupSent, 'groupId'));
 const EVAL_SUMMARIES = keyWildcard(folderOf(K.evalSummary, 'version'));
+const DEAD_LETTERS = keyWildcard(K.deadLetters);
+const LEARNER_LEASE = keyWildcard(K.learnerLease);
+const LEARNER_STATE = keyWildcard(K.learnerState);
+const FEEDER_STATE = keyWildcard(K.feederState);
+
+/**
+ * What a stage that dead-letters a group's message writes (pipeline/dead-letters.ts): the record, and what the
+ * drop can settle: the run's failure past its dead-letter limit or, for a validation group, the version's
+ * summary and the run's completion (run.json).
+ */
+const DEAD_LETTERING = [DEAD_LETTERS, EVAL_SUMMARIES, RUN_JSON];
 
 /**
  * Key patterns each stage reads and writes. Writes are scoped to what the stage produces; reads of the
  * pipeline's own run data are open to runs/*, except for tool-call, which runs tools on model-written arguments
- * (its code runs in the code runner on AWS, but the narrower grant stays): it reads only the run's config and
- * inputs (tool configs) and its messages.
+ * (its code runs in the code runner on AWS, but the narrower grant stays): it reads the run's config and inputs
+ * (tool configs) and its messages, and what dead-lettering reads (the run's records, the validation groups'
+ * manifests and what completing the run checks: learner and feeder state, summaries).
  */
 export const STAGE_BUCKET_ACCESS: Readonly<Record<FunctionName, BucketAccess>> = {
-  'run-starter': { read: [ALL_RUNS], write: [RUN_JSON] },
+  'run-starter': { read: [ALL_RUNS], write: [RUN_JSON, LEARNER_LEASE] },
   feeder: { read: [ALL_RUNS], write: [RUN_JSON, FEEDER, MESSAGES] },
-  rollout: { read: [ALL_RUNS], write: [MESSAGES] },
-  'tool-call': { read: [RUN_JSON, INPUTS, MESSAGES], write: [MESSAGES] },
-  reward: { read: [ALL_RUNS], write: [TRAJECTORIES, GROUPS, GROUPS_SENT, EVAL_SUMMARIES, MESSAGES] },
+  rollout: { read: [ALL_RUNS], write: [MESSAGES, ...DEAD_LETTERING] },
+  'tool-call': {
+    read: [RUN_JSON, INPUTS, MESSAGES, DEAD_LETTERS, GROUPS, LEARNER_STATE, FEEDER_STATE, EVAL_SUMMARIES],
+    write: [MESSAGES, ...DEAD_LETTERING],
+  },
+  reward: {
+    read: [ALL_RUNS],
+    write: [TRAJECTORIES, GROUPS, GROUPS_SENT, MESSAGES, ...DEAD_LETTERING],
+  },
 };
 
 /**
