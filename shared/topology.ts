@@ -1,7 +1,7 @@
 // The one declaration of the pipeline's topology: queues, their consumers, timeouts, dead-letter
 // settings, batch sizes, bucket prefixes and notifications. The CDK stack, the LocalStack bootstrap and
 // the embedded runtime all read this, so the three cannot drift.
-import { fill } from './templates.ts';
+import { fill, folderOf, templatePattern } from './templates.ts';
 
 /** The Lambda-style stages (each has a handler in functions/<name>/index.ts). */
 export type FunctionName = 'run-starter' | 'feeder' | 'rollout' | 'tool-call' | 'reward';
@@ -145,6 +145,8 @@ export const keys = {
     fill(K.trajectory, { runId, groupId, sampleIndex }),
   trajectoryPrefix: (runId: string, groupId: string) => fill(K.trajectoryPrefix, { runId, groupId }),
   group: (runId: string, groupId: string) => fill(K.group, { runId, groupId }),
+  /** The folder of the run's group manifests. */
+  groups: (runId: string) => fill(folderOf(K.group, 'groupId'), { runId }),
   groupSent: (runId: string, groupId: string) => fill(K.groupSent, { runId, groupId }),
   checkpoint: (runId: string, step: number) => fill(K.checkpoint, { runId, step }),
   metrics: (runId: string) => fill(K.metrics, { runId }),
@@ -152,6 +154,8 @@ export const keys = {
   learnerState: (runId: string) => fill(K.learnerState, { runId }),
   feederState: (runId: string) => fill(K.feederState, { runId }),
   evalSummary: (runId: string, version: number) => fill(K.evalSummary, { runId, version }),
+  /** The folder of the run's validation summaries. */
+  evalSummaries: (runId: string) => fill(folderOf(K.evalSummary, 'version'), { runId }),
   deadLetters: (runId: string) => fill(K.deadLetters, { runId }),
   deadLetter: (runId: string, groupId: string, stage: string, messageId: string) =>
     fill(K.deadLetter, { runId, groupId, stage, messageId: messageId.replace(/[^A-Za-z0-9_-]/g, '_') }),
@@ -161,6 +165,15 @@ export const keys = {
   redriveRequests: (runId: string) => fill(K.redriveRequests, { runId }),
   learnerLease: (runId: string) => fill(K.learnerLease, { runId }),
 } as const;
+
+const KEY_PATTERNS = new Map<string, RegExp>();
+
+/** The placeholders' values of a key `KEY_TEMPLATES[name]` makes; undefined for any other key. */
+export function parseKey(name: keyof typeof KEY_TEMPLATES, key: string): Record<string, string> | undefined {
+  const p = KEY_PATTERNS.get(name) ?? templatePattern(K[name]);
+  KEY_PATTERNS.set(name, p);
+  return p.exec(key)?.groups;
+}
 
 /** Which queues each function sends to (besides its own queue's dead-letter queue): what CDK grants and binds. */
 export const FUNCTION_SENDS: Readonly<Record<FunctionName, readonly QueueName[]>> = {
@@ -175,14 +188,24 @@ export const FUNCTION_SENDS: Readonly<Record<FunctionName, readonly QueueName[]>
 export const consumedQueue = (fn: FunctionName): QueueName =>
   (Object.values(QUEUES).find((q) => q.consumer === fn) as QueueSpec).name;
 
+/** Where every run's keys are (`runs/`): a notification's prefix cannot hold the run id. */
+const RUNS = folderOf(K.runPrefix, 'runId');
+/** A run's key below its folder (`policy/LATEST.json`): the notification suffix that stands for it. */
+function inRun(template: string): string {
+  const rest = template.slice(K.runPrefix.length);
+  if (!template.startsWith(K.runPrefix) || rest.includes('{'))
+    throw new Error(`${template} is not one fixed key below ${K.runPrefix}`);
+  return rest;
+}
+
 /** S3 notifications: which object keys go to which queue. Suffixes differ, so the rules never overlap. */
 export const NOTIFICATIONS: readonly { queue: QueueName; prefix: string; suffix: string }[] = [
-  { queue: 'run-events', prefix: 'runs/', suffix: '.parquet' },
+  { queue: 'run-events', prefix: RUNS, suffix: '.parquet' },
   // JSON Lines datasets uploaded by hand (toolrl submit converts them to Parquet); the learner's metrics.jsonl
   // notifies too and is ignored. `.json` cannot notify: it would overlap the LATEST.json and state.json rules.
-  { queue: 'run-events', prefix: 'runs/', suffix: '.jsonl' },
-  { queue: 'policy-events', prefix: 'runs/', suffix: 'LATEST.json' },
+  { queue: 'run-events', prefix: RUNS, suffix: '.jsonl' },
+  { queue: 'policy-events', prefix: RUNS, suffix: inRun(K.policyLatest) },
   // Each committed learner step also wakes the feeder, so flow control never waits on the next publish
   // (publish_every > 1) and the run is marked complete as soon as the learner says done.
-  { queue: 'policy-events', prefix: 'runs/', suffix: 'learner/state.json' },
+  { queue: 'policy-events', prefix: RUNS, suffix: inRun(K.learnerState) },
 ];

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
 import { QueueJournal } from '../adapters/embedded/queue-journal.ts';
-import { dlqName, QUEUES, type QueueName } from '../topology.ts';
+import { dlqName, keys, QUEUES, type QueueName } from '../topology.ts';
 import { type QueueReport, type RunReport, reportOf } from './run-report.ts';
 
 /** Where an embedded run keeps its queue journals (EmbeddedPipeline's default). */
@@ -22,7 +22,7 @@ export async function embeddedRunReport(workdir: string, runId: string): Promise
       { visible: count(q), inFlight: 0, delayed: 0, deadLetters: count(dlqName(q)) },
     ]),
   ) as Record<QueueName, QueueReport>;
-  const runDir = join(resolve(workdir), 'runs', runId);
+  const runDir = join(resolve(workdir), keys.runPrefix(runId));
   return reportOf(blobs, runId, Promise.resolve(queues), { env: 'embedded', bucket: '', runDir }, async () =>
     existsSync(runDir)
       ? `${runDir} has no run.json: its dataset was never handled`

@@ -135,7 +135,7 @@ const fmt = (v: number | null, digits = 0) => (v === null ? '-' : digits ? v.toF
 export function formatRunReport(r: RunReport): string {
   const embedded = r.runDir !== null;
   const lines = [
-    `run       ${r.runId}  (${embedded ? `embedded, ${r.runDir}` : `environment ${r.env}, s3://${r.bucket}/runs/${r.runId}/`})`,
+    `run       ${r.runId}  (${embedded ? `embedded, ${r.runDir}` : `environment ${r.env}, s3://${r.bucket}/${keys.runPrefix(r.runId)}`})`,
     `status    ${r.status}${r.reason ? `: ${r.reason}` : ''}  (created ${r.createdAt}, updated ${r.updatedAt})`,
     `learner   step ${fmt(r.step)}  policy v${fmt(r.policyVersion)}  reward ${fmt(r.rewardMean, 3)}  ` +
       `groups ${fmt(r.groupsConsumed)}/${fmt(r.groupsPlanned)} trained, ${fmt(r.groupsDropped)} dropped` +

@@ -11,7 +11,7 @@ import {
 } from '../schemas/dead-letter.ts';
 import { type GroupRef, GroupRefSchema } from '../schemas/messages/group-ref.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
-import { keys } from '../topology.ts';
+import { keys, parseKey } from '../topology.ts';
 import { getJson, putJsonIfAbsent } from './blob-json.ts';
 import { maybeCompleteRun, writeEvalSummaryIfComplete } from './eval.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
@@ -90,9 +90,10 @@ export async function deadLetteredGroups(
   runId: string,
   groupPrefix = '',
 ): Promise<Set<string>> {
-  const root = keys.deadLetters(runId);
-  const ids = (await blobs.listKeys(`${root}${groupPrefix}`)).map((k) => k.slice(root.length).split('/')[0]!);
-  return new Set(ids);
+  const ids = (await blobs.listKeys(keys.deadLetters(runId) + groupPrefix)).map(
+    (k) => parseKey('deadLetter', k)?.groupId,
+  );
+  return new Set(ids.filter((g) => g !== undefined));
 }
 
 export interface DeadLetterSummary {

@@ -9,7 +9,7 @@ import { LearnerStateSchema } from '../schemas/learner-stdio.ts';
 import { valGroupIdPrefix } from '../schemas/messages/group-ref.ts';
 import type { RunStatus } from '../schemas/run-status.ts';
 import { type ScoredGroup, ScoredGroupSchema } from '../schemas/scored-group.ts';
-import { keys } from '../topology.ts';
+import { keys, parseKey } from '../topology.ts';
 import { getJson, putJsonIfAbsent, readJson } from './blob-json.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
@@ -140,7 +140,7 @@ export function wantedEvalVersions(
 }
 
 export const evalGroupPrefix = (runId: string, version: number): string =>
-  keys.group(runId, valGroupIdPrefix(version)).replace(/\.json$/, '');
+  keys.groups(runId) + valGroupIdPrefix(version);
 
 /** Summarises a version's validation once all its groups are scored; written once (put-if-absent). */
 export async function writeEvalSummaryIfComplete(
@@ -150,12 +150,11 @@ export async function writeEvalSummaryIfComplete(
 ): Promise<EvalSummary | undefined> {
   const manifests = await ctx.blobs.listKeys(evalGroupPrefix(run.runId, version));
   // A validation group that was dead-lettered never gets a manifest: it counts as done, and as dropped.
-  const deadRoot = keys.deadLetters(run.runId);
-  const scoredIds = new Set(manifests.map((k) => k.slice(k.lastIndexOf('/') + 1).replace(/\.json$/, '')));
+  const scoredIds = new Set(manifests.map((k) => parseKey('group', k)?.groupId));
   const dropped = new Set(
-    (await ctx.blobs.listKeys(`${deadRoot}val-v${version}-`))
-      .map((k) => k.slice(deadRoot.length).split('/')[0]!)
-      .filter((g) => !scoredIds.has(g)),
+    (await ctx.blobs.listKeys(keys.deadLetters(run.runId) + valGroupIdPrefix(version)))
+      .map((k) => parseKey('deadLetter', k)?.groupId)
+      .filter((g): g is string => g !== undefined && !scoredIds.has(g)),
   );
   if (manifests.length + dropped.size < run.totals.valPrompts) return undefined;
   const groups: ScoredGroup[] = [];

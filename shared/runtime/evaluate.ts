@@ -106,7 +106,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
     const done = new Promise<void>((resolveDone) => {
       pipeline.blobs.onPut((key) => {
         if (key === summaryKey) resolveDone();
-        else if (key.startsWith(`${keys.runPrefix(runId)}groups/`)) opts.onProgress?.(++scored, rows.length);
+        else if (key.startsWith(keys.groups(runId))) opts.onProgress?.(++scored, rows.length);
       });
     });
     try {

@@ -73,10 +73,10 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const runId = opts.resume ?? opts.runId ?? newRunId(config.name);
   const idCheck = RunIdSchema.safeParse(runId);
   if (!idCheck.success) throw new ConfigError(`run id ${runId}: ${idCheck.error.issues[0]?.message}`);
-  const runDir = join(workdir, 'runs', runId);
-  if (opts.resume && !existsSync(join(runDir, 'run.json')))
+  const runDir = join(workdir, keys.runPrefix(runId));
+  if (opts.resume && !existsSync(join(workdir, keys.runJson(runId))))
     throw new ConfigError(
-      `there is no run ${runId} to resume in ${workdir} (no ${join(runDir, 'run.json')})`,
+      `there is no run ${runId} to resume in ${workdir} (no ${join(workdir, keys.runJson(runId))})`,
     );
   if (!opts.resume && existsSync(runDir))
     throw new ConfigError(`${runDir} already exists; use --resume ${runId}`);
@@ -100,7 +100,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   opts.onPipeline?.(pipeline);
   const seenEvals = new Set<number>();
   const unwatch = pipeline.blobs.onPut((key) => {
-    if (!key.startsWith(`${keys.metrics(runId)}eval/`)) return;
+    if (!key.startsWith(keys.evalSummaries(runId))) return;
     void readJson(pipeline.blobs, key, EvalSummarySchema).then((s) => {
       if (s && !seenEvals.has(s.value.policyVersion)) {
         seenEvals.add(s.value.policyVersion);
@@ -133,7 +133,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const run = await readRunStatus(pipeline.blobs, runId);
   const learner = (await readJson(pipeline.blobs, keys.learnerState(runId), LearnerStateSchema))?.value;
   const evals: EvalSummary[] = [];
-  for (const info of await pipeline.blobs.list(`${keys.metrics(runId)}eval/`)) {
+  for (const info of await pipeline.blobs.list(keys.evalSummaries(runId))) {
     const s = await readJson(pipeline.blobs, info.key, EvalSummarySchema);
     if (s) evals.push(s.value);
   }

@@ -11,6 +11,7 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
+import { ATTR } from '#shared/ports/queue';
 import type { QueueName } from '#shared/topology';
 import type { QueuePair } from './toolrl-function.ts';
 
@@ -48,7 +49,7 @@ export class PipelineAlarms extends Construct {
     }
     for (const pair of Object.values(props.queues)) {
       const dead = new cloudwatch.Alarm(this, `${pair.name}-dead-letters`, {
-        alarmDescription: `Messages in the ${pair.name} dead-letter queue: read their toolrl-dead-letter-reason attribute`,
+        alarmDescription: `Messages in the ${pair.name} dead-letter queue: read their ${ATTR.deadLetterReason} attribute`,
         metric: pair.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
           period: Duration.minutes(1),
           statistic: 'Maximum',

@@ -16,7 +16,8 @@ import type { RunConfig } from '../../schemas/config/run.ts';
 import { parseInputKey, type RunEvent, RunIdSchema } from '../../schemas/messages/run-event.ts';
 import { notifiedKeys } from '../../schemas/messages/s3-event.ts';
 import type { RunStatus } from '../../schemas/run-status.ts';
-import { keys } from '../../topology.ts';
+import { templatePattern } from '../../templates.ts';
+import { KEY_TEMPLATES, keys } from '../../topology.ts';
 import { putJsonIfAbsent } from '../blob-json.ts';
 import { recordLearnerJob, takeLearnerLease } from '../learner-lease.ts';
 import { groupsPlanned, planStages, resolveSaveEvery } from '../plan.ts';
@@ -45,17 +46,31 @@ export async function handleRunEvent(ctx: RunStarterContext, event: RunEvent): P
   for (const { key } of notifiedKeys(event)) await startRunFromUpload(ctx, key);
 }
 
-/** Folders the pipeline itself writes under runs/<runId>/ (metrics.jsonl is one of its uploads, not a user's). */
-const PIPELINE_FOLDERS =
-  /^runs\/[^/]+\/(metrics|trajectories|groups|policy|checkpoints|learner|messages|feeder)\//;
+/** Any key under a run: its id and the path below the run's folder. */
+const RUN_KEY = templatePattern(`${KEY_TEMPLATES.runPrefix}{path}`, { path: '.+' });
+
+/** The folders of the key layout under runs/<runId>/ but the input's: the pipeline writes them, users do not. */
+const PIPELINE_FOLDERS = new Set(
+  Object.values(KEY_TEMPLATES)
+    .filter((t) => t.startsWith(KEY_TEMPLATES.runPrefix) && !t.startsWith(KEY_TEMPLATES.inputPrefix))
+    .map((t) => t.slice(KEY_TEMPLATES.runPrefix.length).split('/'))
+    .filter((segments) => segments.length > 1)
+    .map((segments) => segments[0]!),
+);
+
+/** An upload in a folder the pipeline writes (metrics.jsonl is one of its own uploads, not a user's). */
+function inPipelineFolder(key: string): boolean {
+  const segments = RUN_KEY.exec(key)?.groups?.path?.split('/') ?? [];
+  return segments.length > 1 && PIPELINE_FOLDERS.has(segments[0]!);
+}
 
 export async function startRunFromUpload(ctx: RunStarterContext, key: string): Promise<void> {
-  if (PIPELINE_FOLDERS.test(key) || datasetFormat(key) === null) {
+  if (inPipelineFolder(key) || datasetFormat(key) === null) {
     ctx.log.debug('ignored: not an upload under runs/<runId>/', { key });
     return;
   }
   const input = parseInputKey(key);
-  const runId = input?.runId ?? /^runs\/([^/]+)\//.exec(key)?.[1];
+  const runId = input?.runId ?? RUN_KEY.exec(key)?.groups?.runId;
   if (runId === undefined) {
     ctx.log.info('ignored: not under runs/<runId>/', { key });
     return;

@@ -1,6 +1,8 @@
 // The policy-events queue message: S3's notification that the learner moved `policy/LATEST.json` (a new
 // version) or rewrote `learner/state.json` (a committed step). Both wake the feeder.
 import type { z } from 'zod';
+import { templatePattern } from '../../templates.ts';
+import { KEY_TEMPLATES } from '../../topology.ts';
 import { S3NotificationSchema } from './s3-event.ts';
 
 /**
@@ -11,13 +13,15 @@ import { S3NotificationSchema } from './s3-event.ts';
 export const PolicyEventSchema = S3NotificationSchema;
 export type PolicyEvent = z.infer<typeof PolicyEventSchema>;
 
-const POLICY_KEY = /^runs\/([^/]+)\/(policy\/LATEST\.json|learner\/state\.json)$/;
+const LATEST_KEY = templatePattern(KEY_TEMPLATES.policyLatest);
+const LEARNER_STATE_KEY = templatePattern(KEY_TEMPLATES.learnerState);
 
 /** Which run and which kind of learner progress a key announces; undefined for other keys. */
 export function parsePolicyEventKey(
   key: string,
 ): { runId: string; kind: 'latest' | 'learner-state' } | undefined {
-  const m = POLICY_KEY.exec(key);
-  if (!m) return undefined;
-  return { runId: m[1]!, kind: m[2] === 'policy/LATEST.json' ? 'latest' : 'learner-state' };
+  const latest = LATEST_KEY.exec(key)?.groups;
+  if (latest) return { runId: latest.runId!, kind: 'latest' };
+  const state = LEARNER_STATE_KEY.exec(key)?.groups;
+  return state ? { runId: state.runId!, kind: 'learner-state' } : undefined;
 }
