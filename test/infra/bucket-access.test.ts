@@ -14,7 +14,6 @@ import { readRunStatus } from '#shared/pipeline/run-status';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { silentLog } from '#shared/ports/log';
 import type { StageContext } from '#shared/ports/stage-context';
-import type { DeadLetterStage } from '#shared/schemas/dead-letter';
 import { keys } from '#shared/topology';
 import { STAGE_BUCKET_ACCESS } from '../../infra/lib/constructs/stage-functions.ts';
 import { bareRunStatus } from '../helpers/run-status.ts';
@@ -74,7 +73,7 @@ function expectGranted(stage: keyof typeof STAGE_BUCKET_ACCESS, reads: Set<strin
 }
 
 describe('stage bucket grants', () => {
-  it.each<DeadLetterStage>(['rollout', 'tool-call', 'reward'])(
+  it.each(['rollout', 'tool-call', 'reward'] as const)(
     'let %s record a dead letter, write the validation summary it completes and complete the run',
     async (stage) => {
       // GIVEN a running run with one validation prompt and a learner that is done
