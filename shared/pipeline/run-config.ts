@@ -130,6 +130,24 @@ export function referencedFiles(
   return { train, val, other: [...new Set(other)] };
 }
 
+/**
+ * The reward code of a config as the run uploaded it: each `reward.modules` entry and Python reward `path` by the
+ * name it has under runs/<runId>/input/ (inputName), so a stage loading from the run's input files imports only
+ * what the run's author uploaded. A path to anywhere else on the stage's machine (absolute, `../`) names nothing.
+ */
+export function rewardCodeFromUpload(config: RunConfig): RunConfig {
+  return {
+    ...config,
+    reward: {
+      ...config.reward,
+      modules: config.reward.modules.map(inputName),
+      functions: config.reward.functions.map((f) =>
+        f.path === undefined ? f : { ...f, path: inputName(f.path) },
+      ),
+    },
+  };
+}
+
 /** A stage's own SFT demonstrations (`overrides.trainer.sft.data`: a format stage's warm start), if any. */
 function stageSftData(stage: NonNullable<RunConfig['stages']>[number]): string | undefined {
   const sft = (stage.overrides.trainer as { sft?: { data?: unknown } } | undefined)?.sft;

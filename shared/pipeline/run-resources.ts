@@ -15,6 +15,7 @@ import type { RunStatus } from '../schemas/run-status.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import type { TokenCounter } from '../tools/token-counter.ts';
 import { keys } from '../topology.ts';
+import { rewardCodeFromUpload } from './run-config.ts';
 import { readRunStatus } from './run-status.ts';
 import { runTokenCounter, runTokenizerDir } from './run-tokenizer.ts';
 
@@ -187,11 +188,19 @@ export class RunResources {
     });
   }
 
+  /**
+   * The run's reward (per stage), its code imported here and nowhere earlier. From the config's own folder for an
+   * embedded run (the author's machine); otherwise from the run's uploaded input files only (rewardCodeFromUpload).
+   */
   reward(runId: string, stage: string | null): Promise<RewardScorer> {
     return memo(this.rewards, `${runId}\u0000${stage}`, async () => {
       const config = await this.config(runId, stage);
       const base = await this.baseDir(runId);
-      return (this.opts.buildReward ?? defaultBuildReward)(config, base);
+      const fromSource = base === (await this.runStatus(runId)).input.sourceDir;
+      return (this.opts.buildReward ?? defaultBuildReward)(
+        fromSource ? config : rewardCodeFromUpload(config),
+        base,
+      );
     });
   }
 

@@ -6,7 +6,7 @@ import { REWARD_CONFIG_ALIASES } from '#shared/schemas/config/aliases';
 import { type RewardConfig, RewardConfigSchema, rewardLabel } from '#shared/schemas/config/reward';
 import type { PythonHost } from '../pyhost/host.ts';
 import type { RewardInput } from './input.ts';
-import { loadRewardModule } from './modules.ts';
+import { loadRewardModule, MODULE_REWARD_TIMEOUT_SEC, withinSeconds } from './modules.ts';
 import { RewardRegistry } from './registry.ts';
 import type { RewardError, RewardFn, RewardOutput, ScoreFn } from './types.ts';
 
@@ -38,12 +38,35 @@ export async function rewardRegistry(modules: string[], opts: BuildOptions): Pro
   return registry;
 }
 
-/** One reward with its config validated; its output is its own (components not prefixed). */
-export function createReward(registry: RewardRegistry, name: string, config: unknown = {}): ScoreFn {
+/**
+ * One reward with its config validated; its output is its own (components not prefixed). A reward from
+ * `reward.modules` is user code: each call is cut off after `timeoutSec` (default 60), so one that never settles
+ * fails its record like one that throws (retried, then dead-lettered and counted) instead of holding the stage.
+ */
+export function createReward(
+  registry: RewardRegistry,
+  name: string,
+  config: unknown = {},
+  timeoutSec?: number,
+): ScoreFn {
   const def = registry.get(name);
   const parsed = def.config.safeParse(withConfigAliases(def.name, config ?? {}));
   if (!parsed.success) throw new Error(`reward ${name}: bad config: ${describeIssues(parsed.error)}`);
-  return def.create(parsed.data);
+  const score = def.create(parsed.data);
+  if (def.module === undefined) {
+    if (timeoutSec !== undefined)
+      throw new Error(
+        `reward ${name}: \`timeout\` applies to a Python function (\`path\`) or a reward from reward.modules, not to a built-in`,
+      );
+    return score;
+  }
+  const sec = timeoutSec ?? MODULE_REWARD_TIMEOUT_SEC;
+  return (input) =>
+    withinSeconds(
+      Promise.resolve().then(() => score(input)),
+      sec,
+      `reward ${name} from ${def.module}`,
+    );
 }
 
 /**
@@ -67,7 +90,11 @@ export async function buildReward(
       if (seen.has(name)) throw new Error(`reward ${name} is listed twice in reward.functions; list it once`);
       seen.add(name);
       if (spec.path === undefined) {
-        parts.push({ name, weight: spec.weight, score: createReward(registry, spec.name, spec.config) });
+        parts.push({
+          name,
+          weight: spec.weight,
+          score: createReward(registry, spec.name, spec.config, spec.timeout),
+        });
         continue;
       }
       const { PythonReward, pythonRewardHost } = await import('./python.ts');

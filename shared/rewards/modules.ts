@@ -2,6 +2,8 @@
 // file). The module exports `rewards`: an object whose keys are reward names and whose values are functions
 //   (input: RewardInput, config: Record<string, unknown>) => number | {score, components?} (or a promise of one)
 // or objects {score: that function, description?}. A bare number is a score with no components.
+// A module is code the run's author wrote: it is imported by the reward stage only (never by `submit` or the
+// run-starter), from the run's uploaded input files on a stage (the README's deploy section, "Who can do what").
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -41,6 +43,7 @@ function userDefinition(name: string, entry: unknown, path: string): RewardDefin
   const description = (entry as { description?: unknown }).description;
   return {
     name,
+    module: path,
     description: typeof description === 'string' ? description : `custom reward from ${path}`,
     config: z.record(z.string(), z.unknown()),
     create: (config) => (input) => {
@@ -50,11 +53,30 @@ function userDefinition(name: string, entry: unknown, path: string): RewardDefin
   };
 }
 
+/** Seconds a module may take to load (top-level code), and a module reward's call by default. */
+export const MODULE_REWARD_TIMEOUT_SEC = 60;
+
+/**
+ * Rejects when `work` has not settled within `sec` seconds. Only code that yields can be cut short this way: a
+ * synchronous loop holds the thread until the function's own timeout (Lambda) ends the process.
+ */
+export function withinSeconds<T>(work: Promise<T>, sec: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${sec} s`)), sec * 1000);
+  });
+  return Promise.race([work, limit]).finally(() => clearTimeout(timer));
+}
+
 /** Imports a reward module and returns its rewards; a missing file or a bad export throws naming the path. */
 export async function loadRewardModule(path: string, baseDir: string): Promise<RewardDefinition[]> {
   const file = isAbsolute(path) ? path : resolve(baseDir, path);
   if (!existsSync(file)) throw new Error(`reward module ${path} not found (looked at ${file})`);
-  const mod = (await import(pathToFileURL(file).href)) as { rewards?: unknown; default?: unknown };
+  const mod = (await withinSeconds(
+    import(pathToFileURL(file).href),
+    MODULE_REWARD_TIMEOUT_SEC,
+    `reward module ${path} (its top-level code)`,
+  )) as { rewards?: unknown; default?: unknown };
   const rewards = mod.rewards ?? (mod.default as { rewards?: unknown } | undefined)?.rewards ?? mod.default;
   if (typeof rewards !== 'object' || rewards === null) {
     throw new Error(`reward module ${path} exports no \`rewards\` object ({name: (input, config) => score})`);

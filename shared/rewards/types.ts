@@ -36,6 +36,8 @@ export interface RewardDefinition<C = unknown> {
   /** Parses the `config:` mapping; strict schemas make a misspelled key an error that names it. */
   config: z.ZodType<C>;
   create(config: C): ScoreFn;
+  /** The `reward.modules` file a user reward came from (its calls are bounded in time); absent for built-ins. */
+  module?: string;
 }
 
 /** Erases the config type so definitions of different rewards fit in one registry. */

@@ -7,8 +7,9 @@ export const RunStateSchema = z.enum(['starting', 'running', 'completed', 'faile
 export type RunState = z.infer<typeof RunStateSchema>;
 
 /**
- * Every file path in `config` is resolved to a blob key (`data.train`, `data.val`, `trainer.sft.data`,
- * `reward.modules`), and `tools.config_file` is inlined into `tools.tools`.
+ * Every dataset path in `config` is resolved to a blob key (`data.train`, `data.val`, `trainer.sft.data`), and
+ * `tools.config_file` is inlined into `tools.tools`; reward code (`reward.modules`, Python reward `path`s) keeps
+ * the names written, and a stage loads it from the run's input files by file name (RunResources.reward).
  * @example {"schemaVersion": 1, "runId": "quickstart-20250101-120000", "status": "running", "reason": null,
  *   "createdAt": "2025-01-01T12:00:00.000Z", "updatedAt": "2025-01-01T12:00:01.000Z",
  *   "config": {"…": "RunConfig"}, "input": {"config": "runs/quickstart-20250101-120000/input/config.yaml",

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '../../ports/queue.ts';
 import { assertMessageFits, planBatches } from '../../ports/queue-limits.ts';
 import { MinHeap } from './min-heap.ts';
-import { type JournaledMessage, QueueJournal } from './queue-journal.ts';
+import { type JournalCompaction, type JournaledMessage, QueueJournal } from './queue-journal.ts';
 
 export interface EmbeddedQueueOptions {
   readonly name: string;
@@ -16,6 +16,8 @@ export interface EmbeddedQueueOptions {
   readonly deadLetter?: EmbeddedQueue;
   /** Journal file that keeps the queue across process exits. */
   readonly journalPath?: string;
+  /** When the journal is rewritten to its live messages during a run (queue-journal.ts has the defaults). */
+  readonly journalCompaction?: JournalCompaction;
   readonly now?: () => number;
 }
 
@@ -63,7 +65,7 @@ export class EmbeddedQueue implements Queue {
     if (opts.maxReceiveCount !== undefined && !opts.deadLetter)
       throw new Error(`queue ${opts.name}: maxReceiveCount needs a deadLetter queue`);
     if (opts.journalPath) {
-      const { journal, messages } = QueueJournal.open(opts.journalPath);
+      const { journal, messages } = QueueJournal.open(opts.journalPath, opts.journalCompaction);
       this.journal = journal;
       const t = this.now();
       for (const m of messages) this.insert({ ...m, visibleAt: Math.max(m.visibleAt, t) });

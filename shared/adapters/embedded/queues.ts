@@ -6,12 +6,15 @@ import type { QueueSet } from '../../ports/queue-set.ts';
 import { dlqName, QUEUES, type QueueName } from '../../topology.ts';
 import { EmbeddedQueue } from './embedded-queue.ts';
 import { claimJournals, releaseJournals } from './journal-owner.ts';
+import type { JournalCompaction } from './queue-journal.ts';
 
 export interface EmbeddedQueuesOptions {
   /** Folder for the queue journals; without it the queues live only in memory. */
   readonly journalDir?: string;
   /** Per-queue visibility timeouts (seconds) replacing the topology's (which are sized for Lambda). */
   readonly visibilityTimeoutSec?: Partial<Record<QueueName, number>>;
+  /** When each journal is rewritten during a run (queue-journal.ts has the defaults). */
+  readonly journalCompaction?: JournalCompaction;
 }
 
 /** Throws JournalsInUseError when another live process holds the journals (journal-owner.ts). */
@@ -28,6 +31,7 @@ export function createEmbeddedQueues(opts: EmbeddedQueuesOptions = {}): QueueSet
       name: dlqName(spec.name),
       visibilityTimeoutSec: 30,
       journalPath: journal(dlqName(spec.name)),
+      journalCompaction: opts.journalCompaction,
     });
     dlqs[spec.name] = dlq;
     queues[spec.name] = new EmbeddedQueue({
@@ -36,6 +40,7 @@ export function createEmbeddedQueues(opts: EmbeddedQueuesOptions = {}): QueueSet
       maxReceiveCount: spec.maxReceiveCount,
       deadLetter: dlq,
       journalPath: journal(spec.name),
+      journalCompaction: opts.journalCompaction,
     });
   }
   return {

@@ -15,18 +15,18 @@ export const RewardFunctionSpecSchema = z
     path: z.string().min(1).optional(),
     /** verl's spelling of `config` for a Python function: keyword arguments passed to every call. */
     reward_kwargs: z.record(z.string(), z.unknown()).optional(),
-    /** Python functions: seconds one call may take (default 60) before it is cancelled: a reward error. */
+    /**
+     * Seconds one call may take (default 60). A Python function is then cancelled (a reward error on the
+     * trajectory); a reward from `reward.modules` fails its record, as a throw does. Not for built-ins.
+     */
     timeout: z.number().positive().optional(),
     /** Python functions: verl's batched signature (data_sources, solution_strs, ground_truths, extra_infos). */
     batched: z.boolean().optional(),
   })
   .strict()
-  .refine(
-    (f) =>
-      f.path !== undefined ||
-      (f.reward_kwargs === undefined && f.batched === undefined && f.timeout === undefined),
-    { message: '`reward_kwargs`, `timeout` and `batched` apply to a Python function (`path` + `name`)' },
-  )
+  .refine((f) => f.path !== undefined || (f.reward_kwargs === undefined && f.batched === undefined), {
+    message: '`reward_kwargs` and `batched` apply to a Python function (`path` + `name`)',
+  })
   .refine((f) => f.reward_kwargs === undefined || Object.keys(f.config).length === 0, {
     message: 'give the keyword arguments once: `config` or `reward_kwargs`',
   });
