@@ -32,7 +32,7 @@ from ..config import LearnerConfig
 from ..scored_group import ScoredGroup
 from ..storage import BlobStore
 from ..train.checkpoint import TrainerState, complete_prefix, rewrite_marker
-from ..train.model_work import ModelWork, fits, sft_where
+from ..train.model_work import ModelWork, fits, local_sft_data
 from ..train.policy import Policy, merged_model, resolve_model_dir
 from ..train.session import LearnerSession
 from ..train.trainer import Trainer
@@ -90,13 +90,8 @@ def _build(
 
 
 def _sft_path(store: BlobStore, cfg: LearnerConfig, stage: str | None, world: World, workdir: Path) -> Path:
-    from ..train.sft import local_sft_data
-
-    where = sft_where(stage)
-    if cfg.sft_data is None:
-        raise ValueError(f"{where}: no SFT data to train on")
-    with node_first(world):
-        return local_sft_data(store, cfg.sft_data, workdir, where)
+    with node_first(world):  # a download happens once per node
+        return local_sft_data(store, cfg, stage, workdir)
 
 
 def gather_rollout_model(policy: Policy) -> nn.Module | None:

@@ -32,9 +32,15 @@ def fits(model_dir: Path, cfg: LearnerConfig, gpus: int, device: torch.device) -
     log.info("memory plan: %s", plan.summary())
 
 
-def sft_where(stage: str | None) -> str:
-    """The config path of the SFT data, for errors: the run's warm start or a curriculum stage's own."""
-    return f"stages[{stage}].overrides.trainer.sft.data" if stage else "trainer.sft.data"
+def local_sft_data(store: BlobStore, cfg: LearnerConfig, stage: str | None, workdir: Path) -> Path:
+    """cfg's SFT data as a local file: the run's warm start (stage None) or a curriculum stage's own; errors
+    name the config path they come from."""
+    from .sft import local_sft_data
+
+    where = f"stages[{stage}].overrides.trainer.sft.data" if stage else "trainer.sft.data"
+    if cfg.sft_data is None:
+        raise ValueError(f"{where}: no SFT data to train on")
+    return local_sft_data(store, cfg.sft_data, workdir, where)
 
 
 class ModelWork:
@@ -94,12 +100,7 @@ class ModelWork:
         run_sft(self.policy, cfg, path, on_step=logged, comm=self.trainer.comm)
 
     def sft_path(self, cfg: LearnerConfig, stage: str | None) -> Path:
-        from .sft import local_sft_data
-
-        where = sft_where(stage)
-        if cfg.sft_data is None:
-            raise ValueError(f"{where}: no SFT data to train on")
-        return local_sft_data(self.store, cfg.sft_data, self.workdir, where)
+        return local_sft_data(self.store, cfg, stage, self.workdir)
 
     def train_step(self, step: int, groups: Sequence[ScoredGroup], policy_version: int) -> dict[str, float]:
         """Learner step number `step` (for logs) on `groups`, sampled by policy `policy_version` or older."""

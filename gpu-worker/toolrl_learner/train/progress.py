@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from ..contracts import validate
+from ..contracts import timestamp, validate
 from ..storage import BlobNotFound, BlobStore, keys
 from .checkpoint import TrainerState
 from .ordered import OrderedBatches
@@ -38,10 +37,6 @@ def read_run(store: BlobStore, run_id: str) -> RunDoc | None:
     )
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def write_state(
     store: BlobStore, run_id: str, state: TrainerState, *, done: bool, ordered: OrderedBatches | None
 ) -> dict[str, Any]:
@@ -53,7 +48,7 @@ def write_state(
         "groupsDropped": state.groups_dropped,
         "rewardMean": state.reward_mean,
         "done": done,
-        "updatedAt": _now(),
+        "updatedAt": timestamp(),
     }
     if ordered is not None and ordered.versions:
         doc["batches"] = ordered.state()
