@@ -9,6 +9,7 @@ from toolrl_learner.algos.advantages import (
     dr_grpo_advantages,
     gae_advantages,
     grpo_advantages,
+    has_signal,
     outcome_token_rewards,
     reinforce_pp_advantages,
     rloo_advantages,
@@ -157,3 +158,14 @@ def test_whitening_matches_verl_masked_whiten_on_cpu():
     assert ours.dtype == torch.float32
     assert ours.tolist() == pytest.approx(ref.tolist(), abs=1e-5)
     assert (ours[mask == 0] == 0).all()
+
+
+def test_has_signal_needs_unequal_rewards_or_a_baseline_outside_the_group_on_cpu():
+    # equal rewards (within 1e-9) give every estimator A = 0; a group of one has no group baseline (grpo,
+    # dr_grpo, rloo) but reinforce_pp and gae still learn from it
+    assert has_signal([0.0, 1.0], group_relative=True)
+    assert not has_signal([0.7, 0.7, 0.7], group_relative=True)
+    assert not has_signal([0.5, 0.5 + 1e-12], group_relative=False)
+    assert has_signal([0.5, 0.5 + 1e-6], group_relative=True)
+    assert not has_signal([1.0], group_relative=True)
+    assert has_signal([1.0], group_relative=False)

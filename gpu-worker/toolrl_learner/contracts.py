@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,11 @@ from jsonschema.protocols import Validator
 
 class ContractError(ValueError):
     """A payload that does not match its contract; the message names the schema and the failing path."""
+
+
+def timestamp() -> str:
+    """Now, as the contracts' timestamps are written (JavaScript's Date.toISOString: UTC, milliseconds, Z)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _schema_dir() -> Path:

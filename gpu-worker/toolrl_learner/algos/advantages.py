@@ -9,6 +9,8 @@ advantage and are skipped by the recurrences: "the next token" means the next sa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
@@ -30,6 +32,16 @@ def _group_stats(rewards: Tensor, group_ids: Tensor) -> tuple[Tensor, Tensor, Te
     sq = torch.zeros_like(n).index_add(0, inverse, (r - mean[inverse]) ** 2)  # [Gn]
     std = (sq / (n - 1).clamp(min=1)).sqrt()  # [Gn]; 0 for a group of one
     return mean[inverse], std[inverse], n[inverse]  # [S] each
+
+
+def has_signal(rewards: Sequence[float], group_relative: bool) -> bool:
+    """Whether an estimator can get an advantage out of one group's rewards: False when they are all equal
+    (DAPO's dynamic-sampling filter, arXiv:2503.14476), or for a single sample when the baseline is the group's
+    (grpo, dr_grpo, rloo: a group of one has none). The session drops such groups (trainer.filter_groups) and the
+    trainer counts those it trains anyway (`no_signal_groups`)."""
+    if len(rewards) < 2:
+        return not group_relative
+    return max(rewards) - min(rewards) > 1e-9
 
 
 def grpo_advantages(

@@ -1,7 +1,8 @@
 """The sharded learner's life cycle. Rank 0 runs the usual LearnerSession and the usual driver: it alone owns
 the queue (receives, dedupes, drops, deletes after the commit), run.json, state.json, metrics and the commit
-record. Before each part of its work that touches the model it broadcasts a command (the step's groups
-included) on the command channel; the other ranks wait in `follow` and do the same part on their shards.
+record. Its session's model work is `ShardedModelWork`: before each part of it (train/model_work.py) rank 0
+broadcasts a command (the step's groups included) on the command channel; the other ranks wait in `follow`
+and do the same part on their shards.
 
     rank 0                                 ranks 1..N-1 (follow)
     build  -> shard the policy             build  -> shard the policy
@@ -31,8 +32,9 @@ from ..config import LearnerConfig
 from ..scored_group import ScoredGroup
 from ..storage import BlobStore
 from ..train.checkpoint import TrainerState, complete_prefix, rewrite_marker
+from ..train.model_work import ModelWork, fits, local_sft_data
 from ..train.policy import Policy, merged_model, resolve_model_dir
-from ..train.session import LearnerSession, fits
+from ..train.session import LearnerSession
 from ..train.trainer import Trainer
 from .checkpoint import load_sharded, save_sharded
 from .shard import build_sharded
@@ -88,13 +90,8 @@ def _build(
 
 
 def _sft_path(store: BlobStore, cfg: LearnerConfig, stage: str | None, world: World, workdir: Path) -> Path:
-    from ..train.sft import local_sft_data
-
-    where = f"stages[{stage}].overrides.trainer.sft.data" if stage else "trainer.sft.data"
-    if cfg.sft_data is None:
-        raise ValueError(f"{where}: no SFT data to train on")
-    with node_first(world):
-        return local_sft_data(store, cfg.sft_data, workdir, where)
+    with node_first(world):  # a download happens once per node
+        return local_sft_data(store, cfg, stage, workdir)
 
 
 def gather_rollout_model(policy: Policy) -> nn.Module | None:
@@ -126,47 +123,47 @@ def gather_rollout_model(policy: Policy) -> nn.Module | None:
     return merged_model(policy.base.config, state)
 
 
-class ShardedSession(LearnerSession):
-    """Rank 0's session: LearnerSession, with the model's work done by every rank."""
+class ShardedModelWork(ModelWork):
+    """Rank 0's model work: each part done by every rank, the others told first on the command channel."""
 
-    def __init__(self, store: BlobStore, run_id: str, *, world: World, **kw: Any) -> None:
-        super().__init__(store, run_id, device=str(world.device), **kw)
+    def __init__(self, store: BlobStore, run_id: str, workdir: Path, world: World) -> None:
+        super().__init__(store, run_id, workdir, world.device)
         self.world = world
         self.channel = Channel(world)
 
-    def _build(self, cfg: LearnerConfig) -> Path:
+    def build(self, cfg: LearnerConfig, stage_cfgs: dict[str, LearnerConfig]) -> Path:
         refuse_critic(cfg, self.world.size)
-        self.channel.send("build", cfg=cfg, stage_cfgs=self.stage_cfgs, workdir=str(self.workdir))
-        model_dir, self.policy, self.trainer = _build(cfg, self.stage_cfgs, self.world, self.workdir)
+        self.channel.send("build", cfg=cfg, stage_cfgs=stage_cfgs, workdir=str(self.workdir))
+        model_dir, self.policy, self.trainer = _build(cfg, stage_cfgs, self.world, self.workdir)
         return model_dir
 
-    def _load_checkpoint(self) -> tuple[TrainerState, dict[str, Any] | None] | None:
+    def load_checkpoint(self) -> tuple[TrainerState, dict[str, Any] | None] | None:
         self.channel.send("load")
         state = load_sharded(self.store, self.run_id, self.policy, self.trainer, self.world, self.workdir)
         return None if state is None else (state, None)  # the optimizer state is loaded already
 
-    def _sft_path(self, cfg: LearnerConfig, stage: str | None) -> Path:
+    def sft_path(self, cfg: LearnerConfig, stage: str | None) -> Path:
         self.channel.send("sft", cfg=cfg, stage=stage)
         return _sft_path(self.store, cfg, stage, self.world, self.workdir)
 
-    def _train_step(self, groups: Sequence[ScoredGroup], policy_version: int) -> dict[str, float]:
-        log.info("step %d: %d groups on %d ranks", self.state.step + 1, len(groups), self.world.size)
+    def train_step(self, step: int, groups: Sequence[ScoredGroup], policy_version: int) -> dict[str, float]:
+        log.info("step %d: %d groups on %d ranks", step, len(groups), self.world.size)
         self.channel.send("step", groups=groups, version=policy_version, total_steps=self.trainer.total_steps)
-        return super()._train_step(groups, policy_version)
+        return super().train_step(step, groups, policy_version)
 
-    def _rollout_model(self) -> nn.Module:
+    def rollout_model(self) -> nn.Module:
         self.channel.send("gather")
         model = gather_rollout_model(self.policy)
         if model is None:
             raise RuntimeError("rank 0 got no merged rollout model")
         return model
 
-    def _save_checkpoint(self, weights_unchanged: bool) -> None:
-        prefix = complete_prefix(self.store, self.run_id, self.state.step)
-        if weights_unchanged and prefix is not None and rewrite_marker(self.store, prefix, self.state):
+    def save_checkpoint(self, state: TrainerState, *, keep: int, weights_unchanged: bool) -> None:
+        prefix = complete_prefix(self.store, self.run_id, state.step)
+        if weights_unchanged and prefix is not None and rewrite_marker(self.store, prefix, state):
             return  # the same shards, more settled group ids: rank 0 alone rewrites the marker
         self.channel.send("save")
-        save_sharded(self.store, self.run_id, self.policy, self.trainer, self.state, self.world, self.workdir)
+        save_sharded(self.store, self.run_id, self.policy, self.trainer, state, self.world, self.workdir)
 
     def close(self, exit_code: int) -> None:
         try:
@@ -227,5 +224,11 @@ def run_follower(root: str, run_id: str, world: World) -> int:
 def open_session(store: BlobStore, run_id: str, world: World, **kw: Any) -> LearnerSession:
     """The session for rank 0: sharded under torchrun, else the single-process one."""
     if world.sharded:
-        return ShardedSession(store, run_id, world=world, **kw)
+        return LearnerSession(
+            store,
+            run_id,
+            device=str(world.device),
+            model=lambda workdir, _device: ShardedModelWork(store, run_id, workdir, world),
+            **kw,
+        )
     return LearnerSession(store, run_id, device=str(world.device), **kw)

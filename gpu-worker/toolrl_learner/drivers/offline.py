@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
-import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .common import SignalGuard, Terminated, base_parser, setup_logging
-from .stdio import LineWriter
+from .common import SignalGuard, base_parser, drive, parse_args, protocol_stdout
+
+if TYPE_CHECKING:
+    from ..train.session import LearnerSession
 
 log = logging.getLogger("toolrl_learner.offline")
 
@@ -36,54 +37,42 @@ def main(argv: list[str]) -> int:
     p.add_argument(
         "--repeat", type=int, default=1, help="passes over the file (group ids get a -r<k> suffix)"
     )
-    args = p.parse_args(argv)
-    if not args.run_id:
-        p.error("--run-id is required")
-    setup_logging(args.log_level)
-    out = LineWriter(sys.stdout)
-    sys.stdout = sys.stderr
-    guard = SignalGuard()
-    session = None
-    try:
+    args = parse_args(p, argv)
+    out = protocol_stdout()
+    lines: list[str] = []
+
+    def open_session() -> LearnerSession:
         from ..storage import open_store
         from ..train.session import LearnerSession
 
-        lines = [raw for raw in Path(args.groups).read_text().splitlines() if raw.strip()]
-        with guard.busy():
-            session = LearnerSession(
-                open_store(args.root),
-                args.run_id,
-                emit=out,
-                workdir=args.workdir,
-                max_steps=args.max_steps,
-                run_config=_load_config(args.config),
-                device=args.device,
-            )
-            session.start()
-        start = session.state.data_position
-        for pos in range(start, len(lines) * args.repeat):
+        lines.extend(raw for raw in Path(args.groups).read_text().splitlines() if raw.strip())
+        return LearnerSession(
+            open_store(args.root),
+            args.run_id,
+            emit=out,
+            workdir=args.workdir,
+            max_steps=args.max_steps,
+            run_config=_load_config(args.config),
+            device=args.device,
+        )
+
+    def feed(session: LearnerSession, guard: SignalGuard) -> None:
+        for pos in range(session.state.data_position, len(lines) * args.repeat):
             if session.done:
                 break
-            obj = json.loads(lines[pos % len(lines)])
-            if "manifestKey" in obj:  # a queue message: the manifest is read from the store
-                line = {**obj, "type": "group"}
-            else:
-                group = obj.get("group", obj)
-                if args.repeat > 1:
-                    group = {**group, "groupId": f"{group['groupId']}-r{pos // len(lines)}"}
-                line = {"type": "group", "group": group}
             with guard.busy():
                 session.lines_offered = pos + 1
-                session.offer(line)
-        with guard.busy():
-            session.finish()
-        return 0
-    except Terminated:
-        guard.shield()
-        if session is not None and hasattr(session, "state"):
-            session.interrupt()
-        return 143
-    except Exception as e:  # noqa: BLE001
-        traceback.print_exc(file=sys.stderr)
-        out({"type": "error", "message": f"{type(e).__name__}: {e}"})
-        return 1
+                session.offer(_line(json.loads(lines[pos % len(lines)]), pos // len(lines), args.repeat))
+
+    return drive(out, open_session, feed)
+
+
+def _line(obj: dict[str, Any], rep: int, repeat: int) -> dict[str, Any]:
+    """A file line as the session's input line: a queue message (its manifest is read from the store), or a
+    group inline (bare, or as a stdio `group` line), its id suffixed with the pass when the file repeats."""
+    if "manifestKey" in obj:
+        return {**obj, "type": "group"}
+    group = obj.get("group", obj)
+    if repeat > 1:
+        group = {**group, "groupId": f"{group['groupId']}-r{rep}"}
+    return {"type": "group", "group": group}

@@ -20,16 +20,17 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import threading
 import time
-import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contracts import constants
 from ..storage import BlobNotFound, BlobStore, keys
-from .common import SignalGuard, Terminated, base_parser, setup_logging
-from .stdio import LineWriter
+from .common import LineWriter, SignalGuard, base_parser, drive, lead_or_follow, parse_args, protocol_stdout
+
+if TYPE_CHECKING:
+    from ..dist.world import World
+    from ..train.session import LearnerSession
 
 log = logging.getLogger("toolrl_learner.sqs")
 FORWARD_DELAY_S = 2  # another run's message is sent again with this delay
@@ -226,44 +227,39 @@ def main(argv: list[str]) -> int:
     p.add_argument(
         "--idle-exit", type=float, help="finish after this many seconds without a message for this run"
     )
-    args = p.parse_args(argv)
-    for flag in ("run_id", "root", "queue_url"):
-        if not getattr(args, flag):
-            p.error(f"--{flag.replace('_', '-')} is required (or its environment variable)")
-    setup_logging(args.log_level)
-    out = LineWriter(sys.stdout)
-    sys.stdout = sys.stderr
-    from ..dist.world import init_world
+    args = parse_args(p, argv, required=("run_id", "root", "queue_url"))
+    out = protocol_stdout()
+    return lead_or_follow(args, lambda world: _lead(args, world, out))
 
-    world = init_world(args.device)
-    if not world.leader:
-        from ..dist.session import run_follower
 
-        return run_follower(args.root, args.run_id, world)
-    guard = SignalGuard()
-    session = heartbeat = None
-    code = 1
-    try:
+def _lead(args, world: World, out: LineWriter) -> int:
+    heartbeat: Heartbeat | None = None
+    driver: SqsDriver | None = None
+
+    def open_session() -> LearnerSession:
+        nonlocal heartbeat, driver
         from ..dist.session import open_session
         from ..storage import open_store
         from ..storage.s3 import make_client
 
-        client = make_client("sqs")
-        driver = SqsDriver(client, args.queue_url, args.dlq_url, args.run_id, out, open_store(args.root))
+        driver = SqsDriver(
+            make_client("sqs"), args.queue_url, args.dlq_url, args.run_id, out, open_store(args.root)
+        )
         heartbeat = Heartbeat(
             make_client("sqs"), args.queue_url, driver.inflight, args.visibility, args.visibility / 3
         )
         heartbeat.start()
-        with guard.busy():
-            session = open_session(
-                open_store(args.root),
-                args.run_id,
-                world,
-                emit=driver.emit,
-                workdir=args.workdir,
-                max_steps=args.max_steps,
-            )
-            session.start()
+        return open_session(
+            open_store(args.root),
+            args.run_id,
+            world,
+            emit=driver.emit,
+            workdir=args.workdir,
+            max_steps=args.max_steps,
+        )
+
+    def feed(session: LearnerSession, guard: SignalGuard) -> None:
+        assert driver is not None  # open_session made it
         last_message = time.monotonic()
         while not session.done:
             lines = driver.receive(args.wait, args.visibility)
@@ -284,19 +280,9 @@ def main(argv: list[str]) -> int:
                 log.info("no message for %.0f s: finishing", args.idle_exit)
                 with guard.busy():
                     session.finish()
-        code = 0
-    except Terminated:
-        guard.shield()
-        if session is not None and hasattr(session, "state"):
-            session.interrupt()
-        code = 143
-    except Exception as e:  # noqa: BLE001
-        traceback.print_exc(file=sys.stderr)
-        out({"type": "error", "message": f"{type(e).__name__}: {e}"})
-        code = 1
+
+    try:
+        return drive(out, open_session, feed)
     finally:
         if heartbeat is not None:
             heartbeat.stopped.set()
-        if session is not None:
-            session.close(code)  # the sharded learner's other ranks exit with this code
-    return code

@@ -1,7 +1,7 @@
 """`python -m toolrl_learner stdio --root DIR --run-id ID [--max-steps N]`: the learner driven over JSON
 lines (shared/schemas/learner-stdio.ts): groups in on stdin, events out on stdout, logs on stderr.
 
-Exit codes: 0 done (stop, EOF, planned groups seen or max steps), 143 after SIGTERM (checkpoint
+Exit codes (common.py): 0 done (stop, EOF, planned groups seen or max steps), 143 after SIGTERM (checkpoint
 written first), 1 on a fatal error (an `error` line is printed first).
 
 Under torchrun (`python -m toolrl_learner launch`) rank 0 speaks the protocol and the other ranks follow it
@@ -18,12 +18,15 @@ import logging
 import queue
 import sys
 import threading
-import traceback
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contracts import ContractError, validate
-from .common import SignalGuard, Terminated, base_parser, setup_logging
+from .common import LineWriter, SignalGuard, base_parser, drive, lead_or_follow, parse_args, protocol_stdout
+
+if TYPE_CHECKING:
+    from ..dist.world import World
+    from ..train.session import LearnerSession
 
 log = logging.getLogger("toolrl_learner.stdio")
 TICK_S = 2.0
@@ -51,20 +54,6 @@ def lines_with_ticks(stream, tick_s: float = TICK_S) -> Iterator[str | None]:
         yield item
 
 
-class LineWriter:
-    """Validated JSON lines on stdout (the runtime parses every line; nothing else may go there)."""
-
-    def __init__(self, stream=None) -> None:
-        self.stream = stream or sys.stdout
-        self.lock = threading.Lock()
-
-    def __call__(self, msg: dict[str, Any]) -> None:
-        validate("learner-stdio-out", msg)
-        with self.lock:
-            self.stream.write(json.dumps(msg) + "\n")
-            self.stream.flush()
-
-
 def parse_line(raw: str) -> dict[str, Any]:
     """One stdin line, checked against learner-stdio-in (an inline group's token arrays are checked whole
     later, by the session's fast group check)."""
@@ -84,41 +73,26 @@ def parse_line(raw: str) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     p = base_parser("stdio", (__doc__ or "").partition("\n")[0])
     p.add_argument("--root", required=True, help="blob store root: a folder, or s3://bucket[/prefix]")
-    args = p.parse_args(argv)
-    if not args.run_id:
-        p.error("--run-id is required")
-    setup_logging(args.log_level)
-    # Anything a library prints must not corrupt the protocol: stdout is ours alone.
-    out = LineWriter(sys.stdout)
-    sys.stdout = sys.stderr
-    from ..dist.world import init_world
-
-    world = init_world(args.device)
-    if not world.leader:
-        from ..dist.session import run_follower
-
-        return run_follower(args.root, args.run_id, world)
-    return _lead(args, world, out)
+    args = parse_args(p, argv)
+    out = protocol_stdout()
+    return lead_or_follow(args, lambda world: _lead(args, world, out))
 
 
-def _lead(args, world, out: LineWriter) -> int:
-    guard = SignalGuard()
-    session = None
-    code = 1
-    try:
+def _lead(args, world: World, out: LineWriter) -> int:
+    def open_session() -> LearnerSession:
         from ..dist.session import open_session
         from ..storage import open_store
 
-        with guard.busy():
-            session = open_session(
-                open_store(args.root),
-                args.run_id,
-                world,
-                emit=out,
-                workdir=args.workdir,
-                max_steps=args.max_steps,
-            )
-            session.start()
+        return open_session(
+            open_store(args.root),
+            args.run_id,
+            world,
+            emit=out,
+            workdir=args.workdir,
+            max_steps=args.max_steps,
+        )
+
+    def feed(session: LearnerSession, guard: SignalGuard) -> None:
         lines = lines_with_ticks(sys.stdin)
         while True:
             # an idle tick (None) is waiting too: the learner's time between groups
@@ -128,10 +102,10 @@ def _lead(args, world, out: LineWriter) -> int:
                 with guard.busy():
                     session.tick()
                 if session.done:
-                    break
+                    return
                 continue
             if not raw or session.done:
-                break
+                return
             if not raw.strip():
                 continue
             try:
@@ -143,25 +117,11 @@ def _lead(args, world, out: LineWriter) -> int:
                 out({"type": "dropped", "groupId": gid, "reason": "invalid", "message": str(e)})
                 continue
             if line["type"] == "stop":
-                break
+                return
             with guard.busy():
                 session.offer(line)
-        with guard.busy():
-            session.finish()
-        code = 0
-    except Terminated:
-        guard.shield()
-        if session is not None and hasattr(session, "state"):
-            session.interrupt()
-        code = 143
-    except Exception as e:  # noqa: BLE001 - reported on the protocol, then the process fails
-        traceback.print_exc(file=sys.stderr)
-        out({"type": "error", "message": f"{type(e).__name__}: {e}"})
-        code = 1
-    finally:
-        if session is not None:
-            session.close(code)  # the sharded learner's other ranks exit with this code
-    return code
+
+    return drive(out, open_session, feed)
 
 
 def _group_id(raw: str) -> str:

@@ -9,10 +9,9 @@ import json
 import logging
 import time
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
-from ..contracts import ContractError, validate
+from ..contracts import ContractError, timestamp, validate
 from ..storage import BlobNotFound, BlobStore, keys
 
 log = logging.getLogger(__name__)
@@ -65,7 +64,7 @@ class DeadLetterWatch:
             "messageId": message_id,
             "reason": reason[:4000],
             "receiveCount": 1,
-            "deadLetteredAt": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "deadLetteredAt": timestamp(),
         }
         validate("dead-letter-record", record)
         self.store.put_if_absent(

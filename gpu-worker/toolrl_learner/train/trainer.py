@@ -38,13 +38,6 @@ _SUMMED = {"pg_loss", "kl_loss", "entropy_loss", "vf_loss"}
 Phase = Callable[[str], contextlib.AbstractContextManager[None]]
 
 
-def _flat(rewards: Tensor, group_relative: bool) -> bool:
-    """No signal in a group (as session.has_signal): equal rewards, or one sample with a group baseline."""
-    if rewards.numel() < 2:
-        return group_relative
-    return bool(rewards.max() - rewards.min() <= 1e-9)
-
-
 def compute_advantages(
     cfg: LearnerConfig,
     batch: LearnerBatch,
@@ -400,7 +393,9 @@ class Trainer:
             # only when filter_groups is off
             "no_signal_groups": float(
                 sum(
-                    1 for g in range(len(batch.group_ids)) if _flat(r[batch.group_index == g], group_relative)
+                    1
+                    for g in range(len(batch.group_ids))
+                    if not adv_fns.has_signal(r[batch.group_index == g].tolist(), group_relative)
                 )
             ),
         }

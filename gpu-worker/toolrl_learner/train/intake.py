@@ -1,0 +1,50 @@
+"""What one offered group must pass before it may join a batch: readable (inline, or a manifest read by
+reference with its sha256 checked), valid against the ScoredGroup contract and of this run (`resolve_group`),
+then fresh enough for the policy that will train it and carrying a signal to learn from (`refusal`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from ..algos.advantages import has_signal
+from ..config import LearnerConfig
+from ..contracts import ContractError, validate
+from ..scored_group import ScoredGroup
+from ..storage import BlobStore
+from .batch import group_staleness
+from .group_check import check_scored_group
+
+
+def resolve_group(store: BlobStore, run_id: str, line: dict[str, Any]) -> ScoredGroup:
+    """A ScoredGroup from an inline group or a queue message (manifest read, sha256 checked, validated)."""
+    if "group" in line:
+        group = line["group"]
+    else:
+        validate("scored-group-message", {k: v for k, v in line.items() if k != "type"})
+        raw = store.get_bytes(line["manifestKey"])
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest != line["sha256"]:
+            raise ContractError(f"{line['manifestKey']}: sha256 {digest} != message's {line['sha256']}")
+        group = json.loads(raw)
+        if group.get("groupId") != line["groupId"]:
+            raise ContractError(
+                f"{line['manifestKey']}: groupId {group.get('groupId')!r} != {line['groupId']!r}"
+            )
+    scored = check_scored_group(group)
+    if scored["runId"] != run_id:
+        raise ContractError(f"group {scored['groupId']} belongs to run {scored['runId']}, not {run_id}")
+    return scored
+
+
+def refusal(group: ScoredGroup, policy_version: int, cfg: LearnerConfig) -> tuple[str, str] | None:
+    """Why the policy at `policy_version` must not train the group, as the `dropped` line's (reason, message):
+    too stale (trainer.max_staleness), or no signal while trainer.filter_groups is on; None to train it."""
+    staleness = group_staleness(group, policy_version)
+    if staleness > cfg.max_staleness:
+        return "stale", f"oldest sampled token is {staleness} versions behind v{policy_version}"
+    rewards = [t["reward"] for t in group["trajectories"]]
+    if cfg.filter_groups and not has_signal(rewards, cfg.group_relative):
+        return "no_signal", "all rewards equal" if len(rewards) > 1 else "a group of one"
+    return None
