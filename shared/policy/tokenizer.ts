@@ -1,8 +1,10 @@
-// The bundle's tokenizer and chat template, through transformers.js (its tokenizer and @huggingface/jinja), so
-// prompts render exactly as `tokenizer.apply_chat_template` renders them in Python.
+// The bundle's tokenizer and chat template: @huggingface/tokenizers (tokenizer.json as the Rust `tokenizers` reads
+// it) and @huggingface/jinja, the two libraries transformers.js itself uses, wired as its `apply_chat_template`
+// wires them, so prompts render exactly as `tokenizer.apply_chat_template` renders them in Python.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import { Template } from '@huggingface/jinja';
+import { Tokenizer } from '@huggingface/tokenizers';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 
 export interface RenderOptions {
@@ -16,16 +18,36 @@ export interface TokenizerOptions {
   templateKwargs?: Record<string, unknown>;
 }
 
+/** The tokenizer_config.json keys Hugging Face passes to every chat template (`{{ eos_token }}`, ...). */
+const SPECIAL_TOKEN_KEYS = [
+  'bos_token',
+  'eos_token',
+  'unk_token',
+  'sep_token',
+  'pad_token',
+  'cls_token',
+  'mask_token',
+] as const;
+
+/** A chat_template in tokenizer_config.json: one template, or the list form with named ones ("default", "tool_use"). */
+type ChatTemplateSource = string | Record<string, string>;
+
 export class ChatTokenizer {
   /** Token text per id, filled lazily: stop-string matching decodes one token per step. */
   private readonly pieceCache = new Map<number, string>();
+  private readonly compiled = new Map<string, Template>();
 
   private constructor(
-    private readonly tok: PreTrainedTokenizer,
+    private readonly tok: Tokenizer,
+    private readonly chatTemplate: ChatTemplateSource,
+    /** bos_token, eos_token, ... as the template sees them. */
+    private readonly specialTokens: Record<string, string>,
     /** Extra variables for the template (e.g. `enable_thinking: false` for Qwen3). */
     private readonly templateKwargs: Record<string, unknown>,
     /** Ids the tokenizer knows (the model's vocabulary may be padded past it). */
     readonly tokenizerVocabSize: number,
+    /** The id of the tokenizer's eos_token, if it has one. */
+    readonly eosTokenId: number | undefined,
   ) {}
 
   /**
@@ -47,37 +69,51 @@ export class ChatTokenizer {
     const jinja = join(dir, 'chat_template.jinja');
     if (config.chat_template === undefined && existsSync(jinja))
       config.chat_template = readFileSync(jinja, 'utf8');
-    if (typeof config.chat_template !== 'string' && !Array.isArray(config.chat_template))
-      throw new Error(
-        `${dir} has no chat template (tokenizer_config.json "chat_template" or chat_template.jinja)`,
-      );
-    const transformers = await import('@huggingface/transformers');
-    // The class named by tokenizer_config.json, as AutoTokenizer picks it; the base class otherwise.
-    const name = String(config.tokenizer_class ?? 'PreTrainedTokenizer').replace(/Fast$/, '');
-    const Cls = ((transformers as unknown as Record<string, unknown>)[name] ??
-      transformers.PreTrainedTokenizer) as typeof PreTrainedTokenizer;
-    const tok = new Cls(json, config);
-    const vocab = tok.get_vocab();
+    const chatTemplate = templateSource(config.chat_template, dir);
+    const specialTokens: Record<string, string> = {};
+    for (const key of SPECIAL_TOKEN_KEYS) {
+      const value = tokenFromConfig(config, key, dir);
+      if (value) specialTokens[key] = value;
+    }
+    const tok = new Tokenizer(json, config);
     let maxId = -1;
-    for (const id of vocab.values()) if (id > maxId) maxId = id;
-    return new ChatTokenizer(tok, opts.templateKwargs ?? {}, maxId + 1);
+    for (const id of tok.get_vocab().values()) if (id > maxId) maxId = id;
+    const eos = specialTokens.eos_token;
+    const eosId = eos === undefined ? undefined : tok.token_to_id(eos);
+    return new ChatTokenizer(tok, chatTemplate, specialTokens, opts.templateKwargs ?? {}, maxId + 1, eosId);
   }
 
-  /** The chat template applied to a conversation, as text. */
+  /** The chat template applied to a conversation, as text (an empty tool list is no tools). */
   render(messages: readonly ChatMessage[], tools: readonly ToolSchema[], opts: RenderOptions): string {
-    const conversation = messages.map(toTemplateMessage);
-    return this.tok.apply_chat_template(conversation as never, {
-      tools: tools.length > 0 ? (tools as object[]) : null,
+    return this.applyChatTemplate(messages.map(toTemplateMessage), {
+      tools: tools.length > 0 ? tools : null,
+      addGenerationPrompt: opts.addGenerationPrompt,
+    });
+  }
+
+  /**
+   * Hugging Face's `apply_chat_template(conversation, tools=tools, tokenize=False)`: the messages and tools go to
+   * the template as given (`tools` undefined is none), beside the special tokens and the extra variables.
+   */
+  applyChatTemplate(
+    conversation: readonly Record<string, unknown>[],
+    opts: { tools?: readonly unknown[] | null; addGenerationPrompt: boolean },
+  ): string {
+    const tools = opts.tools ?? null;
+    return this.template(tools !== null).render({
+      messages: conversation,
       add_generation_prompt: opts.addGenerationPrompt,
-      tokenize: false,
+      tools,
+      documents: null,
+      ...this.specialTokens,
       ...this.templateKwargs,
-    }) as string;
+    });
   }
 
   /** Tokenises template text; special tokens written in it (`<|im_start|>`) become their ids, none are added. */
   encode(text: string): number[] {
     if (text.length === 0) return [];
-    return this.tok.encode(text, { add_special_tokens: false });
+    return this.tok.encode(text, { add_special_tokens: false }).ids;
   }
 
   /** Exact text of a token sequence: special tokens kept, no clean-up; ids past the tokenizer's vocabulary are dropped. */
@@ -103,11 +139,53 @@ export class ChatTokenizer {
     return ids.length === 1 && this.decode(ids) === text ? ids[0] : undefined;
   }
 
-  /** The id of the tokenizer's eos_token, if it has one. */
-  get eosTokenId(): number | undefined {
-    const id = this.tok.eos_token_id;
-    return typeof id === 'number' ? id : undefined;
+  /** The compiled template; of the list form, "tool_use" when tools are given and it exists, else "default". */
+  private template(withTools: boolean): Template {
+    let source: string;
+    if (typeof this.chatTemplate === 'string') {
+      if (!this.chatTemplate) throw new Error('this tokenizer was loaded without a chat template');
+      source = this.chatTemplate;
+    } else {
+      const named = this.chatTemplate;
+      const name = withTools && 'tool_use' in named ? 'tool_use' : 'default';
+      if (!(name in named))
+        throw new Error(
+          `the tokenizer has several chat templates and none named "default" (${Object.keys(named).sort().join(', ')})`,
+        );
+      source = named[name]!;
+    }
+    let t = this.compiled.get(source);
+    if (t === undefined) {
+      t = new Template(source);
+      this.compiled.set(source, t);
+    }
+    return t;
   }
+}
+
+function templateSource(value: unknown, dir: string): ChatTemplateSource {
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value))
+    throw new Error(
+      `${dir} has no chat template (tokenizer_config.json "chat_template" or chat_template.jinja)`,
+    );
+  const named: Record<string, string> = Object.create(null);
+  for (const entry of value as { name?: unknown; template?: unknown }[]) {
+    if (typeof entry?.name !== 'string' || typeof entry.template !== 'string')
+      throw new Error(`${dir}: a chat_template list holds objects with "name" and "template" strings`);
+    named[entry.name] = entry.template;
+  }
+  return named;
+}
+
+// tokenizer_config.json writes a special token as its text or as an AddedToken object ({"content": ...}).
+function tokenFromConfig(config: Record<string, unknown>, key: string, dir: string): string | null {
+  const item = config[key];
+  if (!item) return null;
+  if (typeof item === 'string') return item;
+  const content = (item as { content?: unknown }).content;
+  if (typeof content === 'string') return content;
+  throw new Error(`${dir}: tokenizer_config.json "${key}" is neither a string nor an AddedToken`);
 }
 
 // The template reads OpenAI-style keys; drop absent ones so `message.tool_calls is defined` tests stay false.
