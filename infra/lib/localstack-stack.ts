@@ -1,6 +1,10 @@
 // One environment on LocalStack, deployed through LocalStack's CloudFormation from the template the CDK app
 // synthesizes (localstack-template.ts): what the e2e suite, the benchmarks and `bash scripts/localstack.sh deploy
 // ENV` run against. Its bucket and queues are then found by the names the CLI and the stages derive.
+// One part is applied after the stack, because LocalStack 4.14's AWS::S3::Bucket provider ignores it: the buckets'
+// LifecycleConfiguration (the rules that expire tagged trajectories and claim checks). It also ignores
+// BucketEncryption, LoggingConfiguration, OwnershipControls and PublicAccessBlockConfiguration, which change
+// nothing the pipeline does locally (S3 encrypts with SSE-S3 by default; nothing reads access logs there).
 import {
   CloudFormationClient,
   CreateStackCommand,
@@ -10,7 +14,12 @@ import {
   ListStackResourcesCommand,
   UpdateStackCommand,
 } from '@aws-sdk/client-cloudformation';
-import { DeleteObjectsCommand, ListObjectVersionsCommand } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  type LifecycleRule,
+  ListObjectVersionsCommand,
+  PutBucketLifecycleConfigurationCommand,
+} from '@aws-sdk/client-s3';
 import { type AwsClientOptions, awsClientConfig, s3Client } from '#shared/adapters/aws/clients';
 import { assertEnvName } from '#shared/deployment/names';
 import { type EnvironmentResources, resolveEnvironment } from '#shared/operator/environment';
@@ -121,6 +130,7 @@ export async function deployLocalStackEnvironment(o: LocalStackDeployOptions): P
         await cfn.send(new CreateStackCommand({ StackName, TemplateBody }));
         await waitFor(cfn, StackName, 'CREATE_COMPLETE');
       }
+      await applyLifecycleRules(cfn, StackName, template, o.client);
     } catch (err) {
       throw explain(err);
     }
@@ -128,6 +138,84 @@ export async function deployLocalStackEnvironment(o: LocalStackDeployOptions): P
     cfn.destroy();
   }
   return resolveEnvironment(env, o.client);
+}
+
+export interface CfnLifecycleRule {
+  Id?: string;
+  Status: 'Enabled' | 'Disabled';
+  Prefix?: string;
+  TagFilters?: { Key: string; Value: string }[];
+  ExpirationInDays?: number;
+  ExpiredObjectDeleteMarker?: boolean;
+  NoncurrentVersionExpiration?: { NoncurrentDays: number };
+  AbortIncompleteMultipartUpload?: { DaysAfterInitiation: number };
+}
+
+/** A CloudFormation lifecycle rule as S3's PutBucketLifecycleConfiguration takes it. */
+export function s3LifecycleRule(r: CfnLifecycleRule): LifecycleRule {
+  const tags = r.TagFilters ?? [];
+  const filter =
+    tags.length === 0
+      ? { Prefix: r.Prefix ?? '' }
+      : tags.length === 1 && !r.Prefix
+        ? { Tag: tags[0] }
+        : { And: { Prefix: r.Prefix, Tags: tags } };
+  const known = new Set([
+    'Id',
+    'Status',
+    'Prefix',
+    'TagFilters',
+    'ExpirationInDays',
+    'ExpiredObjectDeleteMarker',
+    'NoncurrentVersionExpiration',
+    'AbortIncompleteMultipartUpload',
+  ]);
+  const unknown = Object.keys(r).filter((k) => !known.has(k));
+  if (unknown.length > 0)
+    throw new Error(
+      `lifecycle rule ${r.Id ?? ''} has ${unknown.join(', ')}, which the LocalStack deployment does not apply`,
+    );
+  return {
+    ID: r.Id,
+    Status: r.Status,
+    Filter: filter,
+    ...(r.ExpirationInDays !== undefined
+      ? { Expiration: { Days: r.ExpirationInDays } }
+      : r.ExpiredObjectDeleteMarker
+        ? { Expiration: { ExpiredObjectDeleteMarker: true } }
+        : {}),
+    ...(r.NoncurrentVersionExpiration ? { NoncurrentVersionExpiration: r.NoncurrentVersionExpiration } : {}),
+    ...(r.AbortIncompleteMultipartUpload
+      ? { AbortIncompleteMultipartUpload: r.AbortIncompleteMultipartUpload }
+      : {}),
+  };
+}
+
+/** Puts each bucket's lifecycle rules from the template on the bucket the stack created (see the module comment). */
+async function applyLifecycleRules(
+  cfn: CloudFormationClient,
+  StackName: string,
+  template: CfnTemplate,
+  client: AwsClientOptions,
+): Promise<void> {
+  const physical = new Map(
+    ((await cfn.send(new ListStackResourcesCommand({ StackName }))).StackResourceSummaries ?? []).map((r) => [
+      r.LogicalResourceId,
+      r.PhysicalResourceId,
+    ]),
+  );
+  for (const [id, r] of Object.entries(template.Resources)) {
+    const rules = (r.Properties?.LifecycleConfiguration as { Rules?: CfnLifecycleRule[] } | undefined)?.Rules;
+    if (r.Type !== 'AWS::S3::Bucket' || !rules?.length) continue;
+    const bucket = physical.get(id);
+    if (!bucket) throw new Error(`stack ${StackName} has no bucket ${id}`);
+    await s3Client(client).send(
+      new PutBucketLifecycleConfigurationCommand({
+        Bucket: bucket,
+        LifecycleConfiguration: { Rules: rules.map(s3LifecycleRule) },
+      }),
+    );
+  }
 }
 
 /** Every object version, so CloudFormation can delete the bucket (it refuses one that holds objects). */
