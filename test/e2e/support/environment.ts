@@ -10,12 +10,15 @@ import {
 } from '../../../infra/lib/localstack-stack.ts';
 import { localstack } from './localstack.ts';
 
-/** Deploys `<prefix><random>` (at most 12 characters in all) with the given visibility timeouts, if any. */
+/**
+ * Deploys `<prefix><random>` (11 characters, as the bootstrap's `e2e` + 8 hex were: scratch paths, and the sockets
+ * under them, stay as long as before) with the given visibility timeouts, if any.
+ */
 export function deployTestEnvironment(
   prefix = 'e2e',
   visibilityTimeoutSec?: Partial<Record<QueueName, number>>,
 ): Promise<EnvironmentResources> {
-  const env = `${prefix}${randomBytes(6).toString('hex')}`.slice(0, 12);
+  const env = `${prefix}${randomBytes(6).toString('hex')}`.slice(0, 11);
   return deployLocalStackEnvironment({
     env,
     client: localstack(),
