@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 // Two projects: `unit` (unit, embedded integration and CDK assertion tests; no server needed)
-// and `e2e` (needs LocalStack on 127.0.0.1:4566, started by scripts/e2e.sh).
+// and `e2e` (needs LocalStack at AWS_ENDPOINT_URL, started by scripts/e2e.sh; its global setup synthesizes the
+// template every e2e file deploys through LocalStack's CloudFormation).
 export default defineConfig({
   test: {
     projects: [
@@ -23,6 +24,7 @@ export default defineConfig({
           hookTimeout: 600_000,
           pool: 'forks',
           fileParallelism: false,
+          globalSetup: ['test/e2e/support/global-setup.ts'],
         },
       },
     ],

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # LocalStack for the end-to-end tests: `setup` builds .localstack/venv from test/e2e/localstack.lock,
-# `start` runs it in host mode (S3 and SQS, STS for the account id, CloudFormation and IAM for the template test;
-# 127.0.0.1:4566) and waits for health,
-# `stop` ends it, `bootstrap ENV` creates an environment's topology on it.
+# `start` runs it in host mode (S3 and SQS, STS for the account id, CloudFormation and IAM to deploy the
+# synthesized template; 127.0.0.1:4566) and waits for health, `stop` ends it,
+# `deploy ENV` creates (or updates) an environment on it from the CDK app's template, `destroy ENV` deletes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=.localstack
@@ -79,13 +79,14 @@ stop() {
   fi
 }
 
-# Creates environment ENV's bucket, queues and notifications on the running LocalStack (shared/operator/bootstrap.ts).
-bootstrap() {
-  [ -n "${1:-}" ] || { echo "usage: $0 bootstrap ENV" >&2; exit 2; }
+# Deploys or deletes environment ENV's stack (bucket, queues + DLQs, upload notifications) through LocalStack's
+# CloudFormation, from the synthesized CDK app (infra/bin/localstack.ts).
+stack() {
+  [ -n "${2:-}" ] || { echo "usage: $0 $1 ENV" >&2; exit 2; }
   healthy || { echo "localstack: not running on $port (bash $0 start)" >&2; exit 1; }
   AWS_ENDPOINT_URL=${AWS_ENDPOINT_URL:-http://127.0.0.1:$port} AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test} \
     AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=${AWS_REGION:-us-east-1} \
-    node --disable-warning=NodeVersionSupportWarning --import tsx shared/operator/bootstrap.ts "$1"
+    node --disable-warning=NodeVersionSupportWarning --import tsx infra/bin/localstack.ts "$1" "$2"
 }
 
 case "${1:-}" in
@@ -93,6 +94,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) healthy && echo running || { echo stopped; exit 1; } ;;
-  bootstrap) bootstrap "${2:-}" ;;
-  *) echo "usage: $0 setup|start|stop|status|bootstrap ENV" >&2; exit 2 ;;
+  deploy|destroy) stack "$1" "${2:-}" ;;
+  *) echo "usage: $0 setup|start|stop|status|deploy ENV|destroy ENV" >&2; exit 2 ;;
 esac

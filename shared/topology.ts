@@ -1,6 +1,6 @@
 // The one declaration of the pipeline's topology: queues, their consumers, timeouts, dead-letter
-// settings, batch sizes, bucket prefixes and notifications. The CDK stack, the LocalStack bootstrap and
-// the embedded runtime all read this, so the three cannot drift.
+// settings, batch sizes, bucket prefixes and notifications. The CDK stacks (deployed to AWS, or to LocalStack
+// as a template) and the embedded runtime both read this, so they cannot drift.
 import { fill, folderOf, templatePattern } from './templates.ts';
 
 /** The Lambda-style stages (each has a handler in functions/<name>/index.ts). */

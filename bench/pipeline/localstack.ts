@@ -13,7 +13,6 @@ import { type AwsClientOptions, s3Client, sqsClient } from '#shared/adapters/aws
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
-import { bootstrapEnvironment, destroyEnvironment } from '#shared/operator/bootstrap';
 import type { EnvironmentResources } from '#shared/operator/environment';
 import { RunResources } from '#shared/pipeline/run-resources';
 import {
@@ -38,10 +37,24 @@ import {
   QUEUES,
   type QueueName,
 } from '#shared/topology';
+import {
+  deployLocalStackEnvironment,
+  destroyLocalStackEnvironment,
+} from '../../infra/lib/localstack-stack.ts';
+import { type CfnTemplate, localStackTemplate } from '../../infra/lib/localstack-template.ts';
 import { bareRun, CALCULATOR_WORKERS, prepareRun, scratch, type Workload, warmTools } from './harness.ts';
 import { StubPolicyProvider } from './stub-policy.ts';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
+
+/** The CDK app synthesized once per benchmark process; each environment deploys it under its own name. */
+let synthesized: { env: string; template: CfnTemplate } | undefined;
+/** A fresh environment from the template, through LocalStack's CloudFormation (as the e2e suite makes them). */
+function deployBenchEnvironment(client: AwsClientOptions): Promise<EnvironmentResources> {
+  synthesized ??= { env: 'benchtmpl', template: localStackTemplate('benchtmpl') };
+  const env = `bench${randomBytes(3).toString('hex')}`;
+  return deployLocalStackEnvironment({ env, client, template: synthesized });
+}
 
 const { values: args } = parseArgs({
   options: {
@@ -183,13 +196,13 @@ async function embedded(): Promise<number> {
 }
 
 /**
- * One run through LocalStack: a fresh environment bootstrapped from the topology (bucket, queues, the S3
+ * One run through LocalStack: a fresh environment deployed from the synthesized template (bucket, queues, the S3
  * notifications), the four stages after the run-starter in this process on SqsQueue and S3BlobStore, timed from
  * the LATEST.json upload until every group's message is on the scored-groups queue.
  */
 /** LocalStack's latency for one small request in series: median ms of a HeadObject and of a SendMessage. */
 async function roundTrip(client: AwsClientOptions): Promise<{ headObject: number; sendMessage: number }> {
-  const r = await bootstrapEnvironment({ env: `bench${randomBytes(3).toString('hex')}`, client });
+  const r = await deployBenchEnvironment(client);
   try {
     const blobs = new S3BlobStore(s3Client(client), r.bucket);
     const q = new SqsQueue(sqsClient(client), r.queueUrls.reward, 'reward');
@@ -207,13 +220,12 @@ async function roundTrip(client: AwsClientOptions): Promise<{ headObject: number
       sendMessage: await time(() => q.send('{}')),
     };
   } finally {
-    await destroyEnvironment(r, client);
+    await destroyLocalStackEnvironment(r.env, client);
   }
 }
 
 async function onLocalStack(client: AwsClientOptions, mode: LocalStackMode): Promise<number> {
-  const env = `bench${randomBytes(3).toString('hex')}`;
-  const r: EnvironmentResources = await bootstrapEnvironment({ env, client });
+  const r = await deployBenchEnvironment(client);
   const root = scratch('localstack');
   const sqs = sqsClient(client);
   const s3 = s3Client(client);
@@ -279,7 +291,7 @@ async function onLocalStack(client: AwsClientOptions, mode: LocalStackMode): Pro
     await runtime.stop();
     await resources.close();
     await policies.close();
-    await destroyEnvironment(r, client);
+    await destroyLocalStackEnvironment(r.env, client);
     rmSync(root, { recursive: true, force: true });
   }
 }

@@ -2,9 +2,10 @@
 // CloudFormation deploys: the data bucket and its access-log bucket with their policies (storage stack), every
 // queue and dead-letter queue with its redrive and queue policy, and the upload notifications (pipeline stack).
 // Lambda functions, Batch, alarms and the dashboard are left out: LocalStack in host mode cannot run them.
-// test/e2e/template.test.ts deploys it through LocalStack's CloudFormation. One change is made: CDK writes a bucket's notifications through a custom
-// resource backed by a Lambda function, which needs Docker under LocalStack, so they become the bucket's own
-// NotificationConfiguration (the same rules: queue, events, prefix and suffix filters).
+// infra/lib/localstack-stack.ts deploys it (the e2e suite, `bash scripts/localstack.sh deploy ENV`). One change is
+// made: CDK writes a bucket's notifications through a custom resource backed by a Lambda function, which needs
+// Docker under LocalStack, so they become the bucket's own NotificationConfiguration (the same rules: queue,
+// events, prefix and suffix filters). Nothing else is created outside CloudFormation.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,8 @@ import { App, Stack, Validations } from 'aws-cdk-lib';
 import * as ecr from 'aws-cdk-lib/aws-ecr';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { assertEnvName, queueName } from '#shared/deployment/names';
+import { QUEUES, type QueueName } from '#shared/topology';
 import { REPO_ROOT } from './docker-context.ts';
 import { addEnvironment, ENVIRONMENTS_CONTEXT_KEY } from './toolrl-app.ts';
 
@@ -181,4 +184,42 @@ function assertSelfContained(resources: Record<string, CfnResource>): void {
     throw new Error(
       `the LocalStack template refers to resources it does not have: ${[...missing].join(', ')}`,
     );
+}
+
+/**
+ * The template of environment `from` as environment `to` would synthesize: every whole-word occurrence of the
+ * name (queue and bucket names, tags, the description) replaced. Synthesis takes seconds to a minute on a busy
+ * machine, so the e2e suite synthesizes once and renames per scenario; a test environment's settings are
+ * `dev`'s whatever its name (see synthesize), so only names differ, and test/e2e/template.test.ts holds a
+ * renamed template equal to a fresh synthesis.
+ */
+export function renameEnvironment(template: CfnTemplate, from: string, to: string): CfnTemplate {
+  // Word boundaries: `dev` must not touch `device`; env names are [a-z0-9] and sit between `-` or quotes.
+  const word = new RegExp(`(?<![a-z0-9])${assertEnvName(from)}(?![a-z0-9])`, 'g');
+  assertEnvName(to);
+  return JSON.parse(JSON.stringify(template), (_k, v: unknown) =>
+    typeof v === 'string' ? v.replace(word, to) : v,
+  ) as CfnTemplate;
+}
+
+/**
+ * The template with other visibility timeouts on the named queues of environment `env` (the e2e suite's, which
+ * let a killed worker's messages come back within a test); redrive, retention and everything else unchanged.
+ */
+export function withVisibilityTimeouts(
+  template: CfnTemplate,
+  env: string,
+  timeouts: Partial<Record<QueueName, number>>,
+): CfnTemplate {
+  const out = structuredClone(template);
+  for (const [name, sec] of Object.entries(timeouts) as [QueueName, number][]) {
+    if (!QUEUES[name]) throw new Error(`no queue ${name} in the topology`);
+    const physical = queueName(env, name);
+    const queue = Object.values(out.Resources).find(
+      (r) => r.Type === 'AWS::SQS::Queue' && r.Properties?.QueueName === physical,
+    );
+    if (!queue) throw new Error(`the template has no queue named ${physical}`);
+    queue.Properties = { ...queue.Properties, VisibilityTimeout: sec };
+  }
+  return out;
 }

@@ -1,5 +1,5 @@
-// Physical names of one environment's resources. The CDK app, the LocalStack bootstrap and the CLI all
-// derive names from here, so `toolrl submit --env dev` finds what `cdk deploy -c env=dev` created.
+// Physical names of one environment's resources. The CDK app (deployed to AWS or, as a template, to LocalStack)
+// and the CLI all derive names from here, so `toolrl submit --env dev` finds what `cdk deploy -c env=dev` created.
 import { dlqName, physicalQueueName, type QueueName } from '#shared/topology';
 
 /** Lower-case letters and digits, starting with a letter: it becomes part of bucket and queue names. */

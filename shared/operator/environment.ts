@@ -18,7 +18,7 @@ export interface EnvironmentResources {
   readonly deadLetterQueueUrls: Readonly<Record<QueueName, string>>;
 }
 
-/** A resource of the environment is missing: it was not deployed (or bootstrapped) in this account/region. */
+/** A resource of the environment is missing: it was not deployed in this account/region (or on this LocalStack). */
 export class EnvironmentNotFoundError extends Error {
   override name = 'EnvironmentNotFoundError';
 }
@@ -138,7 +138,9 @@ async function queueUrl(name: string, opts: AwsClientOptions, env: string): Prom
       throw new EnvironmentNotFoundError(
         `queue ${name} does not exist at ${opts.endpoint ?? `AWS (region ${opts.region ?? 'from your profile'})`}: ` +
           'deploy the environment first ' +
-          `(npx cdk deploy --all -c env=${env})`,
+          (opts.endpoint
+            ? `(on LocalStack: bash scripts/localstack.sh deploy ${env})`
+            : `(npx cdk deploy --all -c env=${env})`),
       );
     throw err;
   }

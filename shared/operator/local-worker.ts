@@ -104,8 +104,9 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
 const USAGE = `usage: node --import tsx shared/operator/local-worker.ts --env NAME [--state-dir DIR] [--learner-arg=ARG ...]
 
 Runs the five stages against environment NAME's queues and bucket on LocalStack (AWS_ENDPOINT_URL), the way
-Lambda's SQS event source mappings would, and starts each run's learner as a local process. Create the
-environment first with \`bash scripts/localstack.sh bootstrap NAME\`. Stops cleanly on SIGTERM or SIGINT.
+Lambda's SQS event source mappings would, and starts each run's learner as a local process. Deploy the
+environment first with \`bash scripts/localstack.sh deploy NAME\` (the CDK app's bucket and queues, through
+LocalStack's CloudFormation). Stops cleanly on SIGTERM or SIGINT.
 
 options:
   --env NAME           the environment (its queues are toolrl-NAME-*)

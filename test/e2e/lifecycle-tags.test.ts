@@ -1,31 +1,38 @@
 // The bucket's lifecycle rules expire objects by their `toolrl-lifecycle` tag (infra/lib/constructs/data-bucket.ts);
 // here, on LocalStack's S3, the pipeline's writers tag trajectories and claim checks through every put variant of
-// the S3 blob store, and leave the objects that must stay (inputs, policies, group manifests) untagged.
+// the S3 blob store, and leave the objects that must stay (inputs, policies, group manifests) untagged. The bucket
+// is the template's, so the rules that read the tags are there too.
 import { randomBytes } from 'node:crypto';
-import { CreateBucketCommand, GetObjectTaggingCommand, type S3Client } from '@aws-sdk/client-s3';
-import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  GetBucketLifecycleConfigurationCommand,
+  GetObjectTaggingCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s3Client } from '#shared/adapters/aws/clients';
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { LIFECYCLE_TAG_KEY } from '#shared/deployment/lifecycle';
+import type { EnvironmentResources } from '#shared/operator/environment';
 import { putJson, putJsonIfAbsent } from '#shared/pipeline/blob-json';
 import { encodeMessage } from '#shared/pipeline/claim-check';
 import { ClaimCheckEnvelopeSchema } from '#shared/schemas/messages/claim-check';
 import { keys } from '#shared/topology';
-import { assertLocalStackUp, localstack } from './support/localstack.ts';
+import { deployTestEnvironment, destroyTestEnvironment } from './support/environment.ts';
+import { localstack } from './support/localstack.ts';
 
-const bucket = `toolrl-lifecycle-${randomBytes(4).toString('hex')}`;
+let resources: EnvironmentResources;
 let client: S3Client;
 let store: S3BlobStore;
 
 beforeAll(async () => {
-  await assertLocalStackUp();
+  resources = await deployTestEnvironment('life');
   client = s3Client(localstack());
-  await client.send(new CreateBucketCommand({ Bucket: bucket }));
-  store = new S3BlobStore(client, bucket);
+  store = new S3BlobStore(client, resources.bucket);
 });
+afterAll(() => destroyTestEnvironment(resources));
 
 async function tags(key: string): Promise<Record<string, string>> {
-  const r = await client.send(new GetObjectTaggingCommand({ Bucket: bucket, Key: key }));
+  const r = await client.send(new GetObjectTaggingCommand({ Bucket: resources.bucket, Key: key }));
   return Object.fromEntries((r.TagSet ?? []).map((t) => [t.Key, t.Value]));
 }
 
@@ -44,6 +51,10 @@ describe('lifecycle tags (LocalStack S3)', () => {
     // THEN each carries the trajectory tag the bucket's expire-trajectories rule filters on
     expect(await tags(stored)).toEqual({ [LIFECYCLE_TAG_KEY]: 'trajectory' });
     expect(await tags(plain)).toEqual({ [LIFECYCLE_TAG_KEY]: 'trajectory' });
+    const rules = await client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: resources.bucket }));
+    const filters = (rules.Rules ?? []).map((r) => r.Filter?.Tag ?? r.Filter?.And?.Tags?.[0]);
+    expect(filters).toContainEqual({ Key: LIFECYCLE_TAG_KEY, Value: 'trajectory' });
+    expect(filters).toContainEqual({ Key: LIFECYCLE_TAG_KEY, Value: 'claim-check' });
   });
 
   it('tags the object a message above the threshold is claim-checked into', async () => {

@@ -1,25 +1,22 @@
 // The SQS adapter against LocalStack's SQS: what real SQS refuses (a 1.5 MB SendMessageBatch) the adapter never
-// sends, and what it sends arrives whole.
-import { randomBytes } from 'node:crypto';
-import { CreateQueueCommand, DeleteQueueCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+// sends, and what it sends arrives whole (on the template's scored-groups queue).
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqsClient } from '#shared/adapters/aws/clients';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
+import type { EnvironmentResources } from '#shared/operator/environment';
 import { MessageTooLargeError } from '#shared/ports/queue-limits';
+import { deployTestEnvironment, destroyTestEnvironment } from './support/environment.ts';
 import { until } from './support/harness.ts';
-import { assertLocalStackUp, localstack } from './support/localstack.ts';
+import { localstack } from './support/localstack.ts';
 
+let resources: EnvironmentResources;
 let url: string;
 beforeAll(async () => {
-  await assertLocalStackUp();
-  const r = await sqsClient(localstack()).send(
-    new CreateQueueCommand({ QueueName: `toolrl-limits-${randomBytes(4).toString('hex')}` }),
-  );
-  url = r.QueueUrl!;
+  resources = await deployTestEnvironment('limits');
+  url = resources.queueUrls['scored-groups'];
 });
-afterAll(async () => {
-  if (url) await sqsClient(localstack()).send(new DeleteQueueCommand({ QueueUrl: url }));
-});
+afterAll(() => destroyTestEnvironment(resources));
 
 /** Eight trajectories of ~190 KB, a group of G = 8 with 4-6k tokens each. */
 const trajectories = () =>

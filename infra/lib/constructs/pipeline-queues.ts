@@ -1,5 +1,5 @@
 // Every queue of the topology with its dead-letter queue: names, visibility timeouts, maxReceiveCount and
-// retention come from shared/topology.ts, the same values the LocalStack bootstrap and the embedded runtime use.
+// retention come from shared/topology.ts, the same values the embedded runtime uses (LocalStack deploys this template).
 
 import { Duration } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';

@@ -1,9 +1,9 @@
-// One e2e scenario on LocalStack: a fresh environment bootstrapped from the topology (its own bucket and
-// queues, so scenarios never see each other's messages), pipeline workers as real processes, and helpers to
+// One e2e scenario on LocalStack: a fresh environment deployed from the synthesized CDK template through
+// LocalStack's CloudFormation (its own bucket and queues, so scenarios never see each other's messages; the local
+// worker finds them by the names the CLI derives), pipeline workers as real processes, and helpers to
 // read the bucket and queues while the run goes. A queue is looked at without receiving from it (queue counts,
 // LocalStack's message browser): a receive would bump the receive count toward the DLQ and hide the message.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,6 @@ import { ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { awsClientConfig, s3Client, sqsClient } from '#shared/adapters/aws/clients';
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
-import { bootstrapEnvironment, destroyEnvironment } from '#shared/operator/bootstrap';
 import type { EnvironmentResources } from '#shared/operator/environment';
 import { readJson } from '#shared/pipeline/blob-json';
 import { ATTR, type QueueDepth } from '#shared/ports/queue';
@@ -20,6 +19,7 @@ import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { keys, type QueueName } from '#shared/topology';
 import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
+import { deployTestEnvironment, destroyTestEnvironment } from './environment.ts';
 import { localstack } from './localstack.ts';
 
 /**
@@ -126,15 +126,10 @@ export class Scenario {
     this.blobs = new S3BlobStore(s3Client(localstack()), resources.bucket);
   }
 
-  /** A fresh environment `e2e<random>` with the e2e visibility timeouts. */
+  /** A fresh environment `e2e<random>` from the template, with the e2e visibility timeouts. */
   static async create(): Promise<Scenario> {
-    const env = `e2e${randomBytes(4).toString('hex')}`;
-    const resources = await bootstrapEnvironment({
-      env,
-      client: localstack(),
-      visibilityTimeoutSec: E2E_VISIBILITY_SEC,
-    });
-    return new Scenario(resources, mkdtempSync(join(tmpdir(), `toolrl-${env}-`)));
+    const resources = await deployTestEnvironment('e2e', E2E_VISIBILITY_SEC);
+    return new Scenario(resources, mkdtempSync(join(tmpdir(), `toolrl-${resources.env}-`)));
   }
 
   get env(): string {
@@ -434,7 +429,7 @@ export class Scenario {
         process.kill(pid, 'SIGKILL');
       } catch {}
     }
-    await destroyEnvironment(this.resources, localstack()).catch(() => {});
+    await destroyTestEnvironment(this.resources).catch(() => {});
     // TOOLRL_E2E_KEEP=1 keeps the workers' and learners' logs for a look after a failure.
     if (process.env.TOOLRL_E2E_KEEP) process.stderr.write(`e2e: kept ${this.dir}\n`);
     else rmSync(this.dir, { recursive: true, force: true });

@@ -11,7 +11,10 @@ export function localstack(): AwsClientOptions & { endpoint: string } {
   return { endpoint, region: process.env.AWS_REGION ?? 'us-east-1' };
 }
 
-/** Throws within a few seconds, naming the endpoint, unless LocalStack answers with S3 and SQS up. */
+/**
+ * Throws within a few seconds, naming the endpoint, unless LocalStack answers with S3, SQS, STS and the
+ * CloudFormation and IAM that deploy each test's environment.
+ */
 export async function assertLocalStackUp(): Promise<void> {
   const { endpoint } = localstack();
   let body: { services?: Record<string, string> };
@@ -24,9 +27,10 @@ export async function assertLocalStackUp(): Promise<void> {
         '`bash scripts/localstack.sh start`, or run the suite with `npm run test:e2e`, which does',
     );
   }
-  for (const svc of ['s3', 'sqs', 'sts'])
+  for (const svc of ['s3', 'sqs', 'sts', 'cloudformation', 'iam'])
     if (!['running', 'available'].includes(body.services?.[svc] ?? ''))
       throw new Error(
-        `LocalStack at ${endpoint} has ${svc} ${body.services?.[svc] ?? 'missing'}; restart it with scripts/localstack.sh`,
+        `LocalStack at ${endpoint} has ${svc} ${body.services?.[svc] ?? 'missing'}; restart it with ` +
+          '`bash scripts/localstack.sh stop && bash scripts/localstack.sh start`, which enables it',
       );
 }
