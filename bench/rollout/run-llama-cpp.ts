@@ -4,6 +4,7 @@
 // (temperature 1 over the full vocabulary, as the engine samples; EOS fed back and decoding goes on, as the engine
 // ignores it here); node-llama-cpp batches the G sequences' tokens into one llama_decode per step, which is how a
 // CPU user would decode a group with it. It has no shared prefill: each sequence prefills its own copy.
+import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { readBundle } from '#shared/policy/bundle';
 import { childArgs, serve } from './child.ts';
@@ -55,6 +56,8 @@ await serve(
     // maxThreads = the measured thread count: node-llama-cpp otherwise shares out all cores between contexts.
     const llama = await lib.getLlama({ gpu: false, build: 'never', logLevel: 'error', maxThreads: a.threads });
     const model = await llama.loadModel({ modelPath: gguf });
+    // ggml picks one of its CPU backends for this CPU at run time; the report names the one it loaded.
+    const backend = /libggml-cpu-([\w-]+)\.so/.exec(readFileSync('/proc/self/maps', 'utf8'))?.[1] ?? 'unknown';
     const context = await model.createContext({
       sequences: a.G,
       contextSize: a.P + Math.max(a.N, a.warmupTokens) + 16,
@@ -87,7 +90,7 @@ await serve(
         // Prefill = until every sequence has its first token: all G prompts are in the context by then.
         const prefillMs = Math.max(...firstAt) - start;
         return {
-          engine: 'llama.cpp',
+          engine: backend,
           G: a.G,
           P: a.P,
           N,
