@@ -52,6 +52,21 @@ async function installed(dir: string, lock: string, install: () => Promise<void>
   writeFileSync(stamp, want);
 }
 
+/** The venv with llama.cpp's `gguf` package (and numpy, safetensors), created on first use; its Python. */
+export async function ensureGgufPython(repo: string, log: (msg: string) => void): Promise<string> {
+  const lock = join(repo, 'bench', 'rollout', 'llamacpp', 'requirements.lock');
+  const venv = join(repo, '.cache', 'peer-llamacpp', 'venv');
+  const python = join(venv, 'bin', 'python');
+  await installed(venv, lock, async () => {
+    log(`installing gguf (bench/rollout/llamacpp/requirements.lock) into ${venv}`);
+    const uv = join(repo, 'gpu-worker', '.venv', 'bin', 'uv');
+    rmSync(venv, { recursive: true, force: true });
+    await step(uv, ['venv', '-q', '--python', '3.11', venv], repo, 'uv venv');
+    await step(uv, ['pip', 'sync', '-q', '--python', python, lock], repo, 'uv pip sync');
+  });
+  return python;
+}
+
 export async function ensureLlamaCpp(
   repo: string,
   log: (msg: string) => void,
@@ -63,7 +78,6 @@ export async function ensureLlamaCpp(
   const src = join(repo, 'bench', 'rollout', 'llamacpp');
   const root = join(repo, '.cache', 'peer-llamacpp');
   const node = join(root, 'node');
-  const venv = join(root, 'venv');
   mkdirSync(root, { recursive: true });
   await installed(node, join(src, 'package-lock.json'), async () => {
     log(`installing node-llama-cpp (bench/rollout/llamacpp/package-lock.json) into ${node}`);
@@ -79,14 +93,7 @@ export async function ensureLlamaCpp(
       'npm ci (node-llama-cpp)',
     );
   });
-  const python = join(venv, 'bin', 'python');
-  await installed(venv, join(src, 'requirements.lock'), async () => {
-    log(`installing gguf (bench/rollout/llamacpp/requirements.lock) into ${venv}`);
-    const uv = join(repo, 'gpu-worker', '.venv', 'bin', 'uv');
-    rmSync(venv, { recursive: true, force: true });
-    await step(uv, ['venv', '-q', '--python', '3.11', venv], repo, 'uv venv');
-    await step(uv, ['pip', 'sync', '-q', '--python', python, join(src, 'requirements.lock')], repo, 'uv pip sync');
-  });
+  const python = await ensureGgufPython(repo, log);
   const pkg = (p: string) =>
     JSON.parse(readFileSync(join(node, 'node_modules', p, 'package.json'), 'utf8')) as { version: string };
   const bins = join(node, 'node_modules', '@node-llama-cpp', 'linux-x64', 'bins', 'linux-x64');
@@ -112,7 +119,7 @@ export async function ensureLlamaCpp(
  * and reused until the folder's weights or the writer change.
  */
 export async function ggufOf(
-  setup: LlamaCppSetup,
+  setup: Pick<LlamaCppSetup, 'python'>,
   repo: string,
   modelDir: string,
   type: GgufType,
