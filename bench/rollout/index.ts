@@ -27,7 +27,7 @@ const USAGE =
   '         [--rounds 3] [--warmup-tokens 16] [--threads <cores>] [--sampler onnx|js]\n' +
   '         [--preset qwen2.5-0.5b|qwen2.5-1.5b|tiny] [--bundles DIR[,DIR]] [--skip-reference] [--no-llama-cpp]\n' +
   '         [--no-write]\n' +
-  '  --skip-reference: no transformers.js; --no-llama-cpp: no llama.cpp (it needs the preset\'s model folder, so\n' +
+  "  --skip-reference: no transformers.js; --no-llama-cpp: no llama.cpp (it needs the preset's model folder, so\n" +
   '    --bundles skips it)\n' +
   '  --dtypes: fp32, int8, int4; int8/N or int4/N quantises in blocks of N weights (default 32)\n' +
   '  --bundles: measure these bundle folders (their manifest names the dtype) instead of building --dtypes\n';
@@ -135,9 +135,7 @@ const script = (name: string) => join(REPO_ROOT, 'bench', 'rollout', name);
 const rows: Row[] = [];
 const measured = await bundles();
 const llamaCpp =
-  values['llama-cpp'] && measured.some((b) => b.modelDir)
-    ? await ensureLlamaCpp(REPO_ROOT, log)
-    : undefined;
+  values['llama-cpp'] && measured.some((b) => b.modelDir) ? await ensureLlamaCpp(REPO_ROOT, log) : undefined;
 if (values['llama-cpp'] && !llamaCpp) log('--bundles: no model folder to convert, so no llama.cpp reference');
 for (const { dtype, dir, modelDir } of measured) {
   const { manifest: m } = await readBundle(dir);
@@ -145,7 +143,10 @@ for (const { dtype, dir, modelDir } of measured) {
   log(`${dtype}: ${(bytes / 1e6).toFixed(0)} MB of weights read per decode step (${dir})`);
   const gguf =
     llamaCpp && modelDir
-      ? { type: ggufTypeFor(dtype), path: await ggufOf(llamaCpp, REPO_ROOT, modelDir, ggufTypeFor(dtype), log) }
+      ? {
+          type: ggufTypeFor(dtype),
+          path: await ggufOf(llamaCpp, REPO_ROOT, modelDir, ggufTypeFor(dtype), log),
+        }
       : undefined;
   for (const n of G === 1 ? [1] : [G, 1]) {
     log(`${dtype}, G=${n}: loading and warming up the engines`);

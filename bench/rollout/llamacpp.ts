@@ -67,10 +67,7 @@ export async function ensureGgufPython(repo: string, log: (msg: string) => void)
   return python;
 }
 
-export async function ensureLlamaCpp(
-  repo: string,
-  log: (msg: string) => void,
-): Promise<LlamaCppSetup> {
+export async function ensureLlamaCpp(repo: string, log: (msg: string) => void): Promise<LlamaCppSetup> {
   if (platform() !== 'linux' || arch() !== 'x64')
     throw new Error(
       `the llama.cpp reference pins node-llama-cpp's linux-x64 CPU binary; this is ${platform()}-${arch()} (--no-llama-cpp skips it)`,
@@ -101,7 +98,12 @@ export async function ensureLlamaCpp(
     buildOptions: { llamaCpp: { release: string } };
   };
   const gguf = (
-    await step(python, ['-c', 'import importlib.metadata as m; print(m.version("gguf"))'], repo, 'gguf version')
+    await step(
+      python,
+      ['-c', 'import importlib.metadata as m; print(m.version("gguf"))'],
+      repo,
+      'gguf version',
+    )
   ).trim();
   return {
     module: join(node, 'node_modules', 'node-llama-cpp', 'dist', 'index.js'),

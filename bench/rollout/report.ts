@@ -154,7 +154,9 @@ export function renderTables(rows: Row[], ctx: Context): string {
 
 /** The engine against llama.cpp on the same weights (GGUF), ratios within each round. */
 function llamaTable(rows: Row[], ctx: Context): string[] {
-  const builds = [...new Set(rows.flatMap((r) => r.rounds.flatMap((x) => (x.llama ? [x.llama.engine] : []))))];
+  const builds = [
+    ...new Set(rows.flatMap((r) => r.rounds.flatMap((x) => (x.llama ? [x.llama.engine] : [])))),
+  ];
   const lines = [
     `llama.cpp: ${ctx.llamaCpp ?? 'node-llama-cpp'}; CPU backend ${builds.join(', ')}; the G sequences of one ` +
       'context decoded as one batch (each prefills its own copy of the prompt: no shared prefill), the same ' +

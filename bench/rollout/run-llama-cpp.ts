@@ -54,10 +54,16 @@ await serve(
   async () => {
     const lib = (await import(pathToFileURL(llamaCppModule).href)) as NodeLlamaCpp;
     // maxThreads = the measured thread count: node-llama-cpp otherwise shares out all cores between contexts.
-    const llama = await lib.getLlama({ gpu: false, build: 'never', logLevel: 'error', maxThreads: a.threads });
+    const llama = await lib.getLlama({
+      gpu: false,
+      build: 'never',
+      logLevel: 'error',
+      maxThreads: a.threads,
+    });
     const model = await llama.loadModel({ modelPath: gguf });
     // ggml picks one of its CPU backends for this CPU at run time; the report names the one it loaded.
-    const backend = /libggml-cpu-([\w-]+)\.so/.exec(readFileSync('/proc/self/maps', 'utf8'))?.[1] ?? 'unknown';
+    const backend =
+      /libggml-cpu-([\w-]+)\.so/.exec(readFileSync('/proc/self/maps', 'utf8'))?.[1] ?? 'unknown';
     const context = await model.createContext({
       sequences: a.G,
       contextSize: a.P + Math.max(a.N, a.warmupTokens) + 16,
@@ -86,7 +92,8 @@ await serve(
         );
         const end = performance.now();
         seed += a.G;
-        if (counts.some((n) => n !== N)) throw new Error(`llama.cpp generated ${counts.join(',')} tokens, expected ${N}`);
+        if (counts.some((n) => n !== N))
+          throw new Error(`llama.cpp generated ${counts.join(',')} tokens, expected ${N}`);
         // Prefill = until every sequence has its first token: all G prompts are in the context by then.
         const prefillMs = Math.max(...firstAt) - start;
         return {

@@ -33,7 +33,9 @@ TYPES = {
 def read_config(model_dir: Path) -> dict:
     cfg = json.loads((model_dir / "config.json").read_text())
     if cfg.get("model_type") != "qwen2":
-        raise SystemExit(f"{model_dir}/config.json: model_type {cfg.get('model_type')!r}, only qwen2 is supported")
+        raise SystemExit(
+            f"{model_dir}/config.json: model_type {cfg.get('model_type')!r}, only qwen2 is supported"
+        )
     return cfg
 
 
@@ -62,17 +64,22 @@ def vocabulary(model_dir: Path, vocab_size: int) -> tuple[list[str], list[int], 
         raise SystemExit(f"tokenizer id {max(by_id)} is past the model's vocab_size {vocab_size}")
     tokens = [by_id.get(i, f"[PAD{i}]") for i in range(vocab_size)]
     token_types = [
-        int(types.get(i, gguf.TokenType.NORMAL if i in by_id else gguf.TokenType.UNUSED)) for i in range(vocab_size)
+        int(types.get(i, gguf.TokenType.NORMAL if i in by_id else gguf.TokenType.UNUSED))
+        for i in range(vocab_size)
     ]
     merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"].get("merges", [])]
     cfg_path = model_dir / "tokenizer_config.json"
     tok_cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
     ids = {t: i for i, t in by_id.items()}
-    special = {k: ids[v] for k in ("eos_token", "pad_token", "bos_token") if isinstance(v := tok_cfg.get(k), str)}
+    special = {
+        k: ids[v] for k in ("eos_token", "pad_token", "bos_token") if isinstance(v := tok_cfg.get(k), str)
+    }
     return tokens, token_types, merges, special
 
 
-def quantised(data: np.ndarray, qtype: gguf.GGMLQuantizationType) -> tuple[np.ndarray, gguf.GGMLQuantizationType]:
+def quantised(
+    data: np.ndarray, qtype: gguf.GGMLQuantizationType
+) -> tuple[np.ndarray, gguf.GGMLQuantizationType]:
     """Matrices in `qtype`; 1-D tensors (norms, biases) stay f32, as llama.cpp's quantiser leaves them."""
     if data.ndim < 2:
         return data, gguf.GGMLQuantizationType.F32
@@ -89,7 +96,9 @@ def write(model_dir: Path, out: Path, type_name: str) -> None:
     n_heads = cfg["num_attention_heads"]
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // n_heads
     if head_dim * n_heads != cfg["hidden_size"]:
-        raise SystemExit("head_dim x num_attention_heads != hidden_size: llama.cpp's qwen2 does not take that shape")
+        raise SystemExit(
+            "head_dim x num_attention_heads != hidden_size: llama.cpp's qwen2 does not take that shape"
+        )
     rope = cfg.get("rope_parameters") or {}
     if rope.get("rope_type", "default") != "default":
         raise SystemExit(f"rope_type {rope['rope_type']!r}: only the default rope is written")

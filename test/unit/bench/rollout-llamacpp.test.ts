@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Measurement } from '../../../bench/rollout/child.ts';
 import { ensureGgufPython, ggufOf, ggufTypeFor } from '../../../bench/rollout/llamacpp.ts';
-import { renderTables, type Row } from '../../../bench/rollout/report.ts';
+import { type Row, renderTables } from '../../../bench/rollout/report.ts';
 import { REPO_ROOT, tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 const run = promisify(execFile);
@@ -71,7 +71,13 @@ describe('gguf_from_hf.py', { timeout: 300_000 }, () => {
 
   const read = async (type: 'f32' | 'q8_0' | 'q4_0') => {
     const out = join(work, `${type}.gguf`);
-    await run(python, [join(REPO_ROOT, 'bench/rollout/llamacpp/gguf_from_hf.py'), modelDir, out, '--type', type]);
+    await run(python, [
+      join(REPO_ROOT, 'bench/rollout/llamacpp/gguf_from_hf.py'),
+      modelDir,
+      out,
+      '--type',
+      type,
+    ]);
     const { stdout } = await run(python, ['-c', CHECK, out, join(modelDir, 'model.safetensors')]);
     return JSON.parse(stdout) as {
       arch: string;
@@ -152,7 +158,14 @@ describe('the llama.cpp table', () => {
       { bandwidth: 30e9, ours: m('toolrl', 120), llama: llama ? m('haswell', 100) : undefined },
     ],
   });
-  const ctx = { command: 'x', machine: 'cpu', threads: 2, model: 'm', warmupTokens: 16, llamaCpp: 'nlc 3.21.1' };
+  const ctx = {
+    command: 'x',
+    machine: 'cpu',
+    threads: 2,
+    model: 'm',
+    warmupTokens: 16,
+    llamaCpp: 'nlc 3.21.1',
+  };
 
   it('shows llama.cpp decode rates and the ratios taken within each round', () => {
     const text = renderTables([row(true)], ctx);
