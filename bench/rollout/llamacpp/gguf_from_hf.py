@@ -20,7 +20,6 @@ from pathlib import Path
 
 import gguf
 import numpy as np
-from safetensors import safe_open
 
 TYPES = {
     "f32": (gguf.GGMLQuantizationType.F32, gguf.LlamaFileType.ALL_F32),
@@ -40,14 +39,30 @@ def read_config(model_dir: Path) -> dict:
 
 
 def tensors(model_dir: Path):
-    """(name, fp32 array) for every tensor of the folder's safetensors files, in file order."""
+    """(name, fp32 array) for every tensor of the folder's safetensors files, in file order.
+
+    Read from the file's own layout (an 8-byte header size, a JSON header, raw little-endian data) because numpy has
+    no bfloat16, the dtype the presets' folders are saved in: bf16 becomes fp32 exactly (its bits are fp32's top 16).
+    """
     files = sorted(model_dir.glob("*.safetensors"))
     if not files:
         raise SystemExit(f"{model_dir}: no .safetensors files")
+    plain = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
     for f in files:
-        with safe_open(f, framework="numpy") as st:
-            for name in st.keys():
-                yield name, st.get_tensor(name).astype(np.float32, copy=False)
+        raw = np.memmap(f, dtype=np.uint8, mode="r")
+        n = int(raw[:8].view(np.uint64)[0])
+        header = json.loads(bytes(raw[8 : 8 + n]))
+        header.pop("__metadata__", None)
+        for name, info in header.items():
+            start, end = (8 + n + o for o in info["data_offsets"])
+            buf = raw[start:end]
+            if info["dtype"] == "BF16":
+                data = (buf.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+            elif info["dtype"] in plain:
+                data = buf.view(plain[info["dtype"]]).astype(np.float32)
+            else:
+                raise SystemExit(f"{f.name}: {name} is {info['dtype']}, not a float type")
+            yield name, data.reshape(info["shape"])
 
 
 def vocabulary(model_dir: Path, vocab_size: int) -> tuple[list[str], list[int], list[str], dict]:
