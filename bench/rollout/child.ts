@@ -35,6 +35,9 @@ export interface ChildArgs {
   threads: number;
   warmupTokens: number;
   sampler: string;
+  /** llama.cpp child only: the GGUF of the bundle's weights and node-llama-cpp's entry module. */
+  gguf?: string;
+  llamaCppModule?: string;
 }
 
 export function childArgs(): ChildArgs {
@@ -47,6 +50,8 @@ export function childArgs(): ChildArgs {
       threads: { type: 'string', default: '2' },
       'warmup-tokens': { type: 'string', default: '16' },
       sampler: { type: 'string', default: 'onnx' },
+      gguf: { type: 'string' },
+      'llama-cpp-module': { type: 'string' },
     },
   });
   if (!values.bundle) throw new Error('--bundle is required');
@@ -58,6 +63,8 @@ export function childArgs(): ChildArgs {
     threads: Number(values.threads),
     warmupTokens: Number(values['warmup-tokens']),
     sampler: values.sampler!,
+    ...(values.gguf ? { gguf: values.gguf } : {}),
+    ...(values['llama-cpp-module'] ? { llamaCppModule: values['llama-cpp-module'] } : {}),
   };
 }
 

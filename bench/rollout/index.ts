@@ -1,11 +1,12 @@
 // `npx tsx bench/rollout/index.ts`: the rollout engine at Qwen2.5-0.5B's dimensions (random weights, fp32 and
-// int4 bundles) against transformers.js `generate()` on the same bundle and against the memory-bandwidth bound
-// (weight bytes one decode step reads over a copy bandwidth measured in each round).
+// int4 bundles) against transformers.js `generate()` on the same bundle, against llama.cpp (node-llama-cpp's CPU
+// build, set up by llamacpp.ts) on a GGUF of the same weights (int4 -> Q4_0, int8 -> Q8_0, fp32 -> F32), and
+// against the memory-bandwidth bound (weight bytes one decode step reads over a copy bandwidth measured in each
+// round).
 //
-// Method: per bundle and batch size, both engines load in their own process and warm up once on the measured
-// shape; then `--rounds` rounds each measure the copy bandwidth and run the engine and transformers.js back to
-// back, the order alternating between rounds, so a load swing on a shared machine hits both sides of a ratio
-// instead of one. Every figure is reported as the median and range over the rounds. Prints the tables and
+// Method: per bundle and batch size, every engine loads in its own process and warms up once on the measured
+// shape; then `--rounds` rounds each measure the copy bandwidth and run the engines back to back, the order
+// rotating between rounds, so a load swing on a shared machine hits every side of a ratio instead of one. Every figure is reported as the median and range over the rounds. Prints the tables and
 // rewrites their block in the "Rollout engine" section of BENCHMARKS.md (the section's prose is kept).
 //
 // Quick sanity run (a few minutes): --dtypes int4 --new-tokens 32 --rounds 3 --no-write
@@ -17,13 +18,17 @@ import { parseArgs, promisify } from 'node:util';
 import { readBundle } from '#shared/policy/bundle';
 import { LEARNER_PYTHON, REPO_ROOT, tinyBundle } from '../support/tiny-model.ts';
 import { copyBandwidth } from './bandwidth.ts';
-import { Child } from './child.ts';
+import { Child, type Measurement } from './child.ts';
+import { ensureLlamaCpp, ggufOf, ggufTypeFor } from './llamacpp.ts';
 import { type Round, type Row, renderTables, replaceTables } from './report.ts';
 
 const USAGE =
   'usage: npx tsx bench/rollout/index.ts [--dtypes fp32,int4] [--n 8] [--prompt-tokens 128] [--new-tokens 256]\n' +
   '         [--rounds 3] [--warmup-tokens 16] [--threads <cores>] [--sampler onnx|js]\n' +
-  '         [--preset qwen2.5-0.5b|qwen2.5-1.5b|tiny] [--bundles DIR[,DIR]] [--skip-reference] [--no-write]\n' +
+  '         [--preset qwen2.5-0.5b|qwen2.5-1.5b|tiny] [--bundles DIR[,DIR]] [--skip-reference] [--no-llama-cpp]\n' +
+  '         [--no-write]\n' +
+  "  --skip-reference: no transformers.js; --no-llama-cpp: no llama.cpp (it needs the preset's model folder, so\n" +
+  '    --bundles skips it)\n' +
   '  --dtypes: fp32, int8, int4; int8/N or int4/N quantises in blocks of N weights (default 32)\n' +
   '  --bundles: measure these bundle folders (their manifest names the dtype) instead of building --dtypes\n';
 
@@ -40,6 +45,7 @@ const { values } = parseArgs({
     preset: { type: 'string', default: 'qwen2.5-0.5b' },
     bundles: { type: 'string' },
     'skip-reference': { type: 'boolean', default: false },
+    'llama-cpp': { type: 'boolean', default: true },
     write: { type: 'boolean', default: true },
     help: { type: 'boolean', default: false },
   },
@@ -99,8 +105,8 @@ async function weightBytes(bundle: string): Promise<number> {
 const label = (quantization: string, blockSize: number) =>
   quantization === 'none' ? 'fp32' : blockSize === 32 ? quantization : `${quantization} (block ${blockSize})`;
 
-/** The bundles to measure: given folders, or the preset's bundle per dtype (built on first use). */
-async function bundles(): Promise<{ dtype: string; dir: string }[]> {
+/** The bundles to measure: given folders, or the preset's bundle per dtype (built on first use) and its model. */
+async function bundles(): Promise<{ dtype: string; dir: string; modelDir?: string }[]> {
   if (values.bundles) {
     return Promise.all(
       values.bundles.split(',').map(async (dir) => {
@@ -109,7 +115,7 @@ async function bundles(): Promise<{ dtype: string; dir: string }[]> {
       }),
     );
   }
-  const out: { dtype: string; dir: string }[] = [];
+  const out: { dtype: string; dir: string; modelDir?: string }[] = [];
   for (const spec of values.dtypes!.split(',')) {
     const m = /^(fp32|int8|int4)(?:\/(\d+))?$/.exec(spec);
     if (!m || (m[1] === 'fp32' && m[2]))
@@ -119,48 +125,87 @@ async function bundles(): Promise<{ dtype: string; dir: string }[]> {
     const dtype = label(quantization, blockSize);
     log(`${dtype}: building/reusing the ${values.preset} bundle (first run: a few minutes)`);
     const preset = values.preset === 'tiny' ? {} : { preset: values.preset as 'qwen2.5-0.5b' };
-    out.push({ dtype, dir: (await tinyBundle({ ...preset, quantization, blockSize })).bundleDir });
+    const built = await tinyBundle({ ...preset, quantization, blockSize });
+    out.push({ dtype, dir: built.bundleDir, modelDir: built.modelDir });
   }
   return out;
 }
 
 const script = (name: string) => join(REPO_ROOT, 'bench', 'rollout', name);
 const rows: Row[] = [];
-for (const { dtype, dir } of await bundles()) {
+const measured = await bundles();
+const llamaCpp =
+  values['llama-cpp'] && measured.some((b) => b.modelDir) ? await ensureLlamaCpp(REPO_ROOT, log) : undefined;
+if (values['llama-cpp'] && !llamaCpp) log('--bundles: no model folder to convert, so no llama.cpp reference');
+for (const { dtype, dir, modelDir } of measured) {
   const { manifest: m } = await readBundle(dir);
   const bytes = await weightBytes(dir);
   log(`${dtype}: ${(bytes / 1e6).toFixed(0)} MB of weights read per decode step (${dir})`);
+  const gguf =
+    llamaCpp && modelDir
+      ? {
+          type: ggufTypeFor(dtype),
+          path: await ggufOf(llamaCpp, REPO_ROOT, modelDir, ggufTypeFor(dtype), log),
+        }
+      : undefined;
   for (const n of G === 1 ? [1] : [G, 1]) {
-    log(`${dtype}, G=${n}: loading and warming up both engines`);
-    const ours = await Child.start(script('run-engine.ts'), childArgs(dir, n), REPO_ROOT);
-    const ref = values['skip-reference']
-      ? undefined
-      : await Child.start(script('run-transformers-js.ts'), childArgs(dir, n), REPO_ROOT);
-    const done: Round[] = [];
+    log(`${dtype}, G=${n}: loading and warming up the engines`);
+    const sides: { key: 'ours' | 'ref' | 'llama'; name: string; child: Child }[] = [];
     try {
+      sides.push({
+        key: 'ours',
+        name: 'engine',
+        child: await Child.start(script('run-engine.ts'), childArgs(dir, n), REPO_ROOT),
+      });
+      if (!values['skip-reference'])
+        sides.push({
+          key: 'ref',
+          name: 'transformers.js',
+          child: await Child.start(script('run-transformers-js.ts'), childArgs(dir, n), REPO_ROOT),
+        });
+      if (gguf && llamaCpp)
+        sides.push({
+          key: 'llama',
+          name: `llama.cpp ${gguf.type}`,
+          child: await Child.start(
+            script('run-llama-cpp.ts'),
+            [...childArgs(dir, n), '--gguf', gguf.path, '--llama-cpp-module', llamaCpp.module],
+            REPO_ROOT,
+          ),
+        });
+      const done: Round[] = [];
       for (let r = 0; r < rounds; r++) {
         const bandwidth = Math.max(await copyBandwidth(bytes, 1, 3), await copyBandwidth(bytes, threads, 3));
-        // Alternate who goes first, so a drift in load over a round does not always favour the same side.
-        const engineFirst = r % 2 === 0;
-        const a = engineFirst || !ref ? await ours.run() : await ref.run();
-        const b = ref ? (engineFirst ? await ref.run() : await ours.run()) : undefined;
-        const round: Round =
-          engineFirst || !ref ? { bandwidth, ours: a, ref: b } : { bandwidth, ours: b!, ref: a };
+        // Rotate who goes first, so a drift in load over a round does not always favour the same side.
+        const got: Partial<Record<'ours' | 'ref' | 'llama', Measurement>> = {};
+        for (let i = 0; i < sides.length; i++) {
+          const side = sides[(r + i) % sides.length]!;
+          got[side.key] = await side.child.run();
+        }
+        const round: Round = { bandwidth, ours: got.ours!, ref: got.ref, llama: got.llama };
         done.push(round);
         log(
-          `${dtype}, G=${n}, round ${r + 1}/${rounds}: copy ${(bandwidth / 1e9).toFixed(2)} GB/s; engine ` +
-            `${round.ours.totalMs.toFixed(0)} ms (load ${round.ours.loadAvg.toFixed(1)})` +
-            (round.ref
-              ? `; transformers.js ${round.ref.totalMs.toFixed(0)} ms (load ${round.ref.loadAvg.toFixed(1)})`
-              : ''),
+          `${dtype}, G=${n}, round ${r + 1}/${rounds}: copy ${(bandwidth / 1e9).toFixed(2)} GB/s; ` +
+            sides
+              .map(({ key, name }) => {
+                const x = got[key]!;
+                return `${name} ${x.totalMs.toFixed(0)} ms (load ${x.loadAvg.toFixed(1)})`;
+              })
+              .join('; '),
         );
       }
+      const cacheBytesPerToken = 2 * m.numLayers * m.numKeyValueHeads * m.headDim * 4;
+      rows.push({
+        dtype,
+        G: n,
+        weightBytes: bytes,
+        cacheBytesPerToken,
+        rounds: done,
+        ...(gguf ? { gguf: gguf.type } : {}),
+      });
     } finally {
-      await ours.stop();
-      await ref?.stop();
+      for (const { child } of sides) await child.stop();
     }
-    const cacheBytesPerToken = 2 * m.numLayers * m.numKeyValueHeads * m.headDim * 4;
-    rows.push({ dtype, G: n, weightBytes: bytes, cacheBytesPerToken, rounds: done });
   }
 }
 
@@ -173,6 +218,11 @@ const tables = renderTables(rows, {
     ? `bundles ${values.bundles}`
     : `${values.preset}'s dimensions, random weights (\`toolrl_learner tiny --preset\`, then \`export\`)`,
   warmupTokens,
+  ...(llamaCpp
+    ? {
+        llamaCpp: `node-llama-cpp ${llamaCpp.versions.nodeLlamaCpp} (llama.cpp ${llamaCpp.versions.llamaCpp}, its prebuilt linux-x64 CPU build), GGUF written by gguf ${llamaCpp.versions.gguf}`,
+      }
+    : {}),
 });
 process.stdout.write(`\n${tables}\n`);
 if (values.write) {

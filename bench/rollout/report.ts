@@ -1,17 +1,21 @@
 // The tables bench/rollout prints and writes into BENCHMARKS.md ("Rollout engine", between the markers below):
 // every figure is the median over the rounds with the range (min-max) in brackets; ratios are taken per round
-// (engine and transformers.js of the same round, the bound from that round's copy bandwidth), then summarised.
+// (the engine against transformers.js or llama.cpp of the same round, the bound from that round's copy
+// bandwidth), then summarised.
 import type { Measurement } from './child.ts';
 
 export const BEGIN = '<!-- bench/rollout: generated, begin -->';
 export const END = '<!-- bench/rollout: generated, end -->';
 
-/** One round: a copy-bandwidth measurement, then the engine and the reference back to back (alternating order). */
+/** One round: a copy-bandwidth measurement, then the engine and the references back to back (rotating order). */
 export interface Round {
   /** Copy bandwidth, bytes moved (read + write) per second, measured at the start of the round. */
   bandwidth: number;
   ours: Measurement;
-  ref?: Measurement;
+  /** transformers.js on the same bundle. */
+  ref?: Measurement | undefined;
+  /** llama.cpp on a GGUF of the same weights. */
+  llama?: Measurement | undefined;
 }
 
 export interface Row {
@@ -22,6 +26,8 @@ export interface Row {
   /** Bytes of KV cache per token per row (2 x layers x kv heads x head dim x 4). */
   cacheBytesPerToken: number;
   rounds: Round[];
+  /** The GGUF type llama.cpp ran against this bundle (q4_0, q8_0, f32), when it ran. */
+  gguf?: string;
 }
 
 export interface Context {
@@ -31,6 +37,8 @@ export interface Context {
   /** What was measured, e.g. "qwen2.5-0.5b's dimensions, random weights". */
   model: string;
   warmupTokens: number;
+  /** The llama.cpp reference's versions, when it ran. */
+  llamaCpp?: string;
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -139,8 +147,43 @@ export function renderTables(rows: Row[], ctx: Context): string {
       `| ${r.dtype} | ${r.G} | ${cell(step)} | ${cell(sampling)} | ${cell(bound)} | ${f(meanCache / 1e6, 1)} |`,
     );
   }
+  if (rows.some((r) => r.rounds.some((x) => x.llama))) lines.push('', ...llamaTable(rows, ctx));
   lines.push(END);
   return `${lines.join('\n')}\n`;
+}
+
+/** The engine against llama.cpp on the same weights (GGUF), ratios within each round. */
+function llamaTable(rows: Row[], ctx: Context): string[] {
+  const builds = [
+    ...new Set(rows.flatMap((r) => r.rounds.flatMap((x) => (x.llama ? [x.llama.engine] : [])))),
+  ];
+  const lines = [
+    `llama.cpp: ${ctx.llamaCpp ?? 'node-llama-cpp'}; CPU backend ${builds.join(', ')}; the G sequences of one ` +
+      'context decoded as one batch (each prefills its own copy of the prompt: no shared prefill), the same ' +
+      'sampling (temperature 1, full vocabulary) and EOS fed back like any token.',
+    '',
+    '| bundle | G | llama.cpp GGUF | llama.cpp prefill tok/s | llama.cpp decode tok/s | llama.cpp end-to-end tok/s | engine vs llama.cpp, decode | engine vs llama.cpp, end-to-end |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const r of rows) {
+    if (!r.rounds.some((x) => x.llama)) continue;
+    const ll = (g: (m: Measurement) => number, d: number) =>
+      cell(
+        perRound(r, (x) => (x.llama ? g(x.llama) : undefined)),
+        d,
+      );
+    const vs = (g: (m: Measurement) => number) =>
+      cell(
+        perRound(r, (x) => (x.llama ? g(x.ours) / g(x.llama) : undefined)),
+        2,
+        'x',
+      );
+    lines.push(
+      `| ${r.dtype} | ${r.G} | ${(r.gguf ?? '?').toUpperCase()} | ${ll(prefillRate, 0)} | ${ll(decodeRate, 1)} | ` +
+        `${ll(endToEnd, 1)} | ${vs(decodeRate)} | ${vs(endToEnd)} |`,
+    );
+  }
+  return lines;
 }
 
 /** `text` with the generated block of the "Rollout engine" section replaced (the section's prose is kept). */
