@@ -1,7 +1,7 @@
 // The one declaration of the pipeline's topology: queues, their consumers, timeouts, dead-letter
 // settings, batch sizes, bucket prefixes and notifications. The CDK stacks (deployed to AWS, or to LocalStack
 // as a template) and the embedded runtime both read this, so they cannot drift.
-import { fill, folderOf, templatePattern } from './templates.ts';
+import { fill, folderOf, templatePattern } from '#shared/templates';
 
 /** The Lambda-style stages (each has a handler in functions/<name>/index.ts). */
 export type FunctionName = 'run-starter' | 'feeder' | 'rollout' | 'tool-call' | 'reward';

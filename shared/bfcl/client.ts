@@ -5,7 +5,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { delimiter } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { z } from 'zod';
-import { processEnvForTool } from '../tools/secrets.ts';
+import { processEnvForTool } from '#shared/tools/secrets';
 import { BFCL_PACKAGE_DIR, bfclPython } from './env.ts';
 import {
   AnswerSchema,

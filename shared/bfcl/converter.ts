@@ -9,11 +9,11 @@
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { chatMessages } from '#shared/data/converters/messages';
+import type { ConvertContext, ConvertedRow, Converter, ConvertResult } from '#shared/data/converters/types';
+import { InputError, isObject, readRecords, recordObject } from '#shared/data/records';
 import type { ToolSchema } from '#shared/schemas/chat';
-import { chatMessages } from '../data/converters/messages.ts';
-import type { ConvertContext, ConvertedRow, Converter, ConvertResult } from '../data/converters/types.ts';
-import { InputError, isObject, readRecords, recordObject } from '../data/records.ts';
-import { bfclSchemaToJsonSchema } from '../tools/bfcl-schema.ts';
+import { bfclSchemaToJsonSchema } from '#shared/tools/bfcl-schema';
 import { BfclPrepareError, prepareBfclEntries } from './prepare.ts';
 
 const BFCL_FILE = /^BFCL_v\d+_multi_turn_.*\.jsonl?$/;

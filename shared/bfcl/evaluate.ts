@@ -6,7 +6,7 @@ import { loadPolicy } from '#shared/policy/policy';
 import { rewardInputFromTrajectory } from '#shared/rewards/input';
 import type { MultiTurnConfig } from '#shared/schemas/config/rollout';
 import type { FinishReason } from '#shared/schemas/trajectory';
-import { buildToolRegistry } from '../tools/registry.ts';
+import { buildToolRegistry } from '#shared/tools/registry';
 import './register-tool.ts'; // the registry it builds must know the bfcl kind
 import { type BfclCheck, checkTrajectory } from './check.ts';
 import { sharedBfclEnv } from './client.ts';

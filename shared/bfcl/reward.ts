@@ -8,7 +8,7 @@
 //                   (`eos` after the last user turn; BFCL fails force-terminated entries), else 0
 //   score           progress (default) or success (`score: success`)
 import { z } from 'zod';
-import { defineReward } from '../rewards/types.ts';
+import { defineReward } from '#shared/rewards/types';
 import { checkTrajectory } from './check.ts';
 import { sharedBfclEnv } from './client.ts';
 import { ensureBfclEnv } from './env.ts';

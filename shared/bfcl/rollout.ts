@@ -17,7 +17,7 @@ import type { TokenState } from '#shared/policy/token-state';
 import { PrefixBreakError } from '#shared/policy/turns';
 import type { MultiTurnConfig } from '#shared/schemas/config/rollout';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
-import type { ToolRegistry } from '../tools/registry.ts';
+import type { ToolRegistry } from '#shared/tools/registry';
 
 export interface EpisodeRun {
   episode: EpisodeState;

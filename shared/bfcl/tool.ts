@@ -6,8 +6,8 @@
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import type { ToolSchema } from '#shared/schemas/chat';
-import { defineToolKind, type RowTools } from '../tools/kind.ts';
-import { type Tool, ToolFailure } from '../tools/types.ts';
+import { defineToolKind, type RowTools } from '#shared/tools/kind';
+import { type Tool, ToolFailure } from '#shared/tools/types';
 import { type BfclEnv, BfclEnvError, sharedBfclEnv } from './client.ts';
 import { bfclEntryOf } from './entry.ts';
 import { ensureBfclEnv } from './env.ts';

@@ -5,7 +5,7 @@
 //   timed out) did not, and the model was told so.
 //   an assistant turn with no call attempt ends its user turn (the episode then feeds the next user message).
 import type { ToolResult } from '#shared/schemas/tool-result';
-import { decodeArguments } from '../tools/validate.ts';
+import { decodeArguments } from '#shared/tools/validate';
 import type { BfclCall } from './protocol.ts';
 
 /** A call as rewards and turn records hold it; `result` null means unknown (hand-written input): counted as run. */

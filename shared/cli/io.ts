@@ -1,5 +1,5 @@
 // Small helpers shared by the commands: read stdin, print JSON, read a JSON/YAML file with a clear error.
-import { ConfigFileError, readConfigFile } from '../tools/config.ts';
+import { ConfigFileError, readConfigFile } from '#shared/tools/config';
 import { UsageError } from './errors.ts';
 
 export async function readStdin(): Promise<string> {

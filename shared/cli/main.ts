@@ -4,7 +4,7 @@ import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Command, CommanderError } from 'commander';
-import { ConfigFileError } from '../tools/config.ts';
+import { ConfigFileError } from '#shared/tools/config';
 import { UsageError } from './errors.ts';
 
 export interface CommandModule {

@@ -1,19 +1,19 @@
 // The schemas exported as JSON Schema for the Python learner (gpu-worker validates what it reads), and the
 // cross-language constants (key layout, queue attribute names, id formats) it builds keys and messages from.
 import { z } from 'zod';
-import { ATTR } from '../ports/queue.ts';
-import { RunConfigSchema } from '../schemas/config/run.ts';
-import { DeadLetterRecordSchema } from '../schemas/dead-letter.ts';
+import { ATTR } from '#shared/ports/queue';
+import { RunConfigSchema } from '#shared/schemas/config/run';
+import { DeadLetterRecordSchema } from '#shared/schemas/dead-letter';
 import {
   LearnerInputLineSchema,
   LearnerOutputLineSchema,
   LearnerStateSchema,
-} from '../schemas/learner-stdio.ts';
-import { ID_TEMPLATES } from '../schemas/messages/group-ref.ts';
-import { BundleManifestSchema, PolicyPointerSchema } from '../schemas/policy.ts';
-import { RunStatusSchema } from '../schemas/run-status.ts';
-import { ScoredGroupMessageSchema, ScoredGroupSchema } from '../schemas/scored-group.ts';
-import { KEY_TEMPLATES } from '../topology.ts';
+} from '#shared/schemas/learner-stdio';
+import { ID_TEMPLATES } from '#shared/schemas/messages/group-ref';
+import { BundleManifestSchema, PolicyPointerSchema } from '#shared/schemas/policy';
+import { RunStatusSchema } from '#shared/schemas/run-status';
+import { ScoredGroupMessageSchema, ScoredGroupSchema } from '#shared/schemas/scored-group';
+import { KEY_TEMPLATES } from '#shared/topology';
 
 export const EXPORTED: Record<string, z.ZodType> = {
   'scored-group': ScoredGroupSchema,

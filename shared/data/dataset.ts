@@ -4,7 +4,7 @@
 
 import type { z } from 'zod';
 import { type DatasetRow, type DatasetRowInput, DatasetRowSchema } from '#shared/schemas/dataset-row';
-import { bfclDocToToolSchema } from '../tools/bfcl-schema.ts';
+import { bfclDocToToolSchema } from '#shared/tools/bfcl-schema';
 import { adaptForeignRow } from './foreign-rows.ts';
 import {
   encodeParquet,

@@ -1,8 +1,8 @@
 // Prompt lengths in tokens, as the rollout sees them: the model's chat template applied to the prompt and
 // its tools, with the generation prompt. Loads a local Hugging Face tokenizer folder (tokenizer.json +
 // tokenizer_config.json, chat_template.jinja when the template is there) through shared/policy's tokenizer.
-import { ChatTokenizer } from '../policy/tokenizer.ts';
-import type { DatasetRow } from '../schemas/dataset-row.ts';
+import { ChatTokenizer } from '#shared/policy/tokenizer';
+import type { DatasetRow } from '#shared/schemas/dataset-row';
 
 export type CountTokens = (row: DatasetRow) => number;
 

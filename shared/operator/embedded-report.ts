@@ -3,9 +3,9 @@
 // deleted: waiting and in flight alike.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
-import { QueueJournal } from '../adapters/embedded/queue-journal.ts';
-import { dlqName, keys, QUEUES, type QueueName } from '../topology.ts';
+import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
+import { QueueJournal } from '#shared/adapters/embedded/queue-journal';
+import { dlqName, keys, QUEUES, type QueueName } from '#shared/topology';
 import { type QueueReport, type RunReport, reportOf } from './run-report.ts';
 
 /** Where an embedded run keeps its queue journals (EmbeddedPipeline's default). */

@@ -8,8 +8,8 @@ import {
   awsClientOptionsFromEnv,
   sqsClient,
 } from '#shared/adapters/aws/clients';
+import { bucketName, deadLetterQueueName, queueName } from '#shared/deployment/names';
 import { QUEUES, type QueueName } from '#shared/topology';
-import { bucketName, deadLetterQueueName, queueName } from '../deployment/names.ts';
 
 export interface EnvironmentResources {
   readonly env: string;

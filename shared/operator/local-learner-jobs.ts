@@ -5,9 +5,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import type { LearnerJobs } from '#shared/ports/learner-jobs';
 import type { RunStatus } from '#shared/schemas/run-status';
-import { FUNCTION_ENV } from '../deployment/function-env.ts';
 import type { EnvironmentResources } from './environment.ts';
 
 export type LearnerJobEvent =

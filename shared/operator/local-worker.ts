@@ -11,13 +11,13 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { type AwsClientOptions, sqsClient } from '#shared/adapters/aws/clients';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { createRunStarterHandler } from '#shared/pipeline/stages/handlers';
 import type { Queue } from '#shared/ports/queue';
 import { EMBEDDED_SETTINGS, learnerPython } from '#shared/runtime/embedded';
 import type { SqsHandler } from '#shared/runtime/event-source-mapping';
 import { type FunctionSettings, LocalRuntime } from '#shared/runtime/local-runtime';
 import { FUNCTIONS, type FunctionName, QUEUES, type QueueName } from '#shared/topology';
-import { FUNCTION_ENV } from '../deployment/function-env.ts';
 import {
   awsSetupError,
   clientOptions,

@@ -5,10 +5,10 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type ZodType, z } from 'zod';
-import { BadMessageError, describeError, isPermanent } from '../ports/errors.ts';
-import { ATTR } from '../ports/queue.ts';
-import type { StageContext } from '../ports/stage-context.ts';
-import { DeadLetterStageSchema } from '../schemas/dead-letter.ts';
+import { BadMessageError, describeError, isPermanent } from '#shared/ports/errors';
+import { ATTR } from '#shared/ports/queue';
+import type { StageContext } from '#shared/ports/stage-context';
+import { DeadLetterStageSchema } from '#shared/schemas/dead-letter';
 import { decodeMessage } from './claim-check.ts';
 import { groupOfPayload, recordDeadLetter } from './dead-letters.ts';
 

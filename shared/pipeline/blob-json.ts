@@ -1,7 +1,7 @@
 // Reading and writing JSON objects in the blob store through their zod schemas.
 import type { ZodType } from 'zod';
 import { z } from 'zod';
-import type { BlobStore, ConditionalPut } from '../ports/blob-store.ts';
+import type { BlobStore, ConditionalPut } from '#shared/ports/blob-store';
 
 export class CorruptObjectError extends Error {
   override name = 'CorruptObjectError';

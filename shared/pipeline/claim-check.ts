@@ -1,10 +1,10 @@
 // Claim check: a message body over the queue's threshold is stored in the blob store under its sha256 and
 // the queue carries {key, sha256}; the reader verifies the hash and fails permanently, naming the key.
 import { createHash } from 'node:crypto';
-import type { BlobStore } from '../ports/blob-store.ts';
-import { BadMessageError } from '../ports/errors.ts';
-import { ClaimCheckEnvelopeSchema } from '../schemas/messages/claim-check.ts';
-import { CLAIM_CHECK_THRESHOLD_BYTES, keys } from '../topology.ts';
+import type { BlobStore } from '#shared/ports/blob-store';
+import { BadMessageError } from '#shared/ports/errors';
+import { ClaimCheckEnvelopeSchema } from '#shared/schemas/messages/claim-check';
+import { CLAIM_CHECK_THRESHOLD_BYTES, keys } from '#shared/topology';
 
 export const sha256Hex = (data: string | Uint8Array): string =>
   createHash('sha256').update(data).digest('hex');

@@ -12,8 +12,8 @@ import {
   REWARD_CONFIG_ALIASES,
   rewardName,
   VALUE_ALIASES,
-} from '../schemas/config/aliases.ts';
-import { CriticConfigSchema } from '../schemas/config/critic.ts';
+} from '#shared/schemas/config/aliases';
+import { CriticConfigSchema } from '#shared/schemas/config/critic';
 import { schemaAt } from './config-paths.ts';
 
 export class AliasError extends Error {

@@ -4,7 +4,7 @@
 // by name, with the keys that do exist there), and the value is read as YAML, then kept a string where the schema
 // wants one (`name=2024` is the name "2024").
 import { parse as parseYaml } from 'yaml';
-import { FOREIGN_SECTIONS } from '../schemas/config/aliases.ts';
+import { FOREIGN_SECTIONS } from '#shared/schemas/config/aliases';
 import {
   AliasError,
   deletePath,

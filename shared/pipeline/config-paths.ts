@@ -1,6 +1,6 @@
 // Where a dotted path leads in the run-config schema: what command-line overrides and alias resolution check
 // a key against (an unknown key is named with the keys that do exist there).
-import { RunConfigSchema } from '../schemas/config/run.ts';
+import { RunConfigSchema } from '#shared/schemas/config/run';
 
 interface ZodLike {
   _zod: { def: Record<string, unknown> & { type: string } };

@@ -1,8 +1,8 @@
 // Sending from a stage: every payload goes through the claim check to the queues the stage's context holds
 // (the StageContext port, shared/ports/stage-context.ts).
-import type { StageContext } from '../ports/stage-context.ts';
-import type { QueueName } from '../topology.ts';
-import { CLAIM_CHECK_THRESHOLD_BYTES } from '../topology.ts';
+import type { StageContext } from '#shared/ports/stage-context';
+import type { QueueName } from '#shared/topology';
+import { CLAIM_CHECK_THRESHOLD_BYTES } from '#shared/topology';
 import { encodeMessage } from './claim-check.ts';
 
 /** Sends payloads to a queue, each through the claim check. */

@@ -2,16 +2,16 @@
 // which the learner counts (it stops waiting for the group) and the stage that writes it holds against the run's
 // limit. Without it one message in a dead-letter queue left its group, and so the run, waiting forever.
 import { z } from 'zod';
-import type { BlobStore } from '../ports/blob-store.ts';
-import type { StageContext } from '../ports/stage-context.ts';
+import type { BlobStore } from '#shared/ports/blob-store';
+import type { StageContext } from '#shared/ports/stage-context';
 import {
   type DeadLetterRecord,
   DeadLetterRecordSchema,
   type DeadLetterStage,
-} from '../schemas/dead-letter.ts';
-import { type GroupRef, GroupRefSchema } from '../schemas/messages/group-ref.ts';
-import type { RunStatus } from '../schemas/run-status.ts';
-import { keys, parseKey } from '../topology.ts';
+} from '#shared/schemas/dead-letter';
+import { type GroupRef, GroupRefSchema } from '#shared/schemas/messages/group-ref';
+import type { RunStatus } from '#shared/schemas/run-status';
+import { keys, parseKey } from '#shared/topology';
 import { getJson, putJsonIfAbsent } from './blob-json.ts';
 import { maybeCompleteRun, writeEvalSummaryIfComplete } from './eval.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';

@@ -2,14 +2,14 @@
 // groups are scored (with verl-style `val/...` metrics, overall and per data source), and the run's
 // completion (the learner is done and its final version is evaluated).
 import { z } from 'zod';
-import type { StageContext } from '../ports/stage-context.ts';
-import type { RewardConfig } from '../schemas/config/reward.ts';
-import type { LearnerState } from '../schemas/learner-stdio.ts';
-import { LearnerStateSchema } from '../schemas/learner-stdio.ts';
-import { valGroupIdPrefix } from '../schemas/messages/group-ref.ts';
-import type { RunStatus } from '../schemas/run-status.ts';
-import { type ScoredGroup, ScoredGroupSchema } from '../schemas/scored-group.ts';
-import { keys, parseKey } from '../topology.ts';
+import type { StageContext } from '#shared/ports/stage-context';
+import type { RewardConfig } from '#shared/schemas/config/reward';
+import type { LearnerState } from '#shared/schemas/learner-stdio';
+import { LearnerStateSchema } from '#shared/schemas/learner-stdio';
+import { valGroupIdPrefix } from '#shared/schemas/messages/group-ref';
+import type { RunStatus } from '#shared/schemas/run-status';
+import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
+import { keys, parseKey } from '#shared/topology';
 import { getJson, putJsonIfAbsent, readJson } from './blob-json.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
@@ -57,8 +57,8 @@ export function accuracyComponentOf(
 
 /** DeclaredAccuracy over the built-in rewards (loaded on first use: only the reward stage summarises). */
 async function builtinAccuracy(): Promise<DeclaredAccuracy> {
-  await import('../bfcl/register-reward.ts'); // BFCL's reward (and its accuracy) joins the built-ins
-  const { BUILTIN_REWARDS } = await import('../rewards/registry.ts');
+  await import('#shared/bfcl/register-reward'); // BFCL's reward (and its accuracy) joins the built-ins
+  const { BUILTIN_REWARDS } = await import('#shared/rewards/registry');
   const byName = new Map(BUILTIN_REWARDS.map((d) => [d.name, d.accuracy ?? null]));
   return (name) => byName.get(name);
 }

@@ -1,8 +1,8 @@
 // Cheap checks that let a redelivered message skip work whose result already exists, and the trajectory's id.
 
-import type { StageContext } from '../ports/stage-context.ts';
-import type { TrajectoryInFlight } from '../schemas/messages/trajectory-in-flight.ts';
-import { keys } from '../topology.ts';
+import type { StageContext } from '#shared/ports/stage-context';
+import type { TrajectoryInFlight } from '#shared/schemas/messages/trajectory-in-flight';
+import { keys } from '#shared/topology';
 
 /** How a record arrived (SQS's ApproximateReceiveCount): 1 on a first receive, more on a redelivery. */
 export interface Delivery {

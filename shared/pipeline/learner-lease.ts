@@ -5,8 +5,8 @@
 // job is taken over (compare-and-swap on its etag) once it is older than any starter could still be working.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { StageContext } from '../ports/stage-context.ts';
-import { FUNCTIONS, keys } from '../topology.ts';
+import type { StageContext } from '#shared/ports/stage-context';
+import { FUNCTIONS, keys } from '#shared/topology';
 import { readJson, toJson } from './blob-json.ts';
 
 /**

@@ -1,9 +1,9 @@
 // The run's walk over curriculum stages, epochs and prompts: position p of the walk is one train group.
 // It is a pure function of the config and the datasets' row counts, so the feeder only stores a position.
 import { createHash } from 'node:crypto';
-import { samplingStream } from '../policy/rng.ts';
-import type { RunConfig } from '../schemas/config/run.ts';
-import { trainIds } from '../schemas/messages/group-ref.ts';
+import { samplingStream } from '#shared/policy/rng';
+import type { RunConfig } from '#shared/schemas/config/run';
+import { trainIds } from '#shared/schemas/messages/group-ref';
 
 export interface PlanStage {
   readonly index: number;

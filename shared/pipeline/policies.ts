@@ -6,10 +6,10 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { LoadPolicyOptions, Policy, PolicyParts } from '../policy/policy.ts';
-import type { BlobStore } from '../ports/blob-store.ts';
-import { PolicyPointerSchema } from '../schemas/policy.ts';
-import { keys } from '../topology.ts';
+import type { LoadPolicyOptions, Policy, PolicyParts } from '#shared/policy/policy';
+import type { BlobStore } from '#shared/ports/blob-store';
+import { PolicyPointerSchema } from '#shared/schemas/policy';
+import { keys } from '#shared/topology';
 import { readJson } from './blob-json.ts';
 import { readRunStatus } from './run-status.ts';
 
@@ -151,8 +151,8 @@ export class BlobPolicyProvider implements PolicyProvider {
       ...(chatTemplate !== undefined ? { chatTemplate } : {}),
     };
     if (this.opts.load) return this.opts.load(dir, opts);
-    const engine = await import('../policy/policy.ts');
-    const { readBundle } = await import('../policy/bundle.ts');
+    const engine = await import('#shared/policy/policy');
+    const { readBundle } = await import('#shared/policy/bundle');
     // The tokenizer carries the template, so versions share parts only under the same one.
     const key = `${engine.policyPartsKey((await readBundle(dir)).manifest)}|${chatTemplate ?? ''}`;
     let parts = this.parts.get(key);

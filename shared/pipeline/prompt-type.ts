@@ -7,9 +7,9 @@ import {
   loadPromptTemplate,
   looksLikePath,
   type PromptTemplate,
-} from '../data/prompts/templates.ts';
-import { PermanentError } from '../ports/errors.ts';
-import type { DatasetRow } from '../schemas/dataset-row.ts';
+} from '#shared/data/prompts/templates';
+import { PermanentError } from '#shared/ports/errors';
+import type { DatasetRow } from '#shared/schemas/dataset-row';
 
 /** The template cannot be loaded, or a row was already written with another one: the run cannot go on. */
 export class PromptTypeError extends PermanentError {

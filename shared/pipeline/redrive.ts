@@ -1,17 +1,17 @@
 // `toolrl redrive`: after a fix, a run's dead-lettered messages go back to the queues they came from, and their
 // dead-letter records move to `redriven/`, so the run's dropped count no longer holds them (the learner trains
 // each group that now completes). Written against the queue port, so SQS and the embedded queues share it.
-import type { BlobStore } from '../ports/blob-store.ts';
-import type { Queue, ReceivedMessage } from '../ports/queue.ts';
-import type { QueueSet } from '../ports/queue-set.ts';
+import type { BlobStore } from '#shared/ports/blob-store';
+import type { Queue, ReceivedMessage } from '#shared/ports/queue';
+import type { QueueSet } from '#shared/ports/queue-set';
 import {
   type DeadLetterRecord,
   type DeadLetterStage,
   DeadLetterStageSchema,
   type RedrivenRecord,
-} from '../schemas/dead-letter.ts';
-import { ClaimCheckEnvelopeSchema } from '../schemas/messages/claim-check.ts';
-import { consumedQueue, keys, type QueueName } from '../topology.ts';
+} from '#shared/schemas/dead-letter';
+import { ClaimCheckEnvelopeSchema } from '#shared/schemas/messages/claim-check';
+import { consumedQueue, keys, type QueueName } from '#shared/topology';
 import { putJson } from './blob-json.ts';
 import { decodeMessage } from './claim-check.ts';
 import { groupOfPayload, listDeadLetters } from './dead-letters.ts';

@@ -3,11 +3,11 @@
 import { basename, dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { looksLikePath } from '../data/prompts/templates.ts';
-import { ChatTemplateError, resolveChatTemplate } from '../policy/chat-templates.ts';
-import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
-import type { ToolSpec } from '../schemas/config/tools.ts';
-import { keys } from '../topology.ts';
+import { looksLikePath } from '#shared/data/prompts/templates';
+import { ChatTemplateError, resolveChatTemplate } from '#shared/policy/chat-templates';
+import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
+import type { ToolSpec } from '#shared/schemas/config/tools';
+import { keys } from '#shared/topology';
 import { AliasError, applyConfigAliases, isPlain, type Plain } from './config-aliases.ts';
 import { applyOverrides } from './config-overrides.ts';
 

@@ -5,13 +5,13 @@
 import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { stringify } from 'yaml';
-import { DatasetError, encodeDataset } from '../data/dataset.ts';
-import { datasetFormat, parquetName, readJsonDataset } from '../data/dataset-file.ts';
-import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
-import type { ToolSpec } from '../schemas/config/tools.ts';
-import '../bfcl/register-tool.ts'; // BFCL's tool kind joins the built-ins toolSource knows
-import { toolSource } from '../tools/kinds.ts';
-import { toolSpecsOf } from '../tools/specs.ts';
+import { DatasetError, encodeDataset } from '#shared/data/dataset';
+import { datasetFormat, parquetName, readJsonDataset } from '#shared/data/dataset-file';
+import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
+import type { ToolSpec } from '#shared/schemas/config/tools';
+import '#shared/bfcl/register-tool'; // BFCL's tool kind joins the built-ins toolSource knows
+import { toolSource } from '#shared/tools/kinds';
+import { toolSpecsOf } from '#shared/tools/specs';
 import { isPlain, type Plain } from './config-aliases.ts';
 import { ConfigError, checkInputNames, inputName, loadRunConfig, referencedFiles } from './run-config.ts';
 

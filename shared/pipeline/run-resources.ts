@@ -4,17 +4,17 @@
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { readDatasetObject } from '../data/dataset-file.ts';
-import { chatTemplateRefusal } from '../policy/chat-templates.ts';
-import type { BlobStore } from '../ports/blob-store.ts';
-import { PermanentError } from '../ports/errors.ts';
-import type { RewardFn } from '../rewards/types.ts';
-import { type RunConfig, RunConfigSchema } from '../schemas/config/run.ts';
-import type { DatasetRow } from '../schemas/dataset-row.ts';
-import type { RunStatus } from '../schemas/run-status.ts';
-import type { ToolRegistry } from '../tools/registry.ts';
-import type { TokenCounter } from '../tools/token-counter.ts';
-import { keys } from '../topology.ts';
+import { readDatasetObject } from '#shared/data/dataset-file';
+import { chatTemplateRefusal } from '#shared/policy/chat-templates';
+import type { BlobStore } from '#shared/ports/blob-store';
+import { PermanentError } from '#shared/ports/errors';
+import type { RewardFn } from '#shared/rewards/types';
+import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
+import type { DatasetRow } from '#shared/schemas/dataset-row';
+import type { RunStatus } from '#shared/schemas/run-status';
+import type { ToolRegistry } from '#shared/tools/registry';
+import type { TokenCounter } from '#shared/tools/token-counter';
+import { keys } from '#shared/topology';
 import { rewardCodeFromUpload } from './run-config.ts';
 import { readRunStatus } from './run-status.ts';
 import { runTokenCounter, runTokenizerDir } from './run-tokenizer.ts';
@@ -147,9 +147,9 @@ export class RunResources {
   hasStatefulTools(runId: string, stage: string | null): Promise<boolean> {
     return memo(this.statefulTools, `${runId}\u0000${stage}`, async () => {
       const config = await this.config(runId, stage);
-      await import('../bfcl/register-tool.ts'); // BFCL's tool kind joins the built-ins
-      const { toolSpecsOf } = await import('../tools/specs.ts');
-      const { toolSource } = await import('../tools/kinds.ts');
+      await import('#shared/bfcl/register-tool'); // BFCL's tool kind joins the built-ins
+      const { toolSpecsOf } = await import('#shared/tools/specs');
+      const { toolSource } = await import('#shared/tools/kinds');
       const specs = toolSpecsOf(config.tools, await this.baseDir(runId));
       return specs.some((s) => {
         try {
@@ -182,7 +182,7 @@ export class RunResources {
       }
       const config = await this.config(runId);
       const override = config.model.chat_template;
-      const { ChatTokenizer } = await import('../policy/tokenizer.ts');
+      const { ChatTokenizer } = await import('#shared/policy/tokenizer');
       const tok = await ChatTokenizer.load(dir, override !== undefined ? { chatTemplate: override } : {});
       return chatTemplateRefusal(config.model.path, tok, override !== undefined);
     });
@@ -222,8 +222,8 @@ async function defaultBuildTools(
   baseDir: string,
   extras: { countTokens?: TokenCounter } = {},
 ): Promise<ToolsHandle> {
-  await import('../bfcl/register-tool.ts'); // BFCL's tool kind joins the built-ins
-  const { buildToolRegistry } = await import('../tools/registry.ts');
+  await import('#shared/bfcl/register-tool'); // BFCL's tool kind joins the built-ins
+  const { buildToolRegistry } = await import('#shared/tools/registry');
   const mt = config.rollout.multi_turn;
   return buildToolRegistry(config.tools, {
     baseDir,
@@ -236,8 +236,8 @@ async function defaultBuildTools(
 }
 
 async function defaultBuildReward(config: RunConfig, baseDir: string): Promise<RewardScorer> {
-  await import('../bfcl/register-reward.ts'); // BFCL's reward joins the built-ins
-  const { buildReward } = await import('../rewards/index.ts');
+  await import('#shared/bfcl/register-reward'); // BFCL's reward joins the built-ins
+  const { buildReward } = await import('#shared/rewards/index');
   return buildReward(config.reward, { baseDir });
 }
 

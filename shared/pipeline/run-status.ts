@@ -1,7 +1,7 @@
 // run.json access for the stages: read it, and move its status forward under compare-and-swap.
-import type { BlobStore } from '../ports/blob-store.ts';
-import { type RunState, type RunStatus, RunStatusSchema } from '../schemas/run-status.ts';
-import { keys } from '../topology.ts';
+import type { BlobStore } from '#shared/ports/blob-store';
+import { type RunState, type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
+import { keys } from '#shared/topology';
 import { readJson, updateJson } from './blob-json.ts';
 
 export async function readRunStatus(blobs: BlobStore, runId: string): Promise<RunStatus | undefined> {

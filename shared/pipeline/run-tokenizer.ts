@@ -5,9 +5,9 @@
 import { existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BlobStore } from '../ports/blob-store.ts';
-import { loadTokenCounter, type TokenCounter } from '../tools/token-counter.ts';
-import { keys } from '../topology.ts';
+import type { BlobStore } from '#shared/ports/blob-store';
+import { loadTokenCounter, type TokenCounter } from '#shared/tools/token-counter';
+import { keys } from '#shared/topology';
 
 /** What shared/policy's ChatTokenizer.load reads; the template file is optional (tokenizer_config may hold it). */
 const REQUIRED = ['tokenizer.json', 'tokenizer_config.json'] as const;

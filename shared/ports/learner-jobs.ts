@@ -1,6 +1,6 @@
 // The port through which run-starter starts a run's learner: a subprocess embedded, a local process on
 // LocalStack (shared/operator/local-learner-jobs.ts), an AWS Batch job on AWS (shared/adapters/aws/batch-learner-jobs.ts).
-import type { RunStatus } from '../schemas/run-status.ts';
+import type { RunStatus } from '#shared/schemas/run-status';
 
 /**
  * Starts the learner for a run (embedded: a subprocess; AWS: a Batch job). Called under the run's learner lease, so

@@ -1,5 +1,5 @@
 // The topology's queues as one object: each queue and its dead-letter queue, by logical name.
-import type { QueueName } from '../topology.ts';
+import type { QueueName } from '#shared/topology';
 import type { Queue } from './queue.ts';
 
 export interface QueueSet<Q extends Queue = Queue> {

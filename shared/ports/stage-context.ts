@@ -1,7 +1,7 @@
 // What every stage is given: the blob store, the queues it sends to, its own dead-letter queue and a log.
 // The Lambda entry points build it from the environment (AWS adapters); the embedded runtime from its
 // in-process adapters. Stage-specific needs (policy, tools, rewards, learner jobs) extend it.
-import type { QueueName } from '../topology.ts';
+import type { QueueName } from '#shared/topology';
 import type { BlobStore } from './blob-store.ts';
 import type { Log } from './log.ts';
 import type { Queue } from './queue.ts';

@@ -8,10 +8,11 @@
 // What the function reads: `solution_str` is the response as the model wrote and read it, each assistant turn's
 // text (tool calls included) followed by the tool results appended after it; `extra_info` is the row's, plus
 // verl's `num_turns` and `rollout_reward_scores` (the stateful tools' calc_reward by tool name).
+
+import { PythonHost, PythonHostError } from '#shared/pyhost/host';
+import { type ScoreResult, ScoreResultSchema } from '#shared/pyhost/protocol';
 import { type RewardFunctionSpec, rewardLabel } from '#shared/schemas/config/reward';
-import { PythonHost, PythonHostError } from '../pyhost/host.ts';
-import { type ScoreResult, ScoreResultSchema } from '../pyhost/protocol.ts';
-import { resolveUserFile } from '../tools/python/tool.ts';
+import { resolveUserFile } from '#shared/tools/python/tool';
 import type { RewardInput } from './input.ts';
 import type { RewardOutput } from './types.ts';
 

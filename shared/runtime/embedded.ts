@@ -5,28 +5,28 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { EmbeddedQueue } from '../adapters/embedded/embedded-queue.ts';
-import { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
-import { createEmbeddedQueues } from '../adapters/embedded/queues.ts';
-import { BlobPolicyProvider, type PolicyProvider } from '../pipeline/policies.ts';
-import { RunResources, type RunResourcesOptions } from '../pipeline/run-resources.ts';
+import type { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
+import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
+import { createEmbeddedQueues } from '#shared/adapters/embedded/queues';
+import { BlobPolicyProvider, type PolicyProvider } from '#shared/pipeline/policies';
+import { RunResources, type RunResourcesOptions } from '#shared/pipeline/run-resources';
 import {
   createFeederHandler,
   createRewardHandler,
   createRolloutHandler,
   createRunStarterHandler,
   createToolCallHandler,
-} from '../pipeline/stages/handlers.ts';
-import type { PromptTokenCounter } from '../pipeline/stages/run-starter.ts';
-import type { LearnerJobs } from '../ports/learner-jobs.ts';
-import type { Log } from '../ports/log.ts';
-import { silentLog } from '../ports/log.ts';
-import type { QueueSet } from '../ports/queue-set.ts';
-import type { StageContext } from '../ports/stage-context.ts';
-import type { RunConfig } from '../schemas/config/run.ts';
-import type { TrainerConfig } from '../schemas/config/trainer.ts';
-import type { LearnerOutputLine } from '../schemas/learner-stdio.ts';
-import { consumedQueue, FUNCTION_SENDS, type FunctionName, type QueueName } from '../topology.ts';
+} from '#shared/pipeline/stages/handlers';
+import type { PromptTokenCounter } from '#shared/pipeline/stages/run-starter';
+import type { LearnerJobs } from '#shared/ports/learner-jobs';
+import type { Log } from '#shared/ports/log';
+import { silentLog } from '#shared/ports/log';
+import type { QueueSet } from '#shared/ports/queue-set';
+import type { StageContext } from '#shared/ports/stage-context';
+import type { RunConfig } from '#shared/schemas/config/run';
+import type { TrainerConfig } from '#shared/schemas/config/trainer';
+import type { LearnerOutputLine } from '#shared/schemas/learner-stdio';
+import { consumedQueue, FUNCTION_SENDS, type FunctionName, type QueueName } from '#shared/topology';
 import type { InvocationResult } from './event-source-mapping.ts';
 import { LearnerBridge } from './learner-bridge.ts';
 import { type FunctionSettings, LocalRuntime } from './local-runtime.ts';
@@ -252,7 +252,7 @@ async function localPromptCounter(config: RunConfig): Promise<PromptTokenCounter
   const dir = config.model.path;
   if (!existsSync(join(dir, 'tokenizer.json')) || !existsSync(join(dir, 'tokenizer_config.json')))
     return undefined;
-  const { ChatTokenizer } = await import('../policy/tokenizer.ts');
+  const { ChatTokenizer } = await import('#shared/policy/tokenizer');
   const tok = await ChatTokenizer.load(
     dir,
     config.model.chat_template !== undefined ? { chatTemplate: config.model.chat_template } : {},

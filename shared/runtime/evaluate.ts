@@ -8,18 +8,18 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { readDataset } from '../data/dataset.ts';
-import { sendTo } from '../pipeline/context.ts';
-import { type EvalSummary, EvalSummarySchema } from '../pipeline/eval.ts';
-import type { PolicyLease, PolicyProvider } from '../pipeline/policies.ts';
-import { runPromptTemplate } from '../pipeline/prompt-type.ts';
-import { validationStarts } from '../pipeline/stages/feeder.ts';
-import type { Policy } from '../policy/policy.ts';
-import { silentLog } from '../ports/log.ts';
-import type { RunConfig } from '../schemas/config/run.ts';
-import { BundleManifestSchema } from '../schemas/policy.ts';
-import type { RunStatus } from '../schemas/run-status.ts';
-import { keys } from '../topology.ts';
+import { readDataset } from '#shared/data/dataset';
+import { sendTo } from '#shared/pipeline/context';
+import { type EvalSummary, EvalSummarySchema } from '#shared/pipeline/eval';
+import type { PolicyLease, PolicyProvider } from '#shared/pipeline/policies';
+import { runPromptTemplate } from '#shared/pipeline/prompt-type';
+import { validationStarts } from '#shared/pipeline/stages/feeder';
+import type { Policy } from '#shared/policy/policy';
+import { silentLog } from '#shared/ports/log';
+import type { RunConfig } from '#shared/schemas/config/run';
+import { BundleManifestSchema } from '#shared/schemas/policy';
+import type { RunStatus } from '#shared/schemas/run-status';
+import { keys } from '#shared/topology';
 import { EmbeddedPipeline, learnerPython } from './embedded.ts';
 
 const run = promisify(execFile);
@@ -212,7 +212,7 @@ class DirPolicyProvider implements PolicyProvider {
   ) {}
 
   async acquire(_runId: string, pinned: number | null): Promise<PolicyLease> {
-    this.policy ??= import('../policy/policy.ts').then(({ loadPolicy }) =>
+    this.policy ??= import('#shared/policy/policy').then(({ loadPolicy }) =>
       loadPolicy(this.dir, {
         version: this.version,
         ...(this.threads ? { threads: this.threads } : {}),

@@ -4,10 +4,10 @@
 // failures, none when it throws. Works on any Queue (embedded or SQS).
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { z } from 'zod';
-import type { Log } from '../ports/log.ts';
-import { silentLog } from '../ports/log.ts';
-import type { Queue, ReceivedMessage } from '../ports/queue.ts';
-import { pause } from '../tools/limits.ts';
+import type { Log } from '#shared/ports/log';
+import { silentLog } from '#shared/ports/log';
+import type { Queue, ReceivedMessage } from '#shared/ports/queue';
+import { pause } from '#shared/tools/limits';
 import { toSqsEvent } from './sqs-event.ts';
 
 export type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse | undefined>;

@@ -5,12 +5,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import type { Log } from '../ports/log.ts';
-import { silentLog } from '../ports/log.ts';
-import { ATTR, type Queue } from '../ports/queue.ts';
-import { type LearnerOutputLine, LearnerOutputLineSchema } from '../schemas/learner-stdio.ts';
-import { ScoredGroupMessageSchema } from '../schemas/scored-group.ts';
-import { keys } from '../topology.ts';
+import type { Log } from '#shared/ports/log';
+import { silentLog } from '#shared/ports/log';
+import { ATTR, type Queue } from '#shared/ports/queue';
+import { type LearnerOutputLine, LearnerOutputLineSchema } from '#shared/schemas/learner-stdio';
+import { ScoredGroupMessageSchema } from '#shared/schemas/scored-group';
+import { keys } from '#shared/topology';
 import type { Notifier } from './notifications.ts';
 
 export interface LearnerBridgeOptions {

@@ -1,10 +1,10 @@
 // The local runtime: one event source mapping per function over the topology's queues, with Lambda's
 // batch sizes and batching windows, per-function concurrency, and partial batch responses. The queues may be
 // embedded or SQS (LocalStack): the runtime only sees the Queue port.
-import type { Log } from '../ports/log.ts';
-import { silentLog } from '../ports/log.ts';
-import type { Queue } from '../ports/queue.ts';
-import { type FunctionName, QUEUES, type QueueName } from '../topology.ts';
+import type { Log } from '#shared/ports/log';
+import { silentLog } from '#shared/ports/log';
+import type { Queue } from '#shared/ports/queue';
+import { type FunctionName, QUEUES, type QueueName } from '#shared/topology';
 import { EventSourceMapping, type InvocationResult, type SqsHandler } from './event-source-mapping.ts';
 
 export interface FunctionSettings {

@@ -1,9 +1,9 @@
 // The embedded emulation of S3 event notifications: a write whose key matches a NOTIFICATIONS rule sends
 // S3's event JSON to that rule's queue, exactly as the bucket's notification configuration would on AWS.
-import type { FolderBlobStore } from '../adapters/embedded/folder-blob-store.ts';
-import type { Queue } from '../ports/queue.ts';
-import { objectCreatedNotification } from '../schemas/messages/s3-event.ts';
-import { NOTIFICATIONS, type QueueName } from '../topology.ts';
+import type { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
+import type { Queue } from '#shared/ports/queue';
+import { objectCreatedNotification } from '#shared/schemas/messages/s3-event';
+import { NOTIFICATIONS, type QueueName } from '#shared/topology';
 
 export type Notifier = (key: string, info?: { size: number; etag: string }) => Promise<void>;
 

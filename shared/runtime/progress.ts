@@ -2,8 +2,8 @@
 // version, reward, rollouts/s, tool calls per trajectory and queue depths; plain lines when stderr is not
 // a terminal. Validation results are printed as they land.
 import cliProgress from 'cli-progress';
-import type { EvalSummary } from '../pipeline/eval.ts';
-import type { QueueSet } from '../ports/queue-set.ts';
+import type { EvalSummary } from '#shared/pipeline/eval';
+import type { QueueSet } from '#shared/ports/queue-set';
 import type { TrainEvent } from './train.ts';
 
 export interface ProgressOptions {

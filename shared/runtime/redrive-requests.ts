@@ -3,13 +3,13 @@
 // beside it. When no process holds the queues, the CLI opens their journals and redrives itself.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { getJson, putJson } from '../pipeline/blob-json.ts';
-import { type RedriveResult, redriveRun } from '../pipeline/redrive.ts';
-import type { BlobStore } from '../ports/blob-store.ts';
-import type { QueueSet } from '../ports/queue-set.ts';
-import { DeadLetterStageSchema } from '../schemas/dead-letter.ts';
-import { pause } from '../tools/limits.ts';
-import { keys } from '../topology.ts';
+import { getJson, putJson } from '#shared/pipeline/blob-json';
+import { type RedriveResult, redriveRun } from '#shared/pipeline/redrive';
+import type { BlobStore } from '#shared/ports/blob-store';
+import type { QueueSet } from '#shared/ports/queue-set';
+import { DeadLetterStageSchema } from '#shared/schemas/dead-letter';
+import { pause } from '#shared/tools/limits';
+import { keys } from '#shared/topology';
 
 const RequestSchema = z.object({
   schemaVersion: z.literal(1),

@@ -1,7 +1,7 @@
 // Builds the event Lambda's SQS event source mapping hands a function, from received queue messages.
 import { createHash } from 'node:crypto';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import type { Queue, ReceivedMessage } from '../ports/queue.ts';
+import type { Queue, ReceivedMessage } from '#shared/ports/queue';
 
 export function toSqsEvent(queue: Queue, messages: readonly ReceivedMessage[], region = 'local'): SQSEvent {
   return { Records: messages.map((m) => toSqsRecord(queue, m, region)) };

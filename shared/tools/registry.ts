@@ -1,10 +1,10 @@
 // The tool registry: builds tools from a tool config (or the defaults), validates arguments, applies
 // each tool's limits and truncation, and turns every failure into a ToolResult. `call` never throws.
 import { resolve } from 'node:path';
+import type { PythonHost } from '#shared/pyhost/host';
 import type { ToolSchema } from '#shared/schemas/chat';
 import type { ToolConfigFile, ToolsConfig } from '#shared/schemas/config/tools';
 import type { ToolCall, ToolResult } from '#shared/schemas/tool-result';
-import type { PythonHost } from '../pyhost/host.ts';
 import { type OwnTimeout, parseToolConfig, parseToolLimits, type ToolLimits } from './config.ts';
 import type { BuiltTools, RowTools } from './kind.ts';
 import { toolSource } from './kinds.ts';

@@ -9,7 +9,7 @@ export type TokenCounter = (text: string) => number;
 export async function loadTokenCounter(dir: string): Promise<TokenCounter> {
   for (const name of ['tokenizer.json', 'tokenizer_config.json'])
     if (!existsSync(join(dir, name))) throw new Error(`${dir} has no ${name}: not a tokenizer folder`);
-  const { ChatTokenizer } = await import('../policy/tokenizer.ts');
+  const { ChatTokenizer } = await import('#shared/policy/tokenizer');
   // Nothing is rendered here, so a tokenizer without a chat template (a base model's) counts as well.
   const tok = await ChatTokenizer.load(dir, { chatTemplate: '' });
   return (text) => tok.encode(text).length;

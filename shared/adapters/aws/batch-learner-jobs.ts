@@ -2,8 +2,8 @@
 // learner-lease.ts), which makes the submit once per run. The job-name lookup stays as a second guard: a lease taken
 // over from a starter that died after its submit finds that job live and reuses it.
 import { type BatchClient, ListJobsCommand, SubmitJobCommand } from '@aws-sdk/client-batch';
-import type { LearnerJobs } from '../../ports/learner-jobs.ts';
-import type { RunStatus } from '../../schemas/run-status.ts';
+import type { LearnerJobs } from '#shared/ports/learner-jobs';
+import type { RunStatus } from '#shared/schemas/run-status';
 
 export const learnerJobName = (runId: string): string =>
   `toolrl-learner-${runId.replace(/[^A-Za-z0-9_-]/g, '-')}`.slice(0, 128);

@@ -5,7 +5,7 @@
 // connections and never answers (a wedged LocalStack, a black-holed route) would hang a command or a stage.
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { AWS_TIMEOUTS, httpHandlerOptions } from '../../deployment/aws-http.ts';
+import { AWS_TIMEOUTS, httpHandlerOptions } from '#shared/deployment/aws-http';
 
 export { AWS_TIMEOUTS, httpHandlerOptions };
 

@@ -10,7 +10,7 @@ import {
   type PutObjectCommandInput,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { lifecycleTagging } from '../../deployment/lifecycle.ts';
+import { lifecycleTagging } from '#shared/deployment/lifecycle';
 import {
   assertValidKey,
   type BlobInfo,
@@ -18,7 +18,7 @@ import {
   type Body,
   type ConditionalPut,
   type PutOptions,
-} from '../../ports/blob-store.ts';
+} from '#shared/ports/blob-store';
 import { AWS_TIMEOUTS } from './clients.ts';
 
 const status = (err: unknown): number | undefined =>

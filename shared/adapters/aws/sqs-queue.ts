@@ -10,8 +10,8 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '../../ports/queue.ts';
-import { assertMessageFits, planBatches, SQS_LIMITS } from '../../ports/queue-limits.ts';
+import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '#shared/ports/queue';
+import { assertMessageFits, planBatches, SQS_LIMITS } from '#shared/ports/queue-limits';
 import { AWS_TIMEOUTS } from './clients.ts';
 
 const attributes = (

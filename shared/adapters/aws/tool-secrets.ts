@@ -3,8 +3,8 @@
 // `toolbench_key_env` finds it (its names join the tools' allow-list, shared/tools/secrets.ts). The code sandbox
 // never sees it (it runs with an empty environment).
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { httpHandlerOptions } from '#shared/adapters/aws/clients';
 import { allowedToolSecrets, isNeverReadable, TOOL_SECRETS_VAR } from '#shared/tools/secrets';
+import { httpHandlerOptions } from './clients.ts';
 
 /**
  * Sets each `NAME: key` of the secret's JSON object in `env` unless `env` already has NAME (a value set on

@@ -2,8 +2,8 @@
 // visibility timeout per receive, receive counts, redrive to a dead-letter queue after maxReceiveCount,
 // delays and long polling. Receipt handles go stale on redelivery, as on SQS.
 import { randomUUID } from 'node:crypto';
-import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '../../ports/queue.ts';
-import { assertMessageFits, planBatches } from '../../ports/queue-limits.ts';
+import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '#shared/ports/queue';
+import { assertMessageFits, planBatches } from '#shared/ports/queue-limits';
 import { MinHeap } from './min-heap.ts';
 import { type JournalCompaction, type JournaledMessage, QueueJournal } from './queue-journal.ts';
 

@@ -28,7 +28,7 @@ import {
   type BlobStore,
   type Body,
   type ConditionalPut,
-} from '../../ports/blob-store.ts';
+} from '#shared/ports/blob-store';
 
 const TMP_PREFIX = '.tmp-';
 let tmpCounter = 0;

@@ -2,8 +2,8 @@
 // folder so a run can be resumed after the process exits.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { QueueSet } from '../../ports/queue-set.ts';
-import { dlqName, QUEUES, type QueueName } from '../../topology.ts';
+import type { QueueSet } from '#shared/ports/queue-set';
+import { dlqName, QUEUES, type QueueName } from '#shared/topology';
 import { EmbeddedQueue } from './embedded-queue.ts';
 import { claimJournals, releaseJournals } from './journal-owner.ts';
 import type { JournalCompaction } from './queue-journal.ts';

@@ -56,8 +56,8 @@ export function register(program: Command): void {
     .option('--relock', 'recompile shared/bfcl/requirements.lock from requirements.in first')
     .option('--json', 'print {"python", "created", "bfclEval", "classes"}')
     .action(async (o: { relock?: boolean; json?: boolean }) => {
-      const { ensureBfclEnv, relockBfclEnv } = await import('../../bfcl/env.ts');
-      const { BfclEnv } = await import('../../bfcl/client.ts');
+      const { ensureBfclEnv, relockBfclEnv } = await import('#shared/bfcl/env');
+      const { BfclEnv } = await import('#shared/bfcl/client');
       if (o.relock) await relockBfclEnv();
       const info = await ensureBfclEnv();
       const env = new BfclEnv({ python: info.python });
@@ -96,8 +96,8 @@ export function register(program: Command): void {
     )
     .action(async (o: DatasetFlags) => {
       if (o.split && !o.valOut) throw new UsageError('--split needs --val-out FILE');
-      const { writeBfclDataset } = await import('../../bfcl/dataset.ts');
-      const { InputError } = await import('../../data/records.ts');
+      const { writeBfclDataset } = await import('#shared/bfcl/dataset');
+      const { InputError } = await import('#shared/data/records');
       try {
         const summary = await writeBfclDataset({
           out: o.out,
@@ -148,8 +148,8 @@ export function register(program: Command): void {
     .option('--json', 'print {"entries", "accuracy", "progress", "byCategory", "results": [...]} on stdout')
     .action(async (o: EvalFlags) => {
       if (!existsSync(o.data)) throw new UsageError(`no such file: ${o.data}`);
-      const { BundleError } = await import('../../policy/bundle.ts');
-      const { evaluateBfcl } = await import('../../bfcl/evaluate.ts');
+      const { BundleError } = await import('#shared/policy/bundle');
+      const { evaluateBfcl } = await import('#shared/bfcl/evaluate');
       const multiTurn = {
         ...(o.maxTurns ? { max_turns: o.maxTurns } : {}),
         ...(o.maxToolCalls ? { max_tool_calls: o.maxToolCalls } : {}),

@@ -17,7 +17,7 @@ function requireFile(path: string): void {
 
 async function tokenCounter(dir: string | undefined) {
   if (!dir) return undefined;
-  const { loadTokenCounter } = await import('../../data/tokens.ts');
+  const { loadTokenCounter } = await import('#shared/data/tokens');
   try {
     return await loadTokenCounter(dir);
   } catch (err) {
@@ -41,8 +41,8 @@ export function register(program: Command): void {
     .option('--tokenizer <dir>', 'Hugging Face tokenizer folder: also give prompt lengths in tokens')
     .action(async (file: string, opts: { json?: boolean; tokenizer?: string }) => {
       requireFile(file);
-      const { inspectDataset } = await import('../../data/inspect.ts');
-      const { DatasetError } = await import('../../data/dataset.ts');
+      const { inspectDataset } = await import('#shared/data/inspect');
+      const { DatasetError } = await import('#shared/data/dataset');
       const countTokens = await tokenCounter(opts.tokenizer);
       const result = await inspectDataset(file, { countTokens }).catch((err) => {
         throw err instanceof DatasetError ? new UsageError(err.message) : err;
@@ -82,8 +82,8 @@ export function register(program: Command): void {
       if (opts.maxPromptLength !== undefined && !opts.tokenizer) {
         throw new UsageError('--max-prompt-length needs --tokenizer DIR to count tokens');
       }
-      const { validateDataset } = await import('../../data/validate.ts');
-      const { formatProblem } = await import('../../data/dataset.ts');
+      const { validateDataset } = await import('#shared/data/validate');
+      const { formatProblem } = await import('#shared/data/dataset');
       const countTokens = await tokenCounter(opts.tokenizer);
       const result = await validateDataset(file, { maxPromptLength: opts.maxPromptLength, countTokens });
       if (opts.json) printJson(result);
@@ -161,9 +161,9 @@ export function register(program: Command): void {
       if (!(trainRatio > 0 && trainRatio < 1))
         throw new UsageError(`--train-ratio must be in (0, 1), got ${opts.trainRatio}`);
       if (opts.maxSamples === 0) throw new UsageError('--max-samples must be at least 1');
-      await import('../../bfcl/register-converter.ts'); // `--from bfcl`
-      const { convertDataset } = await import('../../data/convert.ts');
-      const { InputError } = await import('../../data/records.ts');
+      await import('#shared/bfcl/register-converter'); // `--from bfcl`
+      const { convertDataset } = await import('#shared/data/convert');
+      const { InputError } = await import('#shared/data/records');
       let summary: Awaited<ReturnType<typeof convertDataset>>;
       try {
         summary = convertDataset({
@@ -202,7 +202,7 @@ export function register(program: Command): void {
     .description('List the built-in prompt templates, or print one to copy and edit')
     .argument('[name]', 'template to print (toolcall, retool, search)')
     .action(async (name: string | undefined) => {
-      const { listPromptTemplates, loadPromptTemplate } = await import('../../data/prompts/templates.ts');
+      const { listPromptTemplates, loadPromptTemplate } = await import('#shared/data/prompts/templates');
       const { readFileSync } = await import('node:fs');
       const all = listPromptTemplates();
       if (!name) {

@@ -69,8 +69,8 @@ export function register(program: Command): void {
     .option('--threads <n>', 'ONNX Runtime threads (default: all cores)', positiveInt('threads'))
     .option('--json', 'print the summary as JSON on stdout')
     .action(async (o: EvalFlags) => {
-      const { evaluate, runConfigBeside } = await import('../../runtime/evaluate.ts');
-      const { formatEval } = await import('../../runtime/progress.ts');
+      const { evaluate, runConfigBeside } = await import('#shared/runtime/evaluate');
+      const { formatEval } = await import('#shared/runtime/progress');
       let config: Awaited<ReturnType<typeof loadConfig>>;
       if (o.config) config = await loadConfig(o.config);
       else {
@@ -124,7 +124,7 @@ export function register(program: Command): void {
 }
 
 async function loadConfig(path: string) {
-  const { loadRunConfig, ConfigError } = await import('../../pipeline/run-config.ts');
+  const { loadRunConfig, ConfigError } = await import('#shared/pipeline/run-config');
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

@@ -56,7 +56,7 @@ export function register(program: Command): void {
     .action(async (flags: GenerateFlags) => {
       if ((flags.prompt === undefined) === (flags.messages === undefined))
         throw new UsageError('give exactly one of --prompt TEXT or --messages FILE');
-      const { ChatMessageSchema, ToolSchemaSchema } = await import('../../schemas/chat.ts');
+      const { ChatMessageSchema, ToolSchemaSchema } = await import('#shared/schemas/chat');
       const { z: zod } = await import('zod');
       const parseList = <S extends z.ZodType>(file: string, key: string, item: S): z.infer<S>[] => {
         const raw = readStructuredFile(file);
@@ -83,7 +83,7 @@ export function register(program: Command): void {
         stopOnToolCallEnd: flags.stopOnToolCall,
       };
       const threads = flags.threads !== undefined ? number('threads', flags.threads, true) : undefined;
-      const { checkSamplingParams } = await import('../../policy/sampler.ts');
+      const { checkSamplingParams } = await import('#shared/policy/sampler');
       try {
         checkSamplingParams(params);
       } catch (err) {
@@ -91,8 +91,8 @@ export function register(program: Command): void {
       }
       if (n < 1) throw new UsageError(`--n must be >= 1, got ${n}`);
 
-      const { BundleError } = await import('../../policy/bundle.ts');
-      const { loadPolicy } = await import('../../policy/policy.ts');
+      const { BundleError } = await import('#shared/policy/bundle');
+      const { loadPolicy } = await import('#shared/policy/policy');
       let policy: Awaited<ReturnType<typeof loadPolicy>>;
       try {
         policy = await loadPolicy(flags.policy, threads !== undefined ? { threads } : {});

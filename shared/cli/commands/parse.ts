@@ -13,7 +13,7 @@ export function register(program: Command): void {
       'print {"calls": [{name, arguments}], "errors": [{message, offset, snippet}], "content"}',
     )
     .action(async (opts: { format: string; json?: boolean }) => {
-      const { getParser } = await import('../../parsing/registry.ts');
+      const { getParser } = await import('#shared/parsing/registry');
       let parser: ReturnType<typeof getParser>;
       try {
         parser = getParser(opts.format);

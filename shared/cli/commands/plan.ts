@@ -29,8 +29,8 @@ export async function environmentGpus(
   env: string,
   cwd = process.cwd(),
 ): Promise<{ gpus: number; memoryGb: number; where: string }> {
-  const { gpuMemoryGb } = await import('../../deployment/gpus.ts');
-  const { REPO_ROOT } = await import('../../runtime/embedded.ts');
+  const { gpuMemoryGb } = await import('#shared/deployment/gpus');
+  const { REPO_ROOT } = await import('#shared/runtime/embedded');
   const path = [join(cwd, 'cdk.json'), join(REPO_ROOT, 'cdk.json')].find((p) => existsSync(p));
   if (!path)
     throw new UsageError('--env needs cdk.json (the environments live in its toolrl:environments context)');
@@ -79,8 +79,8 @@ export function register(program: Command): void {
         config: string,
         o: { gpus?: number; gpuMemory?: number; env?: string; cpu?: boolean; json?: boolean },
       ) => {
-        const { parseRunConfig, ConfigError } = await import('../../pipeline/run-config.ts');
-        const { learnerPython, REPO_ROOT } = await import('../../runtime/embedded.ts');
+        const { parseRunConfig, ConfigError } = await import('#shared/pipeline/run-config');
+        const { learnerPython, REPO_ROOT } = await import('#shared/runtime/embedded');
         let text: string;
         try {
           text = readFileSync(config, 'utf8');

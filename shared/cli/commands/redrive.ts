@@ -22,10 +22,10 @@ export function register(program: Command): void {
       const bad = (o.stage ?? []).filter((s) => !(STAGES as readonly string[]).includes(s));
       if (bad.length > 0) throw new UsageError(`unknown --stage ${bad.join(', ')}: use ${STAGES.join(', ')}`);
       const stages = o.stage as Stage[] | undefined;
-      const { RedriveError, describeRedrive } = await import('../../pipeline/redrive.ts');
-      const { RedriveRequestError } = await import('../../runtime/redrive-requests.ts');
-      const { JournalsInUseError } = await import('../../adapters/embedded/journal-owner.ts');
-      const { EnvironmentNotFoundError, awsSetupError } = await import('../../operator/environment.ts');
+      const { RedriveError, describeRedrive } = await import('#shared/pipeline/redrive');
+      const { RedriveRequestError } = await import('#shared/runtime/redrive-requests');
+      const { JournalsInUseError } = await import('#shared/adapters/embedded/journal-owner');
+      const { EnvironmentNotFoundError, awsSetupError } = await import('#shared/operator/environment');
       try {
         const r =
           o.workdir !== undefined
@@ -49,9 +49,9 @@ export function register(program: Command): void {
 }
 
 async function redriveAws(env: string, runId: string, stages: Stage[] | undefined) {
-  const { assertEnvName } = await import('../../deployment/names.ts');
-  const { clientOptions, resolveEnvironment } = await import('../../operator/environment.ts');
-  const { redriveEnvironmentRun } = await import('../../operator/redrive.ts');
+  const { assertEnvName } = await import('#shared/deployment/names');
+  const { clientOptions, resolveEnvironment } = await import('#shared/operator/environment');
+  const { redriveEnvironmentRun } = await import('#shared/operator/redrive');
   assertEnvName(env);
   const client = clientOptions();
   return redriveEnvironmentRun(
@@ -65,14 +65,14 @@ async function redriveAws(env: string, runId: string, stages: Stage[] | undefine
 /** The `toolrl train` holding the run's queues does it (they live in its memory); else its journals are opened. */
 async function redriveEmbedded(workdir: string, runId: string, stages: Stage[] | undefined) {
   const { resolve } = await import('node:path');
-  const { FolderBlobStore } = await import('../../adapters/embedded/folder-blob-store.ts');
-  const { journalOwner } = await import('../../adapters/embedded/journal-owner.ts');
-  const { createEmbeddedQueues } = await import('../../adapters/embedded/queues.ts');
-  const { embeddedJournalDir } = await import('../../operator/embedded-report.ts');
-  const { requestRedrive } = await import('../../runtime/redrive-requests.ts');
-  const { redriveRun } = await import('../../pipeline/redrive.ts');
+  const { FolderBlobStore } = await import('#shared/adapters/embedded/folder-blob-store');
+  const { journalOwner } = await import('#shared/adapters/embedded/journal-owner');
+  const { createEmbeddedQueues } = await import('#shared/adapters/embedded/queues');
+  const { embeddedJournalDir } = await import('#shared/operator/embedded-report');
+  const { requestRedrive } = await import('#shared/runtime/redrive-requests');
+  const { redriveRun } = await import('#shared/pipeline/redrive');
   const { existsSync } = await import('node:fs');
-  const { RedriveError } = await import('../../pipeline/redrive.ts');
+  const { RedriveError } = await import('#shared/pipeline/redrive');
   const blobs = new FolderBlobStore(resolve(workdir));
   const dir = embeddedJournalDir(workdir, runId);
   if (!existsSync(dir))

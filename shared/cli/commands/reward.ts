@@ -37,8 +37,8 @@ interface ScoreOptions {
 
 async function score(trajectoryPath: string, opts: ScoreOptions) {
   const { z } = await import('zod');
-  await import('../../bfcl/register-reward.ts'); // BFCL's reward joins the built-ins
-  const rewards = await import('../../rewards/index.ts');
+  await import('#shared/bfcl/register-reward'); // BFCL's reward joins the built-ins
+  const rewards = await import('#shared/rewards/index');
   if (!opts.reward && !opts.config)
     throw new UsageError('give --reward NAME, or --config FILE with a `reward:` block');
   const doc = opts.config ? readStructuredFile(opts.config) : {};
@@ -148,8 +148,8 @@ export function register(program: Command): void {
     )
     .option('--json', 'print [{name, description}]')
     .action(async (opts: { module: string[]; json?: boolean }) => {
-      await import('../../bfcl/register-reward.ts');
-      const { rewardRegistry } = await import('../../rewards/build.ts');
+      await import('#shared/bfcl/register-reward');
+      const { rewardRegistry } = await import('#shared/rewards/build');
       let registry: Awaited<ReturnType<typeof rewardRegistry>>;
       try {
         registry = await rewardRegistry(

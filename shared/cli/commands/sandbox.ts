@@ -42,10 +42,10 @@ export function register(program: Command): void {
         const concurrency = opts.concurrency === undefined ? undefined : Number(opts.concurrency);
         if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency > 0))
           throw new UsageError(`--concurrency must be a positive integer, not ${opts.concurrency}`);
-        const { PythonSandbox } = await import('../../tools/code/sandbox.ts');
-        const { findPython } = await import('../../tools/code/isolation.ts');
-        const { serveSandbox } = await import('../../tools/code/server.ts');
-        const { serveUntilSignal } = await import('../../tools/serve.ts');
+        const { PythonSandbox } = await import('#shared/tools/code/sandbox');
+        const { findPython } = await import('#shared/tools/code/isolation');
+        const { serveSandbox } = await import('#shared/tools/code/server');
+        const { serveUntilSignal } = await import('#shared/tools/serve');
         const box = new PythonSandbox({
           isolation: opts.isolation as 'auto' | 'bwrap' | 'process',
           python: opts.python,
@@ -58,7 +58,7 @@ export function register(program: Command): void {
           throw new UsageError((err as Error).message);
         }
         const token = opts.token ?? (process.env[TOKEN_VAR] || undefined);
-        const { isLoopbackBind } = await import('../../tools/serve.ts');
+        const { isLoopbackBind } = await import('#shared/tools/serve');
         if (!isLoopbackBind(opts.host))
           process.stderr.write(
             `toolrl sandbox: warning: bound to ${opts.host}, not loopback: anyone who can reach this port runs ` +

@@ -8,7 +8,7 @@ export function register(program: Command): void {
     .description('Print the JSON Schema of a message or file format')
     .argument('[name]', 'scored-group, scored-group-message, policy-pointer, bundle-manifest, run-config')
     .action(async (name: string | undefined) => {
-      const { EXPORTED, renderJsonSchema } = await import('../../codegen/json-schemas.ts');
+      const { EXPORTED, renderJsonSchema } = await import('#shared/codegen/json-schemas');
       if (!name) {
         process.stdout.write(`${Object.keys(EXPORTED).join('\n')}\n`);
         return;

@@ -15,10 +15,10 @@ export function register(program: Command): void {
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--topk <k>', 'passages per query when the request gives no topk', '3')
     .action(async (opts: { corpus?: string; port: string; host: string; topk: string }) => {
-      const { loadCorpus, SAMPLE_CORPUS_PATH } = await import('../../tools/search/corpus.ts');
-      const { PassageIndex } = await import('../../tools/search/index.ts');
-      const { serveRetrieval } = await import('../../tools/search/server.ts');
-      const { serveUntilSignal } = await import('../../tools/serve.ts');
+      const { loadCorpus, SAMPLE_CORPUS_PATH } = await import('#shared/tools/search/corpus');
+      const { PassageIndex } = await import('#shared/tools/search/index');
+      const { serveRetrieval } = await import('#shared/tools/search/server');
+      const { serveUntilSignal } = await import('#shared/tools/serve');
       const port = Number(opts.port);
       const topk = Number(opts.topk);
       if (!Number.isInteger(port) || port < 0 || port > 65535)

@@ -23,18 +23,18 @@ export function register(program: Command): void {
         runId: string,
         o: { env: string; workdir?: string; json?: boolean; watch?: string | boolean },
       ) => {
-        const { assertEnvName } = await import('../../deployment/names.ts');
+        const { assertEnvName } = await import('#shared/deployment/names');
         const { clientOptions, resolveEnvironment, EnvironmentNotFoundError, awsSetupError } = await import(
-          '../../operator/environment.ts'
+          '#shared/operator/environment'
         );
-        const { runReport, formatRunReport, RunNotFoundError } = await import('../../operator/run-report.ts');
+        const { runReport, formatRunReport, RunNotFoundError } = await import('#shared/operator/run-report');
         const period = o.watch === undefined ? 0 : o.watch === true ? 10 : Number(o.watch);
         if (!Number.isFinite(period) || period < 0)
           throw new UsageError(`--watch must be a number of seconds, got ${o.watch}`);
         try {
-          let next: () => Promise<import('../../operator/run-report.ts').RunReport>;
+          let next: () => Promise<import('#shared/operator/run-report').RunReport>;
           if (o.workdir !== undefined) {
-            const { embeddedRunReport } = await import('../../operator/embedded-report.ts');
+            const { embeddedRunReport } = await import('#shared/operator/embedded-report');
             const workdir = o.workdir;
             next = () => embeddedRunReport(workdir, runId);
           } else {

@@ -39,16 +39,16 @@ export function register(program: Command): void {
           printConfig?: boolean;
         },
       ) => {
-        const { submitRun } = await import('../../operator/submit.ts');
-        const { assertEnvName } = await import('../../deployment/names.ts');
-        const { EnvironmentNotFoundError, awsSetupError } = await import('../../operator/environment.ts');
-        const { ConfigError } = await import('../../pipeline/run-config.ts');
+        const { submitRun } = await import('#shared/operator/submit');
+        const { assertEnvName } = await import('#shared/deployment/names');
+        const { EnvironmentNotFoundError, awsSetupError } = await import('#shared/operator/environment');
+        const { ConfigError } = await import('#shared/pipeline/run-config');
         try {
           assertEnvName(o.env);
         } catch (err) {
           throw new UsageError((err as Error).message);
         }
-        const { prepareInputs } = await import('../../pipeline/run-inputs.ts');
+        const { prepareInputs } = await import('#shared/pipeline/run-inputs');
         let prepared: ReturnType<typeof prepareInputs>;
         try {
           prepared = prepareInputs(o.config, { overrides, ...(o.dataset ? { datasets: o.dataset } : {}) });

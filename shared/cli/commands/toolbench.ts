@@ -17,8 +17,8 @@ export function register(program: Command): void {
         throw new UsageError(`--port must be 0..65535, not ${opts.port}`);
       if (!statSync(opts.cache, { throwIfNoEntry: false })?.isDirectory())
         throw new UsageError(`--cache ${opts.cache} is not a directory`);
-      const { ToolBenchCache, serveToolBench } = await import('../../tools/toolbench/server.ts');
-      const { serveUntilSignal } = await import('../../tools/serve.ts');
+      const { ToolBenchCache, serveToolBench } = await import('#shared/tools/toolbench/server');
+      const { serveUntilSignal } = await import('#shared/tools/serve');
       const server = await serveToolBench(new ToolBenchCache(opts.cache), { host: opts.host, port });
       await serveUntilSignal(server, `toolrl toolbench: ${server.url}/virtual (cache: ${opts.cache})`);
     });

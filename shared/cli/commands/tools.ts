@@ -7,9 +7,9 @@ import { printJson, readStructuredFile } from '../io.ts';
 type Truncate = { maxLength: number; side: 'left' | 'right' | 'middle'; countTokens?: (s: string) => number };
 
 async function loadRegistry(file: string | undefined, truncate?: Truncate) {
-  await import('../../bfcl/register-tool.ts'); // BFCL's tool kind joins the built-ins
-  const { buildToolRegistry } = await import('../../tools/registry.ts');
-  const { ToolConfigFileSchema } = await import('../../schemas/config/tools.ts');
+  await import('#shared/bfcl/register-tool'); // BFCL's tool kind joins the built-ins
+  const { buildToolRegistry } = await import('#shared/tools/registry');
+  const { ToolConfigFileSchema } = await import('#shared/schemas/config/tools');
   if (!file) return buildToolRegistry(undefined, { truncate });
   const parsed = ToolConfigFileSchema.safeParse(readStructuredFile(file));
   if (!parsed.success)
@@ -105,7 +105,7 @@ export function register(program: Command): void {
             throw new UsageError(`--max-length must be a non-negative integer, not ${opts.maxLength}`);
           truncate = { maxLength: n, side: opts.truncateSide as 'left' | 'right' | 'middle' };
           if (opts.tokenizer !== undefined) {
-            const { loadTokenCounter } = await import('../../tools/token-counter.ts');
+            const { loadTokenCounter } = await import('#shared/tools/token-counter');
             try {
               truncate.countTokens = await loadTokenCounter(opts.tokenizer);
             } catch (err) {
@@ -131,7 +131,7 @@ export function register(program: Command): void {
           }
           if (opts.json) printJson({ ...result, ...(toolReward !== undefined ? { toolReward } : {}) });
           else {
-            const { renderToolResult } = await import('../../tools/render.ts');
+            const { renderToolResult } = await import('#shared/tools/render');
             process.stdout.write(`${renderToolResult(result)}\n`);
             if (result.reward !== undefined) process.stdout.write(`step reward ${result.reward}\n`);
             if (toolReward !== undefined) process.stdout.write(`tool reward ${toolReward}\n`);

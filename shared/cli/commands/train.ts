@@ -56,11 +56,11 @@ export function register(program: Command): void {
           printConfig?: boolean;
         },
       ) => {
-        const { train } = await import('../../runtime/train.ts');
-        const { TrainProgress, formatEval } = await import('../../runtime/progress.ts');
-        const { ConfigError } = await import('../../pipeline/run-config.ts');
-        const { JournalsInUseError } = await import('../../adapters/embedded/journal-owner.ts');
-        const { prepareInputs } = await import('../../pipeline/run-inputs.ts');
+        const { train } = await import('#shared/runtime/train');
+        const { TrainProgress, formatEval } = await import('#shared/runtime/progress');
+        const { ConfigError } = await import('#shared/pipeline/run-config');
+        const { JournalsInUseError } = await import('#shared/adapters/embedded/journal-owner');
+        const { prepareInputs } = await import('#shared/pipeline/run-inputs');
         let prepared: ReturnType<typeof prepareInputs>;
         try {
           prepared = prepareInputs(config, { overrides });

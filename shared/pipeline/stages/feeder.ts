@@ -5,25 +5,25 @@
 // the learner is done. Each train group takes its curriculum stage's resolved config (group size, sampling seed,
 // in-flight cap, prompt template); validation groups take the run's.
 import { z } from 'zod';
-import type { PromptTemplate } from '../../data/prompts/templates.ts';
-import type { StageContext } from '../../ports/stage-context.ts';
-import type { RunConfig } from '../../schemas/config/run.ts';
-import type { DatasetRow } from '../../schemas/dataset-row.ts';
-import { type LearnerState, LearnerStateSchema } from '../../schemas/learner-stdio.ts';
-import { type GroupRef, valIds } from '../../schemas/messages/group-ref.ts';
-import { type PolicyEvent, parsePolicyEventKey } from '../../schemas/messages/policy-event.ts';
-import type { RolloutStart } from '../../schemas/messages/rollout-request.ts';
-import { notifiedKeys } from '../../schemas/messages/s3-event.ts';
-import { PolicyPointerSchema } from '../../schemas/policy.ts';
-import type { RunStatus } from '../../schemas/run-status.ts';
-import { keys } from '../../topology.ts';
-import { readJson, updateJson } from '../blob-json.ts';
-import { sendTo } from '../context.ts';
-import { maybeCompleteRun, wantedEvalVersions } from '../eval.ts';
-import { groupAt, groupSeed, planStages } from '../plan.ts';
-import { applyRunTemplate, PromptTypeError, runPromptTemplate } from '../prompt-type.ts';
-import { type RunResources, stageConfig } from '../run-resources.ts';
-import { readRunStatus, transitionRun } from '../run-status.ts';
+import type { PromptTemplate } from '#shared/data/prompts/templates';
+import { readJson, updateJson } from '#shared/pipeline/blob-json';
+import { sendTo } from '#shared/pipeline/context';
+import { maybeCompleteRun, wantedEvalVersions } from '#shared/pipeline/eval';
+import { groupAt, groupSeed, planStages } from '#shared/pipeline/plan';
+import { applyRunTemplate, PromptTypeError, runPromptTemplate } from '#shared/pipeline/prompt-type';
+import { type RunResources, stageConfig } from '#shared/pipeline/run-resources';
+import { readRunStatus, transitionRun } from '#shared/pipeline/run-status';
+import type { StageContext } from '#shared/ports/stage-context';
+import type { RunConfig } from '#shared/schemas/config/run';
+import type { DatasetRow } from '#shared/schemas/dataset-row';
+import { type LearnerState, LearnerStateSchema } from '#shared/schemas/learner-stdio';
+import { type GroupRef, valIds } from '#shared/schemas/messages/group-ref';
+import { type PolicyEvent, parsePolicyEventKey } from '#shared/schemas/messages/policy-event';
+import type { RolloutStart } from '#shared/schemas/messages/rollout-request';
+import { notifiedKeys } from '#shared/schemas/messages/s3-event';
+import { PolicyPointerSchema } from '#shared/schemas/policy';
+import type { RunStatus } from '#shared/schemas/run-status';
+import { keys } from '#shared/topology';
 
 /**
  * `runs/<runId>/feeder/state.json`: how far the walk has been issued, and which versions got validation groups.

@@ -2,13 +2,13 @@
 // entry points (functions/<stage>/index.ts) and the embedded runtime build exactly these, so the code that
 // runs in-process is the code that runs on Lambda.
 
-import { PolicyEventSchema } from '../../schemas/messages/policy-event.ts';
-import { RewardRequestSchema } from '../../schemas/messages/reward-request.ts';
-import { RolloutRequestSchema } from '../../schemas/messages/rollout-request.ts';
-import { RunEventSchema } from '../../schemas/messages/run-event.ts';
-import { ToolCallRequestSchema } from '../../schemas/messages/tool-call-request.ts';
-import { QUEUES } from '../../topology.ts';
-import { type SqsBatchHandler, sqsBatchHandler } from '../batch-handler.ts';
+import { type SqsBatchHandler, sqsBatchHandler } from '#shared/pipeline/batch-handler';
+import { PolicyEventSchema } from '#shared/schemas/messages/policy-event';
+import { RewardRequestSchema } from '#shared/schemas/messages/reward-request';
+import { RolloutRequestSchema } from '#shared/schemas/messages/rollout-request';
+import { RunEventSchema } from '#shared/schemas/messages/run-event';
+import { ToolCallRequestSchema } from '#shared/schemas/messages/tool-call-request';
+import { QUEUES } from '#shared/topology';
 import { type FeederContext, handlePolicyEvent } from './feeder.ts';
 import { handleRewardRequest, type RewardStageContext } from './reward.ts';
 import { handleRolloutRequest, type RolloutStageContext } from './rollout.ts';

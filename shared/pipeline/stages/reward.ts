@@ -2,27 +2,27 @@
 // never makes a second contribution), and when all G of its group are stored writes the group manifest
 // with put-if-absent. Only the sample that wrote the manifest sends the one scored-group message; its
 // redelivery re-sends it, which repairs a crash between the write and the send (the learner drops duplicates).
-import { episodeOutcome } from '../../episode/episode.ts';
-import { episodeRowTools } from '../../episode/user-turns.ts';
-import { trajectoryTokens } from '../../policy/token-state.ts';
-import { PermanentError } from '../../ports/errors.ts';
-import type { StageContext } from '../../ports/stage-context.ts';
-import { rewardInputFromTrajectory } from '../../rewards/input.ts';
-import type { RewardError } from '../../rewards/types.ts';
-import { type GroupRef, valGroupVersion } from '../../schemas/messages/group-ref.ts';
-import type { RewardRequest } from '../../schemas/messages/reward-request.ts';
-import { TrajectoryWireSchema } from '../../schemas/messages/token-arrays.ts';
-import type { TrajectoryInFlight } from '../../schemas/messages/trajectory-in-flight.ts';
-import { type ScoredGroup, type ScoredGroupMessage, ScoredGroupSchema } from '../../schemas/scored-group.ts';
-import type { Trajectory, TurnRecord } from '../../schemas/trajectory.ts';
-import { keys } from '../../topology.ts';
-import { getJson, putJsonIfAbsent, toJson } from '../blob-json.ts';
-import { sha256Hex } from '../claim-check.ts';
-import { sendTo } from '../context.ts';
-import { maybeCompleteRun, writeEvalSummaryIfComplete } from '../eval.ts';
-import { type Delivery, trajectoryId } from '../idempotency.ts';
-import type { RunResources } from '../run-resources.ts';
-import { readRunStatus } from '../run-status.ts';
+import { episodeOutcome } from '#shared/episode/episode';
+import { episodeRowTools } from '#shared/episode/user-turns';
+import { getJson, putJsonIfAbsent, toJson } from '#shared/pipeline/blob-json';
+import { sha256Hex } from '#shared/pipeline/claim-check';
+import { sendTo } from '#shared/pipeline/context';
+import { maybeCompleteRun, writeEvalSummaryIfComplete } from '#shared/pipeline/eval';
+import { type Delivery, trajectoryId } from '#shared/pipeline/idempotency';
+import type { RunResources } from '#shared/pipeline/run-resources';
+import { readRunStatus } from '#shared/pipeline/run-status';
+import { trajectoryTokens } from '#shared/policy/token-state';
+import { PermanentError } from '#shared/ports/errors';
+import type { StageContext } from '#shared/ports/stage-context';
+import { rewardInputFromTrajectory } from '#shared/rewards/input';
+import type { RewardError } from '#shared/rewards/types';
+import { type GroupRef, valGroupVersion } from '#shared/schemas/messages/group-ref';
+import type { RewardRequest } from '#shared/schemas/messages/reward-request';
+import { TrajectoryWireSchema } from '#shared/schemas/messages/token-arrays';
+import type { TrajectoryInFlight } from '#shared/schemas/messages/trajectory-in-flight';
+import { type ScoredGroup, type ScoredGroupMessage, ScoredGroupSchema } from '#shared/schemas/scored-group';
+import type { Trajectory, TurnRecord } from '#shared/schemas/trajectory';
+import { keys } from '#shared/topology';
 
 export interface RewardStageContext extends StageContext {
   readonly resources: RunResources;

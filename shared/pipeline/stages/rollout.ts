@@ -2,30 +2,26 @@
 // with one shared prefill, or the next turn of one trajectory after its tool results — and routes each
 // trajectory on: to tool-call when its turn asked for tools, to reward when the episode is over.
 
-import { appendedTokens, failEpisode, onAssistantTurn, startEpisode } from '../../episode/episode.ts';
-import type { EpisodeState } from '../../episode/state.ts';
-import { episodeRowTools, userTurnsOf } from '../../episode/user-turns.ts';
-import { getParser } from '../../parsing/registry.ts';
-import type { TurnSample } from '../../policy/policy.ts';
-import { samplingParams } from '../../policy/sampler.ts';
-import type { TokenState } from '../../policy/token-state.ts';
-import { PrefixBreakError, startState } from '../../policy/turns.ts';
-import { PermanentError } from '../../ports/errors.ts';
-import type { StageContext } from '../../ports/stage-context.ts';
-import { DatasetRowSchema } from '../../schemas/dataset-row.ts';
-import type { RewardRequest } from '../../schemas/messages/reward-request.ts';
-import type {
-  RolloutContinue,
-  RolloutRequest,
-  RolloutStart,
-} from '../../schemas/messages/rollout-request.ts';
-import type { ToolCallRequest } from '../../schemas/messages/tool-call-request.ts';
-import type { TrajectoryInFlight } from '../../schemas/messages/trajectory-in-flight.ts';
-import { keys } from '../../topology.ts';
-import { sendTo } from '../context.ts';
-import { alreadyScored, type Delivery } from '../idempotency.ts';
-import type { PolicyProvider } from '../policies.ts';
-import type { RunResources } from '../run-resources.ts';
+import { appendedTokens, failEpisode, onAssistantTurn, startEpisode } from '#shared/episode/episode';
+import type { EpisodeState } from '#shared/episode/state';
+import { episodeRowTools, userTurnsOf } from '#shared/episode/user-turns';
+import { getParser } from '#shared/parsing/registry';
+import { sendTo } from '#shared/pipeline/context';
+import { alreadyScored, type Delivery } from '#shared/pipeline/idempotency';
+import type { PolicyProvider } from '#shared/pipeline/policies';
+import type { RunResources } from '#shared/pipeline/run-resources';
+import type { TurnSample } from '#shared/policy/policy';
+import { samplingParams } from '#shared/policy/sampler';
+import type { TokenState } from '#shared/policy/token-state';
+import { PrefixBreakError, startState } from '#shared/policy/turns';
+import { PermanentError } from '#shared/ports/errors';
+import type { StageContext } from '#shared/ports/stage-context';
+import { DatasetRowSchema } from '#shared/schemas/dataset-row';
+import type { RewardRequest } from '#shared/schemas/messages/reward-request';
+import type { RolloutContinue, RolloutRequest, RolloutStart } from '#shared/schemas/messages/rollout-request';
+import type { ToolCallRequest } from '#shared/schemas/messages/tool-call-request';
+import type { TrajectoryInFlight } from '#shared/schemas/messages/trajectory-in-flight';
+import { keys } from '#shared/topology';
 
 export interface RolloutStageContext extends StageContext {
   readonly resources: RunResources;

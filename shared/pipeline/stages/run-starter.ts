@@ -6,21 +6,11 @@
 // names, the validation datasets, and the training datasets last; the run starts when the last dataset the config
 // names has arrived. An upload that cannot start a run ends it at once with the reason in run.json: a dataset
 // before (or without) its config, a dataset the config does not name, a dataset outside input/.
-import { DatasetError, type DatasetProblem, formatProblem } from '../../data/dataset.ts';
-import { datasetFormat, readDatasetObject } from '../../data/dataset-file.ts';
-import type { BlobStore } from '../../ports/blob-store.ts';
-import { PermanentError } from '../../ports/errors.ts';
-import type { LearnerJobs } from '../../ports/learner-jobs.ts';
-import type { StageContext } from '../../ports/stage-context.ts';
-import type { RunConfig } from '../../schemas/config/run.ts';
-import { parseInputKey, type RunEvent, RunIdSchema } from '../../schemas/messages/run-event.ts';
-import { notifiedKeys } from '../../schemas/messages/s3-event.ts';
-import type { RunStatus } from '../../schemas/run-status.ts';
-import { templatePattern } from '../../templates.ts';
-import { KEY_TEMPLATES, keys } from '../../topology.ts';
-import { putJsonIfAbsent } from '../blob-json.ts';
-import { recordLearnerJob, takeLearnerLease } from '../learner-lease.ts';
-import { groupsPlanned, planStages, resolveSaveEvery } from '../plan.ts';
+import { DatasetError, type DatasetProblem, formatProblem } from '#shared/data/dataset';
+import { datasetFormat, readDatasetObject } from '#shared/data/dataset-file';
+import { putJsonIfAbsent } from '#shared/pipeline/blob-json';
+import { recordLearnerJob, takeLearnerLease } from '#shared/pipeline/learner-lease';
+import { groupsPlanned, planStages, resolveSaveEvery } from '#shared/pipeline/plan';
 import {
   ConfigError,
   datasetPaths,
@@ -28,12 +18,22 @@ import {
   parseRunConfig,
   referencedFiles,
   resolveRunConfig,
-} from '../run-config.ts';
-import { stageConfig } from '../run-resources.ts';
-import { readRunStatus, transitionRun } from '../run-status.ts';
+} from '#shared/pipeline/run-config';
+import { stageConfig } from '#shared/pipeline/run-resources';
+import { readRunStatus, transitionRun } from '#shared/pipeline/run-status';
+import type { BlobStore } from '#shared/ports/blob-store';
+import { PermanentError } from '#shared/ports/errors';
+import type { LearnerJobs } from '#shared/ports/learner-jobs';
+import type { StageContext } from '#shared/ports/stage-context';
+import type { RunConfig } from '#shared/schemas/config/run';
+import { parseInputKey, type RunEvent, RunIdSchema } from '#shared/schemas/messages/run-event';
+import { notifiedKeys } from '#shared/schemas/messages/s3-event';
+import type { RunStatus } from '#shared/schemas/run-status';
+import { templatePattern } from '#shared/templates';
+import { KEY_TEMPLATES, keys } from '#shared/topology';
 
 /** Counts prompt tokens when a tokenizer is at hand (a local model folder); undefined skips that check. */
-export type PromptTokenCounter = (row: import('../../schemas/dataset-row.ts').DatasetRow) => Promise<number>;
+export type PromptTokenCounter = (row: import('#shared/schemas/dataset-row').DatasetRow) => Promise<number>;
 
 export interface RunStarterContext extends StageContext {
   readonly learnerJobs: LearnerJobs;

@@ -1,14 +1,14 @@
 // The tool-call stage: runs the calls of a trajectory's last turn with the tool core (per-tool concurrency,
 // timeouts, rate limits, truncation), records the results in the episode, and sends the trajectory back to
 // rollout with the tool messages to append. A failing tool is a result the model reads, never an exception.
-import { onToolResults, type TimedToolResult } from '../../episode/episode.ts';
-import { episodeRowTools } from '../../episode/user-turns.ts';
-import type { StageContext } from '../../ports/stage-context.ts';
-import type { RolloutContinue } from '../../schemas/messages/rollout-request.ts';
-import type { ToolCallRequest } from '../../schemas/messages/tool-call-request.ts';
-import { sendTo } from '../context.ts';
-import { alreadyScored, type Delivery, trajectoryId } from '../idempotency.ts';
-import type { RunResources } from '../run-resources.ts';
+import { onToolResults, type TimedToolResult } from '#shared/episode/episode';
+import { episodeRowTools } from '#shared/episode/user-turns';
+import { sendTo } from '#shared/pipeline/context';
+import { alreadyScored, type Delivery, trajectoryId } from '#shared/pipeline/idempotency';
+import type { RunResources } from '#shared/pipeline/run-resources';
+import type { StageContext } from '#shared/ports/stage-context';
+import type { RolloutContinue } from '#shared/schemas/messages/rollout-request';
+import type { ToolCallRequest } from '#shared/schemas/messages/tool-call-request';
 
 export interface ToolCallStageContext extends StageContext {
   readonly resources: RunResources;

@@ -1,7 +1,7 @@
 // Who a piece of rollout work belongs to: the run, the group (prompt x epoch, or a validation prompt x
 // policy version) and where the prompt came from. Carried by every rollout-side message.
 import { z } from 'zod';
-import { fill, templatePattern } from '../../templates.ts';
+import { fill, templatePattern } from '#shared/templates';
 
 /**
  * How group and prompt ids are formed (`{name}` templates, generated into json/constants.json with the key

@@ -1,8 +1,8 @@
 // The policy-events queue message: S3's notification that the learner moved `policy/LATEST.json` (a new
 // version) or rewrote `learner/state.json` (a committed step). Both wake the feeder.
 import type { z } from 'zod';
-import { templatePattern } from '../../templates.ts';
-import { KEY_TEMPLATES } from '../../topology.ts';
+import { templatePattern } from '#shared/templates';
+import { KEY_TEMPLATES } from '#shared/topology';
 import { S3NotificationSchema } from './s3-event.ts';
 
 /**

@@ -1,7 +1,7 @@
 // The run-events queue message: S3's notification of a dataset upload under `runs/<runId>/input/`.
 import { z } from 'zod';
-import { templatePattern } from '../../templates.ts';
-import { KEY_TEMPLATES } from '../../topology.ts';
+import { templatePattern } from '#shared/templates';
+import { KEY_TEMPLATES } from '#shared/topology';
 import { S3NotificationSchema } from './s3-event.ts';
 
 /**

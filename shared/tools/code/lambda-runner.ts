@@ -5,8 +5,8 @@
 // answer is SandboxFusion's `/run_code` response (the built-in sandbox's, mapped by toRunCodeResponse).
 
 import { z } from 'zod';
-import { httpHandlerOptions } from '../../deployment/aws-http.ts';
-import { FUNCTIONS } from '../../topology.ts';
+import { httpHandlerOptions } from '#shared/deployment/aws-http';
+import { FUNCTIONS } from '#shared/topology';
 import { ToolFailure } from '../types.ts';
 import { type RunCodeResponse, RunCodeResponseSchema } from './run-code-api.ts';
 

@@ -162,3 +162,35 @@ describe('imports outside shared/', () => {
     expect(offenders, offenders.join('\n')).toEqual([]);
   });
 });
+
+describe('one import style (ARCHITECTURE.md, "One import style")', () => {
+  /** A TypeScript module under shared/ (a `#shared/x` specifier names `shared/x.ts`); other files keep their paths. */
+  const sharedModule = (to: string | null) =>
+    to?.startsWith('shared/') === true && (to.endsWith('.ts') || !/\.[a-z]+$/.test(to));
+  const styleProblem = (e: ImportEdge, fromUnit: string | undefined): string | null => {
+    if (e.computed || !sharedModule(e.to)) return null;
+    const same = fromUnit !== undefined && unitOf(e.to as string)?.unit === fromUnit;
+    if (same && !e.specifier.startsWith('.'))
+      return `${describeEdge(e)}: within ${fromUnit} imports are relative, with the extension`;
+    if (!same && !e.specifier.startsWith('#shared/'))
+      return `${describeEdge(e)}: across folders of the table, and from outside shared/, import #shared/${stripExt((e.to as string).slice(7))}`;
+    return null;
+  };
+
+  it('under shared/: relative within a folder of the table, #shared/ across folders', () => {
+    const problems = sharedEdges
+      .map((e) => styleProblem(e, unitOf(e.from)?.unit))
+      .filter((p): p is string => p !== null);
+    expect(problems, problems.join('\n')).toEqual([]);
+  });
+
+  it('outside shared/: #shared/ only', () => {
+    const problems = ['test', 'bench', 'functions', 'infra', 'bin', 'scripts', 'examples']
+      .filter((d) => existsSync(join(ROOT, d)))
+      .flatMap((d) => typescriptFiles(ROOT, d))
+      .flatMap((f) => importsOf(ROOT, f))
+      .map((e) => styleProblem(e, undefined))
+      .filter((p): p is string => p !== null);
+    expect(problems, problems.join('\n')).toEqual([]);
+  });
+});
