@@ -7,7 +7,7 @@ if ! bash scripts/localstack.sh status >/dev/null 2>&1; then
   bash scripts/localstack.sh start
   started=1
 fi
-cleanup() { [ "$started" = 1 ] && bash scripts/localstack.sh stop; }
+cleanup() { if [ "$started" = 1 ]; then bash scripts/localstack.sh stop; fi; }
 trap cleanup EXIT
 export AWS_ENDPOINT_URL=${AWS_ENDPOINT_URL:-http://127.0.0.1:${LOCALSTACK_PORT:-4566}}
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test}
