@@ -16,16 +16,8 @@ import { silentLog } from '#shared/ports/log';
 import type { StageContext } from '#shared/ports/stage-context';
 import { keys } from '#shared/topology';
 import { STAGE_BUCKET_ACCESS } from '../../infra/lib/constructs/stage-functions.ts';
+import { iamMatch } from '../helpers/iam.ts';
 import { bareRunStatus } from '../helpers/run-status.ts';
-
-/** IAM's `*` matches any run of characters, `/` included. */
-const iamMatch = (pattern: string, key: string) =>
-  new RegExp(
-    `^${pattern
-      .split('*')
-      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-      .join('.*')}$`,
-  ).test(key);
 
 const READS = new Set(['get', 'read', 'getStream', 'head']);
 const WRITES = new Set(['put', 'putIfAbsent', 'putIfMatch']);

@@ -11,20 +11,17 @@ import { readJson } from '#shared/pipeline/blob-json';
 import { listDeadLetters } from '#shared/pipeline/dead-letters';
 import { EvalSummarySchema } from '#shared/pipeline/eval';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
-import { RunStatusSchema } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
 import {
   calculatorRows,
   type Fixture,
   pipelineFixture,
   RUN_ID,
+  runJson,
   testConfig,
   until,
 } from './helpers/pipeline-fixture.ts';
 import { quickstartRows, stepMetrics, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
-
-const runJson = async (f: Fixture) =>
-  (await readJson(f.pipeline.blobs, keys.runJson(RUN_ID), RunStatusSchema))?.value;
 
 const run = tinyRun('dead-letters');
 afterAll(() => run.close());

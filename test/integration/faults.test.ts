@@ -10,7 +10,6 @@ import { ATTR, type ReceivedMessage } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';
 import { toSqsEvent } from '#shared/runtime/sqs-event';
 import { RewardRequestSchema } from '#shared/schemas/messages/reward-request';
-import { RunStatusSchema } from '#shared/schemas/run-status';
 import { ScoredGroupMessageSchema, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { keys } from '#shared/topology';
 import { failFirst, type Injector } from './helpers/faults.ts';
@@ -19,6 +18,7 @@ import {
   type Fixture,
   pipelineFixture,
   RUN_ID,
+  runJson,
   testConfig,
   until,
 } from './helpers/pipeline-fixture.ts';
@@ -40,9 +40,6 @@ const oneTurn = (n: number, over: Record<string, unknown> = {}) =>
     trainer: { batch_prompts: 1, max_staleness: 1 },
     ...over,
   });
-
-const runJson = async (f: Fixture) =>
-  (await readJson(f.pipeline.blobs, keys.runJson(RUN_ID), RunStatusSchema))?.value;
 
 /** Starts the run and lets rollouts finish, with the reward function not running: its requests pile up. */
 async function pendingRewards(f: Fixture, config: Record<string, unknown>, rows: number, expected: number) {

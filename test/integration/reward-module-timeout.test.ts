@@ -2,21 +2,17 @@
 // after the reward's `timeout`, the record is retried and dead-lettered with that reason, its group is counted
 // as dropped, and past the limit the run fails saying why.
 import { afterAll, describe, expect, it } from 'vitest';
-import { readJson } from '#shared/pipeline/blob-json';
 import { listDeadLetters } from '#shared/pipeline/dead-letters';
-import { RunStatusSchema } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
 import {
   calculatorRows,
   type Fixture,
   pipelineFixture,
   RUN_ID,
+  runJson,
   testConfig,
   until,
 } from './helpers/pipeline-fixture.ts';
-
-const runJson = async (f: Fixture) =>
-  (await readJson(f.pipeline.blobs, keys.runJson(RUN_ID), RunStatusSchema))?.value;
 
 describe('a reward module that hangs (embedded pipeline, stand-in learner)', () => {
   let f: Fixture | undefined;

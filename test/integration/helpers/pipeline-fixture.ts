@@ -7,11 +7,12 @@ import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import type { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
 import { encodeDataset } from '#shared/data/dataset';
+import { readJson } from '#shared/pipeline/blob-json';
 import { sha256Hex } from '#shared/pipeline/claim-check';
 import type { LearnerJobs } from '#shared/ports/learner-jobs';
 import { EmbeddedPipeline, type EmbeddedPipelineOptions } from '#shared/runtime/embedded';
 import type { DatasetRowInput } from '#shared/schemas/dataset-row';
-import type { RunStatus } from '#shared/schemas/run-status';
+import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { keys, type QueueName } from '#shared/topology';
 import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 
@@ -127,3 +128,7 @@ export async function until(
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** The fixture run's run.json as the stages left it (undefined before the run-starter wrote it). */
+export const runJson = async (f: Fixture): Promise<RunStatus | undefined> =>
+  (await readJson(f.pipeline.blobs, keys.runJson(RUN_ID), RunStatusSchema))?.value;

@@ -5,6 +5,7 @@ import { trainIds, valGroupIdPrefix, valGroupVersion, valIds } from '#shared/sch
 import { parseInputKey } from '#shared/schemas/messages/run-event';
 import { fill, folderOf, keyWildcard, placeholders, templatePattern } from '#shared/templates';
 import { KEY_TEMPLATES, keys } from '#shared/topology';
+import { iamMatch } from '../../helpers/iam.ts';
 
 describe('templates', () => {
   it('fills every placeholder and refuses a missing one', () => {
@@ -33,14 +34,6 @@ describe('templates', () => {
   });
 
   it('turns a template into an IAM pattern that matches every key made of it', () => {
-    // IAM's `*` matches any run of characters, `/` included.
-    const iamMatch = (pattern: string, key: string) =>
-      new RegExp(
-        `^${pattern
-          .split('*')
-          .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-          .join('.*')}$`,
-      ).test(key);
     expect(keyWildcard(KEY_TEMPLATES.runJson)).toBe('runs/*/run.json');
     expect(keyWildcard(KEY_TEMPLATES.inputPrefix)).toBe('runs/*/input/*');
     expect(keyWildcard(folderOf(KEY_TEMPLATES.claimCheck, 'id'))).toBe('runs/*/messages/*');
