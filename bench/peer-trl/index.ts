@@ -1,4 +1,5 @@
-// `npx tsx bench/peer-trl/index.ts [--max-steps 16] [--config examples/quickstart/run.yaml] [--seed 0] [--write]`:
+// `npx tsx bench/peer-trl/index.ts [--max-steps 16] [--config examples/quickstart/run.yaml] [--seed 0]
+// [--set KEY=VALUE ...] [--write]`:
 // toolrl's RL stage and TRL's GRPOTrainer side by side, one after the other, on the same starting weights, data,
 // tool, reward and hyperparameters. toolrl runs as a user runs it (`toolrl train`, warm start included); TRL then
 // starts from the checkpoint toolrl wrote right after its warm start (checkpoints/step-0, Hugging Face format), on
@@ -29,6 +30,8 @@ const { values } = parseArgs({
     'max-steps': { type: 'string', default: '16' },
     config: { type: 'string', default: 'examples/quickstart/run.yaml' },
     seed: { type: 'string', default: '0' },
+    // Config overrides for both sides (e.g. trainer.eval_every=8), as `toolrl train CONFIG KEY=VALUE` takes them.
+    set: { type: 'string', multiple: true, default: [] },
     write: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     report: { type: 'string' },
@@ -38,6 +41,7 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     'usage: npx tsx bench/peer-trl/index.ts [--max-steps 16] [--config RUN.yaml] [--seed N] [--keep]\n' +
+      '         [--set KEY=VALUE ...]   (config overrides for both systems)\n' +
       '         [--write]   (rewrites BENCHMARKS.md "Peer: TRL")\n' +
       "       npx tsx bench/peer-trl/index.ts --report DIR/result.json [--write]   (a kept run's table again)\n",
   );
@@ -101,7 +105,7 @@ function main(): void {
   const seed = Number.parseInt(values.seed, 10);
   if (!(steps > 0) || !(seed >= 0)) throw new Error('--max-steps must be positive and --seed non-negative');
   const configPath = resolve(REPO, values.config);
-  const overrides = [`trainer.seed=${seed}`, `rollout.seed=${seed}`];
+  const overrides = [`trainer.seed=${seed}`, `rollout.seed=${seed}`, ...(values.set ?? [])];
   const { config } = loadRunConfig(
     readFileSync(configPath, 'utf8'),
     configPath,
@@ -166,7 +170,7 @@ function main(): void {
   const trl = readTrlResult(join(work, 'trl', 'result.json'), t1, Date.now(), config);
 
   const result: PeerResult = {
-    command: `npx tsx bench/peer-trl/index.ts --max-steps ${steps} --seed ${seed}${values.config === 'examples/quickstart/run.yaml' ? '' : ` --config ${values.config}`}`,
+    command: `npx tsx bench/peer-trl/index.ts --max-steps ${steps} --seed ${seed}${values.config === 'examples/quickstart/run.yaml' ? '' : ` --config ${values.config}`}${(values.set ?? []).map((o) => ` --set ${o}`).join('')}`,
     date: new Date().toISOString().slice(0, 10),
     cores: availableParallelism(),
     cpu: cpus()[0]?.model ?? 'unknown',

@@ -94,6 +94,15 @@ export function readTrlResult(path: string, startMs: number, endMs: number, conf
   };
 }
 
+/**
+ * Seconds from the start of the RL stage to the end of the first validation whose reward reached `target` (the
+ * issue's measure: wall-clock to TRL's final validation reward), or undefined when no validation reached it. Only
+ * validations are seen, so this is an upper bound: the policy may have got there between two of them.
+ */
+export function secondsToReward(side: SideResult, target: number): number | undefined {
+  return side.validation.find((v) => v.reward !== null && v.reward >= target)?.atS;
+}
+
 const f = (x: number | null | undefined, d = 2) =>
   x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(d);
 const pct = (x: number | null | undefined) =>
@@ -104,6 +113,11 @@ export function renderMarkdown(r: PeerResult): string {
   const { toolrl: a, trl: b } = r;
   const endA = a.validation.at(-1);
   const endB = b.validation.at(-1);
+  const target = endB?.reward ?? null;
+  const toA = target === null ? undefined : secondsToReward(a, target);
+  const toB = target === null ? undefined : secondsToReward(b, target);
+  const reached = (s: number | undefined, v: ValidationPoint[]) =>
+    s === undefined ? 'not reached' : `${f(s, 1)} s (v${v.find((p) => p.atS === s)?.step})`;
   const lines = [
     `\`${r.command}\`, ${r.date}, ${r.cores} cores (${r.cpu}); 1-minute load average ${r.load.toFixed(1)} when it ` +
       `began, ${r.loadAfter.toFixed(1)} at the end. TRL ${r.versions['trl']} (transformers ${r.versions['transformers']}, ` +
@@ -112,6 +126,7 @@ export function renderMarkdown(r: PeerResult): string {
     `| ${r.steps} learner steps | toolrl (\`toolrl train\`, embedded) | TRL \`GRPOTrainer\` (tools) | toolrl / TRL |`,
     '|---|---|---|---|',
     `| RL stage wall-clock (v0 ready to the last validation written, validations included) | ${f(a.rlS, 1)} s | ${f(b.rlS, 1)} s | ${ratio(a.rlS, b.rlS)} |`,
+    `| RL stage wall-clock to TRL's final validation reward (${f(target, 3)}), first validation at or above it | ${reached(toA, a.validation)} | ${reached(toB, b.validation)} | ${toA !== undefined && toB !== undefined ? ratio(toA, toB) : '-'} |`,
     `| seconds per learner step | ${f(a.stepS)} | ${f(b.stepS)} | ${ratio(a.stepS, b.stepS)} |`,
     `| learner steps per second (RL stage) | ${f(a.steps / a.rlS, 3)} | ${f(b.steps / b.rlS, 3)} | ${ratio(a.steps / a.rlS, b.steps / b.rlS)} |`,
     `| completions sampled per second (RL stage) | ${f(a.sampled / a.rlS, 1)} | ${f(b.sampled / b.rlS, 1)} | ${ratio(a.sampled / a.rlS, b.sampled / b.rlS)} |`,

@@ -9,6 +9,12 @@ import { buildReward } from '#shared/rewards/build';
 import { normaliseRewardInput } from '#shared/rewards/input';
 import type { ToolResult } from '#shared/schemas/tool-result';
 import { callKey, episodeFromCompletion } from '../../../bench/peer-trl/bridge.ts';
+import {
+  type PeerResult,
+  renderMarkdown,
+  type SideResult,
+  secondsToReward,
+} from '../../../bench/peer-trl/report.ts';
 import { knownDifferences, trlGrpoKwargs } from '../../../bench/peer-trl/trl-config.ts';
 
 const QUICKSTART = resolve(import.meta.dirname, '../../../examples/quickstart/run.yaml');
@@ -124,5 +130,60 @@ describe('episodeFromCompletion', () => {
       new Map(),
     );
     expect(out.components['toolcall/coherence']).toBeLessThan(1);
+  });
+});
+
+describe("the time to TRL's final validation reward", () => {
+  const side = (points: [number, number, number][]): SideResult => ({
+    commandS: 100,
+    rlS: points.at(-1)![2],
+    steps: 64,
+    stepS: 1,
+    sampled: 4096,
+    trained: 4096,
+    responseTokens: 30,
+    validation: points.map(([step, reward, atS]) => ({ step, accuracy: reward, reward, toolCalls: 1, atS })),
+    rewardFirst: 0.5,
+    rewardLast: 0.9,
+  });
+  const toolrl = side([
+    [0, 0.55, 10],
+    [16, 0.7, 60],
+    [32, 0.86, 110],
+    [48, 0.9, 160],
+  ]);
+  const trl = side([
+    [0, 0.5, 12],
+    [16, 0.8, 90],
+    [32, 0.85, 170],
+    [48, 0.85, 250],
+  ]);
+
+  it('is the first validation at or above the target, and undefined when none reaches it', () => {
+    expect(secondsToReward(toolrl, 0.85)).toBe(110);
+    expect(secondsToReward(trl, 0.85)).toBe(170); // its own final reward, first reached at v32
+    expect(secondsToReward(toolrl, 0.95)).toBeUndefined();
+  });
+
+  it('is a row of the table with both times and their ratio', () => {
+    const result: PeerResult = {
+      command: 'npx tsx bench/peer-trl/index.ts --max-steps 48 --seed 0',
+      date: '2026-11-25',
+      cores: 2,
+      cpu: 'cpu',
+      load: 1,
+      loadAfter: 1,
+      steps: 48,
+      toolrl,
+      trl,
+      versions: {},
+      differences: [],
+    };
+    const row = renderMarkdown(result)
+      .split('\n')
+      .find((l) => l.includes("to TRL's final validation reward"));
+    expect(row).toBe(
+      "| RL stage wall-clock to TRL's final validation reward (0.850), first validation at or above it | 110.0 s (v32) | 170.0 s (v32) | 0.65x |",
+    );
   });
 });
