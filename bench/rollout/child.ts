@@ -38,6 +38,8 @@ export interface ChildArgs {
   /** llama.cpp child only: the GGUF of the bundle's weights and node-llama-cpp's entry module. */
   gguf?: string;
   llamaCppModule?: string;
+  /** llama.cpp child only: its sampler's top-k (0: the full vocabulary, as the engine samples; 1: greedy). */
+  topK?: number;
 }
 
 export function childArgs(): ChildArgs {
@@ -52,6 +54,7 @@ export function childArgs(): ChildArgs {
       sampler: { type: 'string', default: 'onnx' },
       gguf: { type: 'string' },
       'llama-cpp-module': { type: 'string' },
+      'top-k': { type: 'string' },
     },
   });
   if (!values.bundle) throw new Error('--bundle is required');
@@ -65,6 +68,7 @@ export function childArgs(): ChildArgs {
     sampler: values.sampler!,
     ...(values.gguf ? { gguf: values.gguf } : {}),
     ...(values['llama-cpp-module'] ? { llamaCppModule: values['llama-cpp-module'] } : {}),
+    ...(values['top-k'] ? { topK: Number(values['top-k']) } : {}),
   };
 }
 

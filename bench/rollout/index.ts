@@ -26,7 +26,9 @@ const USAGE =
   'usage: npx tsx bench/rollout/index.ts [--dtypes fp32,int4] [--n 8] [--prompt-tokens 128] [--new-tokens 256]\n' +
   '         [--rounds 3] [--warmup-tokens 16] [--threads <cores>] [--sampler onnx|js]\n' +
   '         [--preset qwen2.5-0.5b|qwen2.5-1.5b|tiny] [--bundles DIR[,DIR]] [--skip-reference] [--no-llama-cpp]\n' +
-  '         [--no-write]\n' +
+  '         [--llama-cpp-top-k 0|K] [--no-write]\n' +
+  "  --llama-cpp-top-k: llama.cpp's sampler (0, the default: full vocabulary like the engine; 1: greedy, its\n" +
+  '    decode with next to no sampling cost)\n' +
   "  --skip-reference: no transformers.js; --no-llama-cpp: no llama.cpp (it needs the preset's model folder, so\n" +
   '    --bundles skips it)\n' +
   '  --dtypes: fp32, int8, int4; int8/N or int4/N quantises in blocks of N weights (default 32)\n' +
@@ -46,6 +48,7 @@ const { values } = parseArgs({
     bundles: { type: 'string' },
     'skip-reference': { type: 'boolean', default: false },
     'llama-cpp': { type: 'boolean', default: true },
+    'llama-cpp-top-k': { type: 'string', default: '0' },
     write: { type: 'boolean', default: true },
     help: { type: 'boolean', default: false },
   },
@@ -68,6 +71,11 @@ const G = positive('n');
 const rounds = positive('rounds');
 const threads = positive('threads');
 const warmupTokens = positive('warmup-tokens');
+const llamaTopK = values['llama-cpp-top-k']!;
+if (!/^\d+$/.test(llamaTopK)) {
+  process.stderr.write(`--llama-cpp-top-k must be an integer >= 0, got ${llamaTopK}\n${USAGE}`);
+  process.exit(2);
+}
 positive('prompt-tokens');
 positive('new-tokens');
 if (!['onnx', 'js'].includes(values.sampler!)) {
@@ -169,7 +177,15 @@ for (const { dtype, dir, modelDir } of measured) {
           name: `llama.cpp ${gguf.type}`,
           child: await Child.start(
             script('run-llama-cpp.ts'),
-            [...childArgs(dir, n), '--gguf', gguf.path, '--llama-cpp-module', llamaCpp.module],
+            [
+              ...childArgs(dir, n),
+              '--gguf',
+              gguf.path,
+              '--llama-cpp-module',
+              llamaCpp.module,
+              '--top-k',
+              llamaTopK,
+            ],
             REPO_ROOT,
           ),
         });
@@ -220,6 +236,7 @@ const tables = renderTables(rows, {
   warmupTokens,
   ...(llamaCpp
     ? {
+        llamaTopK: Number(llamaTopK),
         llamaCpp: `node-llama-cpp ${llamaCpp.versions.nodeLlamaCpp} (llama.cpp ${llamaCpp.versions.llamaCpp}, its prebuilt linux-x64 CPU build), GGUF written by gguf ${llamaCpp.versions.gguf}`,
       }
     : {}),

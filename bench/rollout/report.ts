@@ -39,6 +39,8 @@ export interface Context {
   warmupTokens: number;
   /** The llama.cpp reference's versions, when it ran. */
   llamaCpp?: string;
+  /** llama.cpp's sampler top-k (0 or absent: the full vocabulary, as the engine samples). */
+  llamaTopK?: number;
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -157,10 +159,17 @@ function llamaTable(rows: Row[], ctx: Context): string[] {
   const builds = [
     ...new Set(rows.flatMap((r) => r.rounds.flatMap((x) => (x.llama ? [x.llama.engine] : [])))),
   ];
+  const k = ctx.llamaTopK ?? 0;
+  const sampling =
+    k === 0
+      ? 'the same sampling (temperature 1, full vocabulary)'
+      : k === 1
+        ? 'greedy sampling (top-k 1: next to no sampling cost, while the engine samples at temperature 1 over the full vocabulary)'
+        : `top-k ${k} sampling at temperature 1 (the engine samples over the full vocabulary)`;
   const lines = [
     `llama.cpp: ${ctx.llamaCpp ?? 'node-llama-cpp'}; CPU backend ${builds.join(', ')}; the G sequences of one ` +
-      'context decoded as one batch (each prefills its own copy of the prompt: no shared prefill), the same ' +
-      'sampling (temperature 1, full vocabulary) and EOS fed back like any token.',
+      `context decoded as one batch (each prefills its own copy of the prompt: no shared prefill), ${sampling} ` +
+      'and EOS fed back like any token.',
     '',
     '| bundle | G | llama.cpp GGUF | llama.cpp prefill tok/s | llama.cpp decode tok/s | llama.cpp end-to-end tok/s | engine vs llama.cpp, decode | engine vs llama.cpp, end-to-end |',
     '|---|---|---|---|---|---|---|---|',

@@ -48,6 +48,10 @@ interface Sequence {
 
 const a = childArgs();
 const { gguf, llamaCppModule } = a;
+// 0 (default): temperature 1 over the full vocabulary, as the engine samples. 1 (--llama-cpp-top-k 1): greedy, so
+// llama.cpp's per-sequence sampling costs next to nothing and the figure is close to its decode alone (what
+// llama-batched-bench measures, which samples nothing).
+const topK = a.topK ?? 0;
 if (!gguf || !llamaCppModule) throw new Error('--gguf and --llama-cpp-module are required');
 
 await serve(
@@ -82,7 +86,7 @@ await serve(
         const counts = await Promise.all(
           sequences.map(async (s, i) => {
             let n = 0;
-            const opts = { temperature: 1, topK: 0, topP: 1, minP: 0, seed: seed + i, yieldEogToken: true };
+            const opts = { temperature: 1, topK, topP: 1, minP: 0, seed: seed + i, yieldEogToken: true };
             for await (const _ of s.evaluate(prompt, opts)) {
               if (n === 0) firstAt.push(performance.now());
               if (++n === N) break;

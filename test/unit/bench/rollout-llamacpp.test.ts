@@ -175,6 +175,13 @@ describe('the llama.cpp table', () => {
     expect(text).toMatch(/\| 1\.00x \(0\.80-1\.20\) \| [\d.]+x \([\d.]+-[\d.]+\) \|\n/);
   });
 
+  it("says how llama.cpp sampled: the engine's full vocabulary by default, greedy with top-k 1", () => {
+    expect(renderTables([row(true)], ctx)).toContain('the same sampling (temperature 1, full vocabulary)');
+    const greedy = renderTables([row(true)], { ...ctx, llamaTopK: 1 });
+    expect(greedy).toContain('greedy sampling (top-k 1');
+    expect(greedy).not.toContain('the same sampling');
+  });
+
   it('leaves the table out when llama.cpp did not run', () => {
     expect(renderTables([row(false)], ctx)).not.toContain('llama.cpp decode tok/s');
   });
