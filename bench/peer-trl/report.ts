@@ -123,7 +123,7 @@ export function renderMarkdown(r: PeerResult): string {
       `began, ${r.loadAfter.toFixed(1)} at the end. TRL ${r.versions['trl']} (transformers ${r.versions['transformers']}, ` +
       `torch ${r.versions['torch']}, accelerate ${r.versions['accelerate']}, datasets ${r.versions['datasets']}) in .cache/peer-trl-venv.`,
     '',
-    `| ${r.steps} learner steps | toolrl (\`toolrl train\`, embedded) | TRL \`GRPOTrainer\` (tools) | toolrl / TRL |`,
+    `| ${a.steps === b.steps ? `${r.steps} learner steps` : `learner steps: toolrl ${a.steps}, TRL ${b.steps} (--max-steps ${r.steps})`} | toolrl (\`toolrl train\`, embedded) | TRL \`GRPOTrainer\` (tools) | toolrl / TRL |`,
     '|---|---|---|---|',
     `| RL stage wall-clock (v0 ready to the last validation written, validations included) | ${f(a.rlS, 1)} s | ${f(b.rlS, 1)} s | ${ratio(a.rlS, b.rlS)} |`,
     `| RL stage wall-clock to TRL's final validation reward (${f(target, 3)}), first validation at or above it | ${reached(toA, a.validation)} | ${reached(toB, b.validation)} | ${toA !== undefined && toB !== undefined ? ratio(toA, toB) : '-'} |`,
