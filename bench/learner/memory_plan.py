@@ -6,6 +6,9 @@ weights), each case in a fresh process so that its peak is its own.
 
 measured: the process's peak resident memory (ru_maxrss) above its resident memory before the model was
 built: weights, the step's activations and logits, gradients and AdamW state (allocated by the first step).
+Each case runs with glibc's mmap threshold fixed at 64 KiB (MALLOC_MMAP_THRESHOLD_, unless set): by default glibc
+raises the threshold after large frees, so later large tensors come from the heap and stay resident after they are
+freed, and the peak RSS then counts memory that is no longer live (up to 2x the live peak in the LoRA cases).
 planned: plan_memory(..., device="cpu").total for the same model and config. On a GPU the same script reports
 torch.cuda.max_memory_allocated() against the GPU plan (`--device cuda`). --write replaces the table in the
 "Learner memory plan" section of BENCHMARKS.md.
@@ -106,7 +109,8 @@ def child(name: str, device: str) -> dict:
 
 def table(rows: list[dict], device: str) -> str:
     out = [
-        f"`gpu-worker/.venv/bin/python bench/learner/memory_plan.py` ({device}; planned / measured peak):",
+        f"`gpu-worker/.venv/bin/python bench/learner/memory_plan.py` ({device}; planned / measured peak; "
+        f"MALLOC_MMAP_THRESHOLD_={os.environ.get('MALLOC_MMAP_THRESHOLD_', '65536')}):",
         "",
         "| case | micro-batch tokens | planned GB | measured GB | planned / measured | largest planned parts (GB) |",
         "|---|---|---|---|---|---|",
@@ -134,6 +138,7 @@ def main() -> int:
         print(f"[memory_plan] {name} ...", file=sys.stderr, flush=True)
         r = subprocess.run(
             [sys.executable, __file__, "--child", name, "--device", args.device],
+            env={**os.environ, "MALLOC_MMAP_THRESHOLD_": os.environ.get("MALLOC_MMAP_THRESHOLD_", "65536")},
             capture_output=True,
             text=True,
             check=False,
