@@ -114,6 +114,10 @@ export function renderMarkdown(r: PeerResult): string {
   const endA = a.validation.at(-1);
   const endB = b.validation.at(-1);
   const target = endB?.reward ?? null;
+  const endLabel =
+    endA?.step === endB?.step
+      ? `v${endA?.step ?? '?'}`
+      : `the last (toolrl v${endA?.step ?? '?'}, TRL v${endB?.step ?? '?'})`;
   const toA = target === null ? undefined : secondsToReward(a, target);
   const toB = target === null ? undefined : secondsToReward(b, target);
   const reached = (s: number | undefined, v: ValidationPoint[]) =>
@@ -133,8 +137,8 @@ export function renderMarkdown(r: PeerResult): string {
     `| completions trained per second (RL stage) | ${f(a.trained / a.rlS, 1)} | ${f(b.trained / b.rlS, 1)} | ${ratio(a.trained / a.rlS, b.trained / b.rlS)} |`,
     `| tokens the model sampled per episode (tool responses excluded) | ${f(a.responseTokens, 1)} | ${f(b.responseTokens, 1)} | |`,
     `| train reward, first -> last step | ${f(a.rewardFirst, 3)} -> ${f(a.rewardLast, 3)} | ${f(b.rewardFirst, 3)} -> ${f(b.rewardLast, 3)} | |`,
-    `| validation accuracy, v0 -> v${endA?.step ?? '?'} | ${pct(a.validation[0]?.accuracy)} -> ${pct(endA?.accuracy)} | ${pct(b.validation[0]?.accuracy)} -> ${pct(endB?.accuracy)} | |`,
-    `| validation reward, v0 -> v${endA?.step ?? '?'} | ${f(a.validation[0]?.reward, 3)} -> ${f(endA?.reward, 3)} | ${f(b.validation[0]?.reward, 3)} -> ${f(endB?.reward, 3)} | |`,
+    `| validation accuracy, v0 -> ${endLabel} | ${pct(a.validation[0]?.accuracy)} -> ${pct(endA?.accuracy)} | ${pct(b.validation[0]?.accuracy)} -> ${pct(endB?.accuracy)} | |`,
+    `| validation reward, v0 -> ${endLabel} | ${f(a.validation[0]?.reward, 3)} -> ${f(endA?.reward, 3)} | ${f(b.validation[0]?.reward, 3)} -> ${f(endB?.reward, 3)} | |`,
     `| whole process wall-clock | ${f(a.commandS, 1)} s (warm start included) | ${f(b.commandS, 1)} s (loading, v0 validation included) | |`,
     ...(b.bridgeS !== undefined
       ? [

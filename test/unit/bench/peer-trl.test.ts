@@ -182,9 +182,15 @@ describe("the time to TRL's final validation reward", () => {
     const row = renderMarkdown(result)
       .split('\n')
       .find((l) => l.includes("to TRL's final validation reward"));
-    // toolrl's epoch can end in fewer steps (filter_groups drops groups): the header says so
-    expect(renderMarkdown({ ...result, toolrl: { ...toolrl, steps: 56 } })).toContain(
-      '| learner steps: toolrl 56, TRL 64 (--max-steps 48) |',
+    // toolrl's epoch can end in fewer steps (filter_groups drops groups): the header says so, and each side's
+    // last validation is named
+    const shorter = renderMarkdown({
+      ...result,
+      toolrl: { ...toolrl, steps: 56, validation: toolrl.validation.slice(0, 3) },
+    });
+    expect(shorter).toContain('| learner steps: toolrl 56, TRL 64 (--max-steps 48) |');
+    expect(shorter).toContain(
+      '| validation accuracy, v0 -> the last (toolrl v32, TRL v48) | 55.0% -> 86.0% |',
     );
     expect(row).toBe(
       "| RL stage wall-clock to TRL's final validation reward (0.850), first validation at or above it | 110.0 s (v32) | 170.0 s (v32) | 0.65x |",
