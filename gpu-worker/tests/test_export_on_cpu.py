@@ -1,5 +1,7 @@
 """The ONNX rollout bundle: onnxruntime's logits equal PyTorch's (prefill, cached decode, shared group prefix, left
-padding) for Llama/Qwen2/Qwen3, the manifest, weights-only republish under the layout hash, int8/int4."""
+padding) for Llama/Qwen2/Qwen3, the slots graph beside it (the engine's own cache: same logits, and a row's result
+independent of the capacity and of its batch), the manifest, weights-only republish under the layout hash,
+int8/int4."""
 
 from __future__ import annotations
 
@@ -244,6 +246,7 @@ def test_manifest_and_files_on_cpu(exported):
     assert manifest["modelType"] == cfg.model_type and manifest["dtype"] == "fp32"
     assert set(manifest["files"]) == {
         "model.onnx",
+        "model.slots.onnx",
         "model.onnx.data",
         "config.json",
         "generation_config.json",
@@ -263,6 +266,8 @@ def test_manifest_and_files_on_cpu(exported):
         cfg.max_position_embeddings * cfg.head_dim * 4 if manifest["export"]["variant"] == "contrib" else 0
     )
     assert (bundle / "model.onnx").stat().st_size < 200_000 + tables
+    slots = onnx.load(str(bundle / "model.slots.onnx"), load_external_data=False)
+    assert layout_of_graph(slots) == layout  # the same weights file, read the same way
 
 
 def _perturbed(model_dir: Path):
@@ -391,3 +396,74 @@ def test_cli_export_and_republish_on_cpu(tmp_path):
         ]
     )
     assert again["weightsOnly"] and again["layoutHash"] == first["layoutHash"] and again["version"] == 1
+
+
+def _slots_run(
+    sess, cfg, ids: list[list[int]], lengths: list[int], past: list[np.ndarray], keep: int = 1
+) -> dict:
+    """past: per layer and K/V, [B, Hkv, C, D] with row b's first lengths[b] slots its cache."""
+    feeds = {
+        "input_ids": np.array(ids, np.int64),
+        "past_lengths": np.array(lengths, np.int64),
+        "num_logits_to_keep": np.array(keep),
+    }
+    for i in range(cfg.num_hidden_layers):
+        feeds[f"past_key_values.{i}.key"], feeds[f"past_key_values.{i}.value"] = past[2 * i], past[2 * i + 1]
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(None, feeds), strict=True))
+
+
+def _slots(cfg, rows: list[list[np.ndarray]], capacity: int) -> list[np.ndarray]:
+    """A batch cache of `capacity` slots from per-row caches (each a list of [Hkv, T, D] per layer and K/V)."""
+    out = []
+    for j in range(2 * cfg.num_hidden_layers):
+        buf = np.zeros((len(rows), cfg.num_key_value_heads, capacity, cfg.head_dim), np.float32)
+        for b, row in enumerate(rows):
+            buf[b, :, : row[j].shape[1]] = row[j]
+        out.append(buf)
+    return out
+
+
+def test_slots_graph_matches_pytorch_and_its_rows_do_not_depend_on_the_batch_on_cpu(exported):
+    """The engine's graph (graph_slots.py): prefill and decode on a caller-kept cache give PyTorch's logits, and a row's
+    logits are bit for bit the same at any capacity that is a multiple of the engine's chunk and beside any other
+    rows, which is what lets concurrent rollouts share decode steps without changing a sampled token."""
+    model, bundle, _ = exported
+    cfg = model.config
+    sess = ort.InferenceSession(str(bundle / "model.slots.onnx"), providers=["CPUExecutionProvider"])
+    kv = [f"new_key_values.{i}.{x}" for i in range(cfg.num_hidden_layers) for x in ("key", "value")]
+    rng = np.random.default_rng(4)
+    seqs = [rng.integers(0, cfg.vocab_size, n).tolist() for n in (40, 23, 57)]
+    caches, firsts = [], []
+    for seq in seqs:
+        ref = _torch_logits(model, seq)
+        # Prefill of all but the last token on an empty cache (one ignored slot), then the last one decoded.
+        pre = _slots_run(
+            sess,
+            cfg,
+            [seq[:-1]],
+            [0],
+            _slots(cfg, [[np.zeros((cfg.num_key_value_heads, 0, cfg.head_dim), np.float32)] * len(kv)], 1),
+            keep=0,
+        )
+        np.testing.assert_allclose(pre["logits"][0], ref[:-1], atol=1e-4, rtol=1e-4)
+        cache = [pre[n][0] for n in kv]
+        step = _slots_run(sess, cfg, [[seq[-1]]], [len(seq) - 1], _slots(cfg, [cache], 64))
+        np.testing.assert_allclose(step["logits"][0, 0], ref[-1], atol=1e-4, rtol=1e-4)
+        caches.append(cache)
+        firsts.append(seq[-1])
+    alone = [
+        _slots_run(sess, cfg, [[firsts[b]]], [len(seqs[b]) - 1], _slots(cfg, [caches[b]], 64))["logits"][0]
+        for b in range(len(seqs))
+    ]
+    for capacity in (64, 128, 192):
+        for order in ([0, 1, 2], [2, 0], [1]):
+            out = _slots_run(
+                sess,
+                cfg,
+                [[firsts[b]] for b in order],
+                [len(seqs[b]) - 1 for b in order],
+                _slots(cfg, [caches[b] for b in order], capacity),
+            )
+            for r, b in enumerate(order):
+                assert np.array_equal(out["logits"][r], alone[b]), (capacity, order, b)

@@ -58,7 +58,7 @@ interface Common {
 }
 
 /** One row of the running batch. */
-interface Lane {
+export interface Lane {
   row: number;
   stream: Uniform;
   stop: RowStop;
@@ -71,7 +71,7 @@ interface Lane {
 
 const now = () => performance.now();
 
-function lanes(rows: readonly RowSpec[], params: SamplingParams, stops: StopSpec): Lane[] {
+export function lanes(rows: readonly RowSpec[], params: SamplingParams, stops: StopSpec): Lane[] {
   return rows.map((r, row) => ({
     row,
     stream: samplingStream(r.seed ?? params.seed, r.sampleIndex, r.turn),
@@ -83,17 +83,25 @@ function lanes(rows: readonly RowSpec[], params: SamplingParams, stops: StopSpec
 }
 
 /** A forward pass's logits rows, prepared by the sampling graph when there is one. */
-interface Rows {
+export interface Rows {
   logits: Float32Array;
   prepared: PreparedRows | null;
 }
 
-async function rowsOf(c: Common, logits: Float32Array, count: number): Promise<Rows> {
+/** What drawing a token needs: the vocabulary, the samplers and the row's sampling params. */
+export interface DrawContext {
+  readonly decoder: { readonly vocabSize: number };
+  readonly sampler: Sampler;
+  readonly graph?: SamplerGraph;
+  readonly params: SamplingParams;
+}
+
+export async function rowsOf(c: DrawContext, logits: Float32Array, count: number): Promise<Rows> {
   return { logits, prepared: c.graph ? await c.graph.prepare(logits, count, c.params) : null };
 }
 
 /** Draws one token for a lane from row r; true when its turn ends there. */
-function draw(c: Common, lane: Lane, rows: Rows, r: number): boolean {
+export function draw(c: DrawContext, lane: Lane, rows: Rows, r: number): boolean {
   const V = c.decoder.vocabSize;
   const d = rows.prepared
     ? c.graph!.draw(rows.prepared, r, c.params, lane.stream, c.sampler)
@@ -253,5 +261,62 @@ async function decodeLoop(c: Common, start: Lane[], first: KvCache): Promise<voi
     // Rows that stopped leave the batch: later steps cost only what is still running.
     cache = kept.length === B ? step.present : step.present.gather(kept);
     active = still;
+  }
+}
+
+/** What one request asks of the decoding: its sampling params and where finished rows' caches go. */
+export interface JobArgs {
+  params: SamplingParams;
+  retain?: RetainCache;
+}
+
+/** The policy's decoding, whichever graph it runs: G rows of one prefix, or one row per item. */
+export interface Decoding {
+  decodeRows(
+    args: JobArgs & { past: KvCache; feed: readonly number[]; rows: readonly RowSpec[] },
+  ): Promise<RowResult[]>;
+  decodeEach(
+    args: JobArgs & { items: readonly { past: KvCache; feed: readonly number[]; row: RowSpec }[] },
+  ): Promise<RowResult[]>;
+  dispose(): Promise<void>;
+}
+
+/**
+ * The standard graph's decoding (bundles without the slots graph): each request decodes on its own, its rows
+ * batched with each other only (decodeRows, decodeEach above).
+ */
+export class StandardDecoding implements Decoding {
+  constructor(
+    private readonly decoder: OnnxDecoder,
+    private readonly sampler: Sampler,
+    private readonly graph: SamplerGraph | undefined,
+    private readonly stops: StopSpec,
+    private readonly stats: LoopStats,
+  ) {}
+
+  decodeRows(
+    a: JobArgs & { past: KvCache; feed: readonly number[]; rows: readonly RowSpec[] },
+  ): Promise<RowResult[]> {
+    return decodeRows({ ...this.common(), ...a });
+  }
+
+  decodeEach(
+    a: JobArgs & { items: readonly { past: KvCache; feed: readonly number[]; row: RowSpec }[] },
+  ): Promise<RowResult[]> {
+    return decodeEach({ ...this.common(), ...a });
+  }
+
+  async dispose(): Promise<void> {
+    await this.decoder.dispose();
+  }
+
+  private common() {
+    return {
+      decoder: this.decoder,
+      sampler: this.sampler,
+      ...(this.graph ? { graph: this.graph } : {}),
+      stops: this.stops,
+      stats: this.stats,
+    };
   }
 }

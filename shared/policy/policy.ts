@@ -1,15 +1,18 @@
 // The rollout policy: a loaded bundle that renders prompts, samples groups and continues trajectories after tool
 // results, recording every sampled token's log-prob and the policy version that sampled it.
+import { join } from 'node:path';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 import type { BundleManifest } from '#shared/schemas/policy';
 import type { TurnStop } from '#shared/schemas/trajectory';
+import { SlotBatcher } from './batcher.ts';
 import { type BundleCheck, readBundle } from './bundle.ts';
 import { CacheStore } from './cache-store.ts';
-import { decodeEach, decodeRows, emptyStats, type LoopStats, type RowSpec } from './decode-loop.ts';
-import { KvCache } from './kv-cache.ts';
+import { type Decoding, emptyStats, type LoopStats, type RowSpec, StandardDecoding } from './decode-loop.ts';
+import { KvCache, type KvShape } from './kv-cache.ts';
 import { OnnxDecoder } from './onnx-decoder.ts';
 import { checkSamplingParams, Sampler, type SamplingParams } from './sampler.ts';
 import { SamplerGraph } from './sampler-graph.ts';
+import { SLOTS_GRAPH_FILE, SlotDecoder } from './slot-decoder.ts';
 import { type StopSpec, stopSpecFor } from './stops.ts';
 import { responseLength, type TokenState } from './token-state.ts';
 import { ChatTokenizer, type TokenizerOptions } from './tokenizer.ts';
@@ -28,6 +31,11 @@ export interface LoadPolicyOptions extends TokenizerOptions {
   sampler?: 'onnx' | 'js';
   /** The tokenizer and sampling graph of an earlier version with the same tokenizer files (see loadPolicyParts). */
   parts?: PolicyParts;
+  /**
+   * Which graph decodes: `slots` (the bundle's model.slots.onnx: one running batch shared by every request, no
+   * cache copies; the default when the bundle has it) or `standard` (model.onnx: each request decodes alone).
+   */
+  graph?: 'slots' | 'standard';
 }
 
 /**
@@ -93,8 +101,6 @@ export interface PolicyMetrics extends LoopStats {
 }
 
 export class Policy {
-  private readonly sampler: Sampler;
-  private readonly stops: StopSpec;
   private readonly caches: CacheStore;
   private readonly counters: PolicyMetrics = {
     ...emptyStats(),
@@ -103,21 +109,30 @@ export class Policy {
     cacheHits: 0,
     cacheMisses: 0,
   };
+  private readonly decoding: Decoding;
+  private readonly stops: StopSpec;
 
   constructor(
     readonly manifest: BundleManifest,
     readonly tokenizer: ChatTokenizer,
-    private readonly decoder: OnnxDecoder,
+    decoder: OnnxDecoder | SlotDecoder,
     readonly version: number,
     cacheBytes: number,
     private readonly graph?: SamplerGraph,
     /** Whether dispose() disposes the graph (false when it is shared PolicyParts). */
     private readonly ownsGraph = true,
   ) {
-    this.sampler = new Sampler(decoder.vocabSize);
+    const sampler = new Sampler(decoder.vocabSize);
     this.stops = stopSpecFor(manifest.eosTokenIds, tokenizer);
     this.caches = new CacheStore(cacheBytes);
+    this.kv = decoder.kv;
+    this.decoding =
+      decoder instanceof SlotDecoder
+        ? new SlotBatcher(decoder, sampler, graph, this.stops, this.counters)
+        : new StandardDecoding(decoder, sampler, graph, this.stops, this.counters);
   }
+
+  private readonly kv: KvShape;
 
   /** The conversation rendered through the chat template with the generation prompt, tokenised. */
   renderPrompt(messages: readonly ChatMessage[], tools: readonly ToolSchema[] = []): number[] {
@@ -132,16 +147,11 @@ export class Policy {
     if (promptIds.length === 0) throw new RangeError('sampleGroup: empty prompt');
     const budget = Math.min(s.maxNewTokens, s.maxTotalResponseTokens ?? Number.POSITIVE_INFINITY);
     const rows: RowSpec[] = Array.from({ length: n }, (_, i) => ({ sampleIndex: i, turn: 0, budget }));
-    const results = await decodeRows({
-      decoder: this.decoder,
-      sampler: this.sampler,
-      graph: this.graph,
-      past: KvCache.empty(this.decoder.kv, 1),
+    const results = await this.decoding.decodeRows({
+      past: KvCache.empty(this.kv, 1),
       feed: promptIds,
       rows,
       params: s,
-      stops: this.stops,
-      stats: this.counters,
     });
     return results.map((r) => ({ ...r, text: turnContent(this.tokenizer, r.tokenIds, r.stop) }));
   }
@@ -158,17 +168,12 @@ export class Policy {
     const promptIds = this.tokenizer.encode(promptText);
     const budget = Math.min(s.maxNewTokens, s.maxTotalResponseTokens ?? Number.POSITIVE_INFINITY);
     const kept = new Map<number, KvCache>();
-    const results = await decodeRows({
-      decoder: this.decoder,
-      sampler: this.sampler,
-      graph: this.graph,
-      past: KvCache.empty(this.decoder.kv, 1),
+    const results = await this.decoding.decodeRows({
+      past: KvCache.empty(this.kv, 1),
       feed: promptIds,
       rows: Array.from({ length: n }, (_, i) => ({ sampleIndex: i, turn: 0, budget })),
       params: s,
-      stops: this.stops,
-      retain: this.caches.budgetBytes > 0 ? (r, cache) => kept.set(r, cache) : undefined,
-      stats: this.counters,
+      ...(this.caches.budgetBytes > 0 ? { retain: (r: number, cache: KvCache) => kept.set(r, cache) } : {}),
     });
     const samples = results.map((r) => ({ ...r, text: turnContent(this.tokenizer, r.tokenIds, r.stop) }));
     const states = samples.map((sample, i) => {
@@ -230,13 +235,10 @@ export class Policy {
       const cached = this.caches.take(state.cacheKey, next.tokenIds);
       if (cached) this.counters.cacheHits++;
       else this.counters.cacheMisses++;
-      work.push({ index, next, past: cached ?? KvCache.empty(this.decoder.kv, 1), budget });
+      work.push({ index, next, past: cached ?? KvCache.empty(this.kv, 1), budget });
     });
     const kept = new Map<number, KvCache>();
-    const results = await decodeEach({
-      decoder: this.decoder,
-      sampler: this.sampler,
-      graph: this.graph,
+    const results = await this.decoding.decodeEach({
       items: work.map((w) => ({
         past: w.past,
         feed: w.next.tokenIds.slice(w.past.length),
@@ -248,9 +250,7 @@ export class Policy {
         },
       })),
       params: s,
-      stops: this.stops,
-      retain: this.caches.budgetBytes > 0 ? (r, cache) => kept.set(r, cache) : undefined,
-      stats: this.counters,
+      ...(this.caches.budgetBytes > 0 ? { retain: (r: number, cache: KvCache) => kept.set(r, cache) } : {}),
     });
     work.forEach((w, r) => {
       const result = results[r]!;
@@ -272,7 +272,7 @@ export class Policy {
   }
 
   async dispose(): Promise<void> {
-    await this.decoder.dispose();
+    await this.decoding.dispose();
     if (this.ownsGraph) await this.graph?.dispose();
   }
 
@@ -287,12 +287,15 @@ export async function loadPolicy(bundleDir: string, opts: LoadPolicyOptions = {}
   const bundle = await readBundle(bundleDir, opts.check ?? 'size');
   const m = bundle.manifest;
   const tokenizer = opts.parts?.tokenizer ?? (await ChatTokenizer.load(bundle.dir, opts));
-  const decoder = await OnnxDecoder.load(
-    bundle.modelPath,
-    { numLayers: m.numLayers, numKvHeads: m.numKeyValueHeads, headDim: m.headDim },
-    m.vocabSize,
-    { threads: opts.threads, paddedRows: (m.export?.variant ?? 'standard') === 'standard' },
-  );
+  const kv = { numLayers: m.numLayers, numKvHeads: m.numKeyValueHeads, headDim: m.headDim };
+  const threads = opts.threads !== undefined ? { threads: opts.threads } : {};
+  const slots = (opts.graph ?? 'slots') === 'slots' && SLOTS_GRAPH_FILE in m.files;
+  const decoder = slots
+    ? await SlotDecoder.load(join(bundle.dir, SLOTS_GRAPH_FILE), kv, m.vocabSize, threads)
+    : await OnnxDecoder.load(bundle.modelPath, kv, m.vocabSize, {
+        ...threads,
+        paddedRows: (m.export?.variant ?? 'standard') === 'standard',
+      });
   if (opts.parts) {
     const graph = opts.sampler === 'js' ? undefined : opts.parts.graph;
     return new Policy(

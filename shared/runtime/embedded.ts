@@ -67,11 +67,15 @@ export const embeddedLearnerEnv = (env: NodeJS.ProcessEnv = process.env): NodeJS
   OMP_WAIT_POLICY: env.OMP_WAIT_POLICY ?? 'PASSIVE',
 });
 
-/** Concurrency that suits two cores shared with the learner: one rollout at a time, tools in parallel. */
+/**
+ * Concurrency on one machine. Rollouts: as many requests in flight as the run can have (a deterministic run has at
+ * most two batches of groups out, plus a validation), all decoded by the policy's one running batch, so they share
+ * its decode steps (shared/policy/batcher.ts); tools in parallel.
+ */
 export const EMBEDDED_SETTINGS: Partial<Record<FunctionName, FunctionSettings>> = {
   'run-starter': { maxConcurrency: 1 },
   feeder: { maxConcurrency: 1 },
-  rollout: { maxConcurrency: 1, batchSize: 1 },
+  rollout: { maxConcurrency: 256, batchSize: 1 },
   'tool-call': { maxConcurrency: 4, maxBatchingWindowSec: 0 },
   reward: { maxConcurrency: 2, maxBatchingWindowSec: 0 },
 };

@@ -31,6 +31,7 @@ from ..model.modeling import CausalLM
 from .graph import build_standard_graph
 from .graph_common import QuantSpec
 from .graph_contrib import build_contrib_graph
+from .graph_slots import SLOTS_GRAPH_FILE, build_slots_graph
 from .weights import (
     DATA_FILE,
     bundle_tensors,
@@ -165,11 +166,9 @@ def export_bundle(
 
     layout = write_data_file(bundle_tensors(_state(model), cfg, quantization, block_size), out / DATA_FILE)
     g = (build_contrib_graph if variant == "contrib" else build_standard_graph)(cfg, quant)
-    proto = g.model("toolrl_decoder", "toolrl_learner")
-    proto.graph.initializer.extend(external_initializer(e) for e in layout)
-    onnx.save(proto, out / GRAPH_FILE)
-    if variant == "standard":  # the checker knows no com.microsoft schemas
-        onnx.checker.check_model(str(out / GRAPH_FILE))
+    _save_graph(g, layout, out / GRAPH_FILE, check=variant == "standard")
+    # The engine's own graph over the same weights file: the cache stays in the engine's buffers (graph_slots.py).
+    _save_graph(build_slots_graph(cfg, quant), layout, out / SLOTS_GRAPH_FILE, check=True)
     _write_configs(out, cfg, tok_source)
     export = {
         "variant": variant,
@@ -178,6 +177,14 @@ def export_bundle(
         "opset": 17,
     }
     return _write_manifest(out, version, cfg, quantization, layout_hash(layout), export)
+
+
+def _save_graph(g, layout, path: Path, check: bool) -> None:
+    proto = g.model("toolrl_decoder", "toolrl_learner")
+    proto.graph.initializer.extend(external_initializer(e) for e in layout)
+    onnx.save(proto, path)
+    if check and not g.uses_ms_domain:  # the checker knows no com.microsoft schemas
+        onnx.checker.check_model(str(path))
 
 
 def publish_weights(model: CausalLM, out_dir: str | Path, version: int, graph_from: str | Path) -> dict:
@@ -208,7 +215,7 @@ def publish_weights(model: CausalLM, out_dir: str | Path, version: int, graph_fr
     known = {}
     if out.resolve() != prev.resolve():
         (out / MANIFEST_FILE).unlink(missing_ok=True)
-        for name in (GRAPH_FILE, "config.json", *TOKENIZER_FILES):
+        for name in (GRAPH_FILE, SLOTS_GRAPH_FILE, "config.json", *TOKENIZER_FILES):
             if (prev / name).is_file():
                 _link_or_copy(prev / name, out / name)
                 if name in prev_manifest.get("files", {}):

@@ -9,16 +9,16 @@ import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import onnx
 import torch
 
 from ..model.modeling import CausalLM
 from ..model.tiny import TinySpec, spec_config
 from ..model.tokenizer import write_tokenizer_files
-from .bundle import GRAPH_FILE, MANIFEST_FILE, _write_configs, _write_manifest
+from .bundle import GRAPH_FILE, MANIFEST_FILE, _save_graph, _write_configs, _write_manifest
 from .graph import build_standard_graph
 from .graph_common import QuantSpec
-from .weights import DATA_FILE, bundle_tensors, external_initializer, layout_hash, write_data_file
+from .graph_slots import SLOTS_GRAPH_FILE, build_slots_graph
+from .weights import DATA_FILE, bundle_tensors, layout_hash, write_data_file
 
 
 class RandomState(Mapping[str, torch.Tensor]):
@@ -63,10 +63,8 @@ def export_random_bundle(
     (out / MANIFEST_FILE).unlink(missing_ok=True)
     state = RandomState(shapes, seed, spec.init_std)
     layout = write_data_file(bundle_tensors(state, cfg, quantization, block_size), out / DATA_FILE)
-    proto = build_standard_graph(cfg, quant).model("toolrl_decoder", "toolrl_learner")
-    proto.graph.initializer.extend(external_initializer(e) for e in layout)
-    onnx.save(proto, out / GRAPH_FILE)
-    onnx.checker.check_model(str(out / GRAPH_FILE))
+    _save_graph(build_standard_graph(cfg, quant), layout, out / GRAPH_FILE, check=True)
+    _save_graph(build_slots_graph(cfg, quant), layout, out / SLOTS_GRAPH_FILE, check=True)
     write_tokenizer_files(out, tokenizer_json, max_length)
     _write_configs(out, cfg, None)
     export = {

@@ -1,8 +1,10 @@
 // An int8 bundle (`export --quantization int8`: MatMulNBits projections and lm_head) through the engine: group
 // sampling with the KV cache records the same log-probs as Python onnxruntime computes for the same tokens over
-// the whole sequence in one cache-free pass (ort_logprobs.py). The two differ only in float rounding (cached vs
-// full attention, onnxruntime-node 1.30 vs Python 1.31 kernels): ~4e-8 measured, far inside the 1e-3 fp32 parity
-// bound, while a wrong row, position or temperature moves a log-prob by far more than 1e-5.
+// the whole sequence in one cache-free pass of the same graph (ort_logprobs.py). The two differ only in float
+// rounding (cached vs full attention, onnxruntime-node 1.30 vs Python 1.31 kernels), far inside the 1e-3 fp32
+// parity bound, while a wrong row, position or temperature moves a log-prob by far more than 1e-5. (Against the
+// other graph they may differ by ~4e-3: MatMulNBits quantises its input per block on the fly, so a last-bit
+// difference in attention can move a block's int8 rounding.)
 import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,7 +61,7 @@ describe('int8 bundle', () => {
     const theirs = await pythonLogprobs({ temperature, prompt, samples: samples.map((s) => s.tokenIds) });
     samples.forEach((s, i) => {
       const worst = Math.max(...s.logprobs.map((lp, j) => Math.abs(lp - theirs[i]![j]!)));
-      expect(worst).toBeLessThan(1e-5); // measured: ~4e-8
+      expect(worst).toBeLessThan(1e-5); // measured: ~1e-7
     });
   });
 });

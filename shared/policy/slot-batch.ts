@@ -1,0 +1,156 @@
+// The running batch's KV cache for the slots graph: per layer one key and one value buffer laid out
+// [rows, kvHeads, capacity, headDim], the active rows packed at the front (row b's block is contiguous), each with
+// its own length. A decode step reads it in place and appends each row's new key/value at the row's length; a row
+// joins by copying its one-row cache into the next free block and leaves by the last block moving into its place.
+//
+// The capacity is always a multiple of SLOT_CHUNK. The slots graph's result for a row then does not depend on the
+// capacity (its ignored slots add exact zeros, and every kernel over them is laid out alike for any multiple of
+// the chunk), so it does not depend on which rows share the batch either: a row samples the same tokens however
+// the requests in flight are batched (test/unit/policy/batcher.test.ts checks it bit for bit).
+import { KvCache, type KvShape } from './kv-cache.ts';
+import type { SlotView } from './slot-decoder.ts';
+
+export const SLOT_CHUNK = 64;
+
+/** The smallest multiple of SLOT_CHUNK that holds `length` tokens (at least one chunk). */
+export const slotCapacity = (length: number): number =>
+  Math.max(1, Math.ceil(length / SLOT_CHUNK)) * SLOT_CHUNK;
+
+export class SlotBatch implements SlotView {
+  keys: Float32Array[] = [];
+  values: Float32Array[] = [];
+  /** Active rows (the first `batch` blocks). */
+  batch = 0;
+  capacity = SLOT_CHUNK;
+  /** Tokens held by each active row. */
+  readonly lengths: number[] = [];
+  private rowsAllocated = 0;
+
+  constructor(
+    readonly shape: KvShape,
+    /** Rows this batch will hold at most: growing rows doubles up to this, never past it. */
+    private readonly maxRows = Number.POSITIVE_INFINITY,
+  ) {}
+
+  /** Floats in one row's block of one layer. */
+  private get block(): number {
+    return this.shape.numKvHeads * this.capacity * this.shape.headDim;
+  }
+
+  /** Bytes one row needs at `capacity` (keys and values of every layer). */
+  rowBytes(capacity = this.capacity): number {
+    const { numLayers, numKvHeads, headDim } = this.shape;
+    return 2 * numLayers * numKvHeads * capacity * headDim * 4;
+  }
+
+  /** A one-row cache of `capacity` slots holding `cache` (the past of a prefill). */
+  static single(cache: KvCache, capacity = slotCapacity(cache.length)): SlotBatch {
+    const b = new SlotBatch(cache.shape);
+    b.capacity = capacity;
+    b.add(cache);
+    return b;
+  }
+
+  /** Adds a row holding `cache` (one row); returns its index. */
+  add(cache: KvCache): number {
+    if (cache.batch !== 1) throw new Error('SlotBatch.add: a one-row cache expected');
+    this.reserve(this.batch + 1, cache.length + 1);
+    const b = this.batch++;
+    this.lengths.push(cache.length);
+    const { numLayers, numKvHeads: H, headDim: D } = this.shape;
+    const C = this.capacity;
+    const T = cache.length;
+    for (let i = 0; i < numLayers; i++)
+      for (let h = 0; h < H; h++) {
+        const at = (b * H + h) * C * D;
+        this.keys[i]!.set(cache.keys[i]!.subarray(h * T * D, (h + 1) * T * D), at);
+        this.values[i]!.set(cache.values[i]!.subarray(h * T * D, (h + 1) * T * D), at);
+      }
+    return b;
+  }
+
+  /** Writes each row's one new key/value (per layer [batch, kvHeads, 1, headDim]) at its length. */
+  append(newKeys: readonly Float32Array[], newValues: readonly Float32Array[]): void {
+    this.reserve(this.batch, Math.max(...this.lengths) + 1);
+    const { numLayers, numKvHeads: H, headDim: D } = this.shape;
+    const C = this.capacity;
+    for (let i = 0; i < numLayers; i++) {
+      const k = this.keys[i]!;
+      const v = this.values[i]!;
+      const nk = newKeys[i]!;
+      const nv = newValues[i]!;
+      for (let b = 0; b < this.batch; b++)
+        for (let h = 0; h < H; h++) {
+          const from = (b * H + h) * D;
+          const at = ((b * H + h) * C + this.lengths[b]!) * D;
+          // A plain loop: D floats are too few to be worth a subarray view each.
+          for (let d = 0; d < D; d++) {
+            k[at + d] = nk[from + d]!;
+            v[at + d] = nv[from + d]!;
+          }
+        }
+    }
+    for (let b = 0; b < this.batch; b++) this.lengths[b]!++;
+  }
+
+  /** Row b as a one-row cache of its tokens. */
+  extract(b: number): KvCache {
+    const { numKvHeads: H, headDim: D } = this.shape;
+    const C = this.capacity;
+    const T = this.lengths[b]!;
+    const pick = (src: Float32Array): Float32Array => {
+      const out = new Float32Array(H * T * D);
+      for (let h = 0; h < H; h++) {
+        const at = (b * H + h) * C * D;
+        out.set(src.subarray(at, at + T * D), h * T * D);
+      }
+      return out;
+    };
+    return new KvCache(this.shape, 1, T, this.keys.map(pick), this.values.map(pick));
+  }
+
+  /** Removes row b: the last row moves into its place (returns the index it moved from, or -1). */
+  remove(b: number): number {
+    const last = this.batch - 1;
+    if (b < 0 || b > last) throw new RangeError(`row ${b} of a batch of ${this.batch}`);
+    const size = this.block;
+    if (b !== last) {
+      for (const a of [...this.keys, ...this.values]) a.copyWithin(b * size, last * size, (last + 1) * size);
+      this.lengths[b] = this.lengths[last]!;
+    }
+    this.lengths.pop();
+    this.batch--;
+    return b !== last ? last : -1;
+  }
+
+  /**
+   * Room for `rows` rows of `length` tokens: grows the row count (doubling) or the capacity (re-laid out, with a
+   * quarter more room so a growing batch is not re-laid out every chunk). The capacity never shrinks: buffers are
+   * reused from one batch to the next, and any multiple of the chunk gives the same results.
+   */
+  private reserve(rows: number, length: number): void {
+    const capacity = length > this.capacity ? slotCapacity(Math.ceil(length * 1.25)) : this.capacity;
+    if (rows <= this.rowsAllocated && capacity === this.capacity) return;
+    const grown =
+      rows > this.rowsAllocated ? Math.min(2 * this.rowsAllocated, this.maxRows) : this.rowsAllocated;
+    const allocate = Math.max(rows, grown, 1);
+    const { numLayers, numKvHeads: H, headDim: D } = this.shape;
+    const oldC = this.capacity;
+    const relayout = (src: Float32Array | undefined): Float32Array => {
+      const out = new Float32Array(allocate * H * capacity * D);
+      if (!src) return out;
+      if (capacity === oldC) out.set(src.subarray(0, this.batch * H * oldC * D));
+      else
+        for (let b = 0; b < this.batch; b++)
+          for (let h = 0; h < H; h++) {
+            const from = (b * H + h) * oldC * D;
+            out.set(src.subarray(from, from + this.lengths[b]! * D), (b * H + h) * capacity * D);
+          }
+      return out;
+    };
+    this.keys = Array.from({ length: numLayers }, (_, i) => relayout(this.keys[i]));
+    this.values = Array.from({ length: numLayers }, (_, i) => relayout(this.values[i]));
+    this.capacity = capacity;
+    this.rowsAllocated = allocate;
+  }
+}
