@@ -90,6 +90,7 @@ def test_event_files_reach_a_remote_store_on_the_plot_cadence_on_cpu(tmp_path, p
     # killed here (no close): with a refresh every row nothing is lost; every hour, the rows since the first
     uploaded = [s for s, _ in _scalars(tb_remote)["reward_mean"]]
     assert uploaded == ([1, 2, 3] if plot_every_s == 0 else [1])
+    logger.settle()  # the plot is drawn on a thread of its own
     assert (tmp_path / f"bucket/runs/{RUN}/metrics/reward_curve.png").is_file()
     logger.close()
     assert [s for s, _ in _scalars(tb_remote)["reward/task"]] == [1, 2, 3]
@@ -113,6 +114,7 @@ def test_plot_shows_validation_accuracy_from_the_eval_summaries_on_cpu(tmp_path)
     assert logger._validation() == [(0, 0.25, 4), (16, 0.875, 4)]
     png = tmp_path / f"runs/{RUN}/metrics/reward_curve.png"
     logger.log(_row(1))
+    logger.settle()
     without = png.stat().st_size
     store.put_bytes(f"runs/{RUN}/metrics/eval/v3.json", summary(3, 0.5))
     logger.plot()

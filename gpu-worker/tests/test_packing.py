@@ -1,6 +1,6 @@
 """Sequence packing and the packed forward: micro-batches respect the token budget, attention stays
 within each sequence, and chunked log-probs of packed sequences equal full-logit log-probs of each
-sequence run alone."""
+sequence run alone; a group packed under its shared prefix gives the same log-probs and gradients."""
 
 import pytest
 import torch
@@ -8,7 +8,7 @@ import torch
 from toolrl_learner.config import LearnerConfig
 from toolrl_learner.model.tiny import TinySpec, build_tiny
 from toolrl_learner.train.batch import LearnerBatch
-from toolrl_learner.train.packing import pack_batch, plan_micro_batches
+from toolrl_learner.train.packing import MIN_SHARED_PREFIX, Unit, pack_batch, plan_micro_batches, plan_units
 from toolrl_learner.train.policy import Policy
 from toolrl_learner.train.synthetic import group, random_group, trajectory
 
@@ -72,3 +72,64 @@ def test_packed_chunked_logprobs_equal_full_logits_per_sequence_on_cpu(tiny_dir)
         lo, hi = int(batch.tok_offsets[s]), int(batch.tok_offsets[s + 1])
         torch.testing.assert_close(packed[lo:hi], expected, rtol=0, atol=2e-5)
         torch.testing.assert_close(entropy[lo:hi], ent, rtol=0, atol=2e-5)
+
+
+def test_shared_prefix_layout_on_cpu():
+    # Two samples of one 8-token prompt, both starting with sampled token 7: the unit is the 9 shared tokens, then
+    # each sample's own. Sample 0: [p..., 7, 8], tool [9], [10]; sample 1: [p..., 7, 11].
+    prompt = list(range(20, 20 + MIN_SHARED_PREFIX))
+    g = group(
+        "r",
+        "e0-p0",
+        [
+            trajectory(prompt, [[7, 8], [10]], 1.0, tool_results=[[9]]),
+            trajectory(prompt, [[7, 11]], 0.0),
+        ],
+    )
+    batch = LearnerBatch.from_groups([g], 0)
+    assert plan_units(batch, [0, 1], 64, share_prefix=True) == [Unit((0, 1), MIN_SHARED_PREFIX + 1)]
+    (mb,) = pack_batch(batch, 64, share_prefix=True)
+    p = MIN_SHARED_PREFIX
+    assert mb.input_ids.tolist() == prompt + [7, 8, 9, 10, 11]
+    assert mb.position_ids.tolist() == list(range(p + 1)) + [p + 1, p + 2, p + 3, p + 1]
+    assert mb.branch is not None and mb.branch.tolist() == [-1] * (p + 1) + [0, 0, 0, 1]
+    assert mb.cu_seqlens.tolist() == [0, p + 5]
+    # Loss tokens: sample 0's 7, 8, 10 (rows p-1 shared, p, p+2), sample 1's 7, 11 (rows p-1 and p: the shared 7).
+    assert mb.pred_rows.tolist() == [p - 1, p, p + 2, p - 1, p]
+    assert mb.targets.tolist() == [7, 8, 10, 7, 11]
+    assert mb.local_seq_ids.tolist() == [0, 0, 0, 1, 1]
+    # Below the threshold nothing is shared; without share_prefix neither.
+    short = group("r", "e0-p1", [trajectory([1, 2], [[7]], 1.0), trajectory([1, 2], [[8]], 0.0)])
+    b2 = LearnerBatch.from_groups([short], 0)
+    assert plan_units(b2, [0, 1], 64, share_prefix=True) == [Unit((0,)), Unit((1,))]
+    assert pack_batch(batch, 64)[0].branch is None
+
+
+def test_shared_prefix_gives_the_same_logprobs_and_gradients_on_cpu(tiny_dir):
+    cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", logprob_chunk_size=7, temperature=0.7)
+    policy = Policy(cfg, tiny_dir, torch.device("cpu"))
+    groups = [
+        random_group("r", f"e0-p{i}", vocab=900, g=4, prompt_len=20 + 3 * i, response_len=9, seed=i)
+        for i in range(3)
+    ]
+    batch = LearnerBatch.from_groups(groups, 0)
+
+    def run(share: bool, budget: int):
+        mbs = pack_batch(batch, budget, share_prefix=share)
+        assert all(mb.num_tokens <= budget for mb in mbs)
+        policy.base.zero_grad(set_to_none=True)
+        out = torch.zeros(batch.num_loss_tokens)
+        for mb in mbs:
+            lp = policy.forward(mb, entropy=False).logprobs
+            lp.sum().backward()
+            out[mb.token_index] = lp.detach()
+        grads = {n: p.grad.clone() for n, p in policy.base.named_parameters() if p.grad is not None}
+        return out, grads, sum(mb.num_tokens for mb in mbs)
+
+    alone, g_alone, t_alone = run(False, 400)
+    for budget in (400, 90):  # one unit per group, and groups split into units that repeat the prefix
+        shared, g_shared, t_shared = run(True, budget)
+        assert t_shared < t_alone
+        torch.testing.assert_close(shared, alone, rtol=0, atol=2e-5)
+        for n, g in g_alone.items():
+            torch.testing.assert_close(g_shared[n], g, rtol=1e-4, atol=1e-5)

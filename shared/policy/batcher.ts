@@ -115,6 +115,7 @@ export class SlotBatcher implements Decoding {
 
   async dispose(): Promise<void> {
     await this.loop;
+    this.batch.release();
     await this.decoder.dispose();
   }
 
@@ -193,6 +194,7 @@ export class SlotBatcher implements Decoding {
     let t0 = now();
     const past = SlotBatch.single(job.past);
     const out = await this.decoder.forward([job.feed], [job.past.length], past, true);
+    past.release();
     this.stats.prefillTokens += job.feed.length;
     this.stats.prefillMs += now() - t0;
     const full = appendRow(job.past, out.newKeys, out.newValues, job.feed.length);

@@ -12,6 +12,27 @@ import type { SlotView } from './slot-decoder.ts';
 
 export const SLOT_CHUNK = 64;
 
+/**
+ * Buffers given back by batches that are done (a policy version's batch; the next version's starts from nothing),
+ * reused by the next one instead of allocating and zero-filling them again: ~60 versions a quickstart run, each
+ * growing its batch to ~70 MB of cache. The values left in them are finite keys and values, which the slots graph
+ * ignores past each row's length. Kept to POOL_BYTES.
+ */
+const pool: Float32Array[] = [];
+const POOL_BYTES = 512 * 2 ** 20;
+
+function takeBuffer(floats: number): Float32Array {
+  const i = pool.findIndex((a) => a.length >= floats); // the pool is sorted by size: the smallest that fits
+  return i >= 0 ? pool.splice(i, 1)[0]! : new Float32Array(floats);
+}
+
+function giveBuffer(a: Float32Array): void {
+  pool.push(a);
+  pool.sort((x, y) => x.length - y.length);
+  let bytes = pool.reduce((n, x) => n + x.byteLength, 0);
+  while (bytes > POOL_BYTES) bytes -= pool.shift()!.byteLength;
+}
+
 /** The smallest multiple of SLOT_CHUNK that holds `length` tokens (at least one chunk). */
 export const slotCapacity = (length: number): number =>
   Math.max(1, Math.ceil(length / SLOT_CHUNK)) * SLOT_CHUNK;
@@ -109,6 +130,16 @@ export class SlotBatch implements SlotView {
     return new KvCache(this.shape, 1, T, this.keys.map(pick), this.values.map(pick));
   }
 
+  /** Gives the buffers back for the next batch to reuse; the batch is empty afterwards. */
+  release(): void {
+    for (const a of [...this.keys, ...this.values]) giveBuffer(a);
+    this.keys = [];
+    this.values = [];
+    this.lengths.length = 0;
+    this.batch = 0;
+    this.rowsAllocated = 0;
+  }
+
   /** Removes row b: the last row moves into its place (returns the index it moved from, or -1). */
   remove(b: number): number {
     const last = this.batch - 1;
@@ -137,7 +168,7 @@ export class SlotBatch implements SlotView {
     const { numLayers, numKvHeads: H, headDim: D } = this.shape;
     const oldC = this.capacity;
     const relayout = (src: Float32Array | undefined): Float32Array => {
-      const out = new Float32Array(allocate * H * capacity * D);
+      const out = takeBuffer(allocate * H * capacity * D);
       if (!src) return out;
       if (capacity === oldC) out.set(src.subarray(0, this.batch * H * oldC * D));
       else
@@ -146,6 +177,7 @@ export class SlotBatch implements SlotView {
             const from = (b * H + h) * oldC * D;
             out.set(src.subarray(from, from + this.lengths[b]! * D), (b * H + h) * capacity * D);
           }
+      giveBuffer(src);
       return out;
     };
     this.keys = Array.from({ length: numLayers }, (_, i) => relayout(this.keys[i]));

@@ -71,8 +71,10 @@ class ShardedComm:
         self.roots = roots
 
     def micro_batches(
-        self, batch: LearnerBatch, budget: int, seqs: list[int] | None = None
+        self, batch: LearnerBatch, budget: int, seqs: list[int] | None = None, share_prefix: bool = False
     ) -> list[MicroBatch]:
+        """This rank's share (sequences balanced by tokens). Prefix sharing is not applied here: a group's
+        samples may land on different ranks (`share_prefix` is accepted and ignored)."""
         chosen = list(range(batch.num_seqs)) if seqs is None else seqs
         plan = plan_rank_micro_batches([batch.lengths[i] for i in chosen], budget, self.size)[self.rank]
         return [build_micro_batch(batch, [chosen[j] for j in mb]) if mb else padding_micro_batch() for mb in plan]

@@ -9,6 +9,10 @@ Backends behind one function, chosen per call:
 - `per_seq`: one causal SDPA call per sequence over slices of the pack: no padding, a call per sequence.
 - `sdpa`: SDPA with a dense block-diagonal causal mask [T, T]: O(T^2) memory and work whatever the sequences
   (a reference for the others and for the tests).
+
+With `branch` (train/packing.py's shared prefixes) a packed unit is a prefix followed by branches: a token sees the
+earlier tokens of its unit that are shared (branch -1) or of its own branch. That runs as the padded layout with a
+boolean mask built from the positions and branch ids (`_padded_tree_sdpa`), whatever the backend asked.
 """
 
 from __future__ import annotations
@@ -55,6 +59,37 @@ def _padded_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, gqa):
     return out.transpose(1, 2).reshape(b * width, hq, d).index_select(0, slot)  # [T, Hq, D]
 
 
+def _padded_tree_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, gqa, branch, positions):
+    total, hq, d = q.shape
+    lengths = cu_seqlens[1:] - cu_seqlens[:-1]  # [U]
+    u = lengths.shape[0]
+    width = int(max_seqlen) if max_seqlen is not None else int(lengths.max())
+    seq = torch.repeat_interleave(torch.arange(u, device=q.device), lengths.long(), output_size=total)  # [T]
+    slot = seq * width + (torch.arange(total, device=q.device) - cu_seqlens[:-1].long()[seq])
+
+    def rows(x):  # [T, H, D] -> [U, H, L, D], zeros in the padding
+        out = x.new_zeros(u * width, x.shape[1], d).index_copy(0, slot, x)
+        return out.view(u, width, x.shape[1], d).transpose(1, 2)
+
+    def grid(x, fill):  # [T] -> [U, L]
+        return x.new_full((u * width,), fill).index_copy(0, slot, x).view(u, width)
+
+    pos = grid(positions.long(), -1)
+    br = grid(branch.long(), -2)
+    real = grid(torch.ones_like(branch, dtype=torch.bool), False)
+    # Key j is visible to query i: a real token of the unit, not after i, shared or of i's own branch. Every query
+    # sees itself, so a padding row's softmax stays finite (its output is dropped).
+    allowed = (
+        real[:, None, :]
+        & (pos[:, None, :] <= pos[:, :, None])
+        & ((br[:, None, :] == -1) | (br[:, None, :] == br[:, :, None]))
+    ) | torch.eye(width, dtype=torch.bool, device=q.device)
+    out = F.scaled_dot_product_attention(
+        rows(q), rows(k), rows(v), attn_mask=allowed[:, None], scale=scale, enable_gqa=gqa
+    )
+    return out.transpose(1, 2).reshape(u * width, hq, d).index_select(0, slot)  # [T, Hq, D]
+
+
 def _per_seq_sdpa(q, k, v, cu_seqlens, scale, gqa):
     bounds = cu_seqlens.tolist()
     outs = [
@@ -82,18 +117,25 @@ def packed_causal_attention(
     max_seqlen: int | None = None,
     scale: float | None = None,
     backend: str = "auto",
+    branch: torch.Tensor | None = None,
+    positions: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Causal attention within each packed sequence.
 
     q: [T, Hq, D]; k, v: [T, Hkv, D] with Hq a multiple of Hkv (grouped-query attention);
     cu_seqlens: [B+1] int, cumulative sequence lengths starting at 0 and ending at T.
     backend: "auto" (varlen where it runs, else padded) or one of BACKENDS.
+    branch, positions: [T] each, for units with a shared prefix (see the module's doc); both or neither.
     Returns [T, Hq, D].
     """
     total, hq, _ = q.shape
     hkv = k.shape[1]
     if backend not in BACKENDS:
         raise ValueError(f"unknown attention backend {backend!r}; one of {', '.join(BACKENDS)}")
+    if branch is not None:
+        if positions is None:
+            raise ValueError("packed attention with branches needs the tokens' positions")
+        return _padded_tree_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, hq != hkv, branch, positions)
     use_varlen = backend == "varlen" or (backend == "auto" and _varlen_available(q))
     if use_varlen:
         from torch.nn.attention.varlen import varlen_attn

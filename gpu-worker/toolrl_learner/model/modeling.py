@@ -6,8 +6,9 @@ lm_head), so HF state dicts load as they are and peft's `target_modules` names w
 
 Public API:
     CausalLM(config: ModelConfig)
-    forward_hidden(input_ids[T], position_ids[T], cu_seqlens[B+1], max_seqlen=None) -> hidden[T, H]
-        PACKED: B sequences concatenated, attention causal within each (no padding).
+    forward_hidden(input_ids[T], position_ids[T], cu_seqlens[B+1], max_seqlen=None, branch=None) -> hidden[T, H]
+        PACKED: B sequences concatenated, attention causal within each (no padding); with branch [T], units
+        of a shared prefix and branches (train/packing.py).
     forward(input_ids[T], position_ids[T], cu_seqlens[B+1]) -> logits[T, V]   (small vocabularies, tests)
     forward_batch(input_ids[B, S]) -> logits[B, S, V]                             (unpadded equal lengths)
     lm_head_weight() -> Tensor[V, H]   (feed to logprobs.token_logprobs instead of materialising logits)
@@ -80,6 +81,8 @@ class Attention(nn.Module):
         cu_seqlens: torch.Tensor,
         max_seqlen: int | None,
         backend: str,
+        branch: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         t, d = x.shape[0], self.cfg.head_dim
         q = self.q_proj(x).view(t, -1, d)  # [T, Hq, D]
@@ -90,7 +93,16 @@ class Attention(nn.Module):
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         # Under autocast q/k/v can differ in dtype (norms promote to fp32); attention wants one dtype.
         dtype = v.dtype
-        out = packed_causal_attention(q.to(dtype), k.to(dtype), v, cu_seqlens, max_seqlen, backend=backend)
+        out = packed_causal_attention(
+            q.to(dtype),
+            k.to(dtype),
+            v,
+            cu_seqlens,
+            max_seqlen,
+            backend=backend,
+            branch=branch,
+            positions=positions,
+        )
         return self.o_proj(out.reshape(t, -1))  # [T, H]
 
 
@@ -114,8 +126,10 @@ class DecoderLayer(nn.Module):
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def forward(self, x, cos, sin, cu_seqlens, max_seqlen, backend):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cu_seqlens, max_seqlen, backend)
+    def forward(self, x, cos, sin, cu_seqlens, max_seqlen, backend, branch=None, positions=None):
+        x = x + self.self_attn(
+            self.input_layernorm(x), cos, sin, cu_seqlens, max_seqlen, backend, branch, positions
+        )
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -157,8 +171,10 @@ class CausalLM(nn.Module):
         position_ids: torch.Tensor,
         cu_seqlens: torch.Tensor,
         max_seqlen: int | None = None,
+        branch: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """input_ids, position_ids [T] (positions restart at 0 per sequence); cu_seqlens [B+1] -> hidden [T, H]."""
+        """input_ids, position_ids [T] (positions restart at 0 per sequence); cu_seqlens [B+1] -> hidden [T, H].
+        branch [T]: units with a shared prefix (train/packing.py's MicroBatch.branch)."""
         if input_ids.dim() != 1 or position_ids.shape != input_ids.shape:
             raise ValueError(
                 f"forward_hidden takes packed 1-D input_ids and position_ids of equal length, got "
@@ -171,7 +187,7 @@ class CausalLM(nn.Module):
         x = self.model.embed_tokens(input_ids)  # [T, H]
         cos, sin = rotary_cos_sin(self.inv_freq, position_ids)  # [T, D]
         for layer in self.model.layers:
-            args = (x, cos, sin, cu_seqlens, max_seqlen, self.attention_backend)
+            args = (x, cos, sin, cu_seqlens, max_seqlen, self.attention_backend, branch, position_ids)
             if self.gradient_checkpointing and self.training and torch.is_grad_enabled():
                 x = checkpoint(layer, *args, use_reentrant=False)
             else:

@@ -79,7 +79,7 @@ class Critic:
             )
         with self._autocast():
             hidden = self.base.forward_hidden(
-                mb.input_ids, mb.position_ids, mb.cu_seqlens, mb.max_seqlen
+                mb.input_ids, mb.position_ids, mb.cu_seqlens, mb.max_seqlen, mb.branch
             )  # [T, H]
             h = hidden.index_select(0, mb.pred_rows)  # [n, H]
             return self.value_head(h).squeeze(-1).float()  # [n]

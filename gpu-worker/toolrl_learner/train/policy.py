@@ -231,7 +231,7 @@ class Policy:
         temp = self.cfg.temperature if temperature is None else temperature
         with self._autocast():
             hidden = model.forward_hidden(
-                mb.input_ids, mb.position_ids, mb.cu_seqlens, mb.max_seqlen
+                mb.input_ids, mb.position_ids, mb.cu_seqlens, mb.max_seqlen, mb.branch
             )  # [T, H]
             h = hidden.index_select(0, mb.pred_rows)  # [n, H]
             logprobs, ent = _token_logprobs(

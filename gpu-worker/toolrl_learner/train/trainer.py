@@ -116,6 +116,11 @@ class Trainer:
         self.cfg = cfg
         self.comm = comm
         self.policy = policy
+        # A group's samples share their prompt's hidden states (packing.py) off CUDA: on a CPU the learner is
+        # compute-bound and prompts are most of a step's tokens (the quickstart: ~190 of ~225 a sample; its
+        # step compute went from 0.96 s to 0.58 s, bench/embedded). On CUDA packed attention is varlen flash
+        # attention, which takes no such mask; sharing there is not measured (no GPU was lent).
+        self.share_prefix = policy.device.type != "cuda"
         self.critic = critic
         self.stage_cfgs = stage_cfgs or {}
         self.optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.lr, cfg.weight_decay)
@@ -160,7 +165,12 @@ class Trainer:
         with phase("pack"):
             batch = LearnerBatch.from_groups(groups, policy_version)
             cfg = self.config_for(batch)
-            mbs = [mb.to(device) for mb in self.comm.micro_batches(batch, cfg.micro_batch_tokens)]
+            mbs = [
+                mb.to(device)
+                for mb in self.comm.micro_batches(
+                    batch, cfg.micro_batch_tokens, share_prefix=self.share_prefix
+                )
+            ]
         n_tok = batch.num_loss_tokens
         behavior = batch.behavior_logprobs.to(device)
 
@@ -223,7 +233,10 @@ class Trainer:
                 else:
                     with phase("pack"):
                         mini = [
-                            m.to(device) for m in self.comm.micro_batches(batch, cfg.micro_batch_tokens, seqs)
+                            m.to(device)
+                            for m in self.comm.micro_batches(
+                                batch, cfg.micro_batch_tokens, seqs, share_prefix=self.share_prefix
+                            )
                         ]
                 m_tok, m_seqs = loss_totals(batch, seqs)
                 scale = 1.0 / (cfg.ppo_epochs * len(plans))
