@@ -35,6 +35,8 @@ export interface ChildArgs {
   threads: number;
   warmupTokens: number;
   sampler: string;
+  /** Engine child only: `slots` (model.slots.onnx when the bundle has it) or `standard` (model.onnx). */
+  graph: string;
   /** llama.cpp child only: the GGUF of the bundle's weights and node-llama-cpp's entry module. */
   gguf?: string;
   llamaCppModule?: string;
@@ -52,6 +54,7 @@ export function childArgs(): ChildArgs {
       threads: { type: 'string', default: '2' },
       'warmup-tokens': { type: 'string', default: '16' },
       sampler: { type: 'string', default: 'onnx' },
+      graph: { type: 'string', default: 'slots' },
       gguf: { type: 'string' },
       'llama-cpp-module': { type: 'string' },
       'top-k': { type: 'string' },
@@ -66,6 +69,7 @@ export function childArgs(): ChildArgs {
     threads: Number(values.threads),
     warmupTokens: Number(values['warmup-tokens']),
     sampler: values.sampler!,
+    graph: values.graph!,
     ...(values.gguf ? { gguf: values.gguf } : {}),
     ...(values['llama-cpp-module'] ? { llamaCppModule: values['llama-cpp-module'] } : {}),
     ...(values['top-k'] ? { topK: Number(values['top-k']) } : {}),

@@ -24,13 +24,15 @@ import { type Round, type Row, renderTables, replaceTables } from './report.ts';
 
 const USAGE =
   'usage: npx tsx bench/rollout/index.ts [--dtypes fp32,int4] [--n 8] [--prompt-tokens 128] [--new-tokens 256]\n' +
-  '         [--rounds 3] [--warmup-tokens 16] [--threads <cores>] [--sampler onnx|js]\n' +
+  '         [--rounds 3] [--warmup-tokens 16] [--threads <cores>] [--sampler onnx|js] [--graph slots|standard]\n' +
   '         [--preset qwen2.5-0.5b|qwen2.5-1.5b|tiny] [--bundles DIR[,DIR]] [--skip-reference] [--no-llama-cpp]\n' +
   '         [--llama-cpp-top-k 0|K] [--no-write]\n' +
   "  --llama-cpp-top-k: llama.cpp's sampler (0, the default: full vocabulary like the engine; 1: greedy, its\n" +
   '    decode with next to no sampling cost)\n' +
   "  --skip-reference: no transformers.js; --no-llama-cpp: no llama.cpp (it needs the preset's model folder, so\n" +
   '    --bundles skips it)\n' +
+  "  --graph: the graph the engine decodes with (slots, the default: model.slots.onnx, the cache in the engine's\n" +
+  '    buffers; standard: model.onnx, the cache copied in and out every step)\n' +
   '  --dtypes: fp32, int8, int4; int8/N or int4/N quantises in blocks of N weights (default 32)\n' +
   '  --bundles: measure these bundle folders (their manifest names the dtype) instead of building --dtypes\n';
 
@@ -44,6 +46,7 @@ const { values } = parseArgs({
     'warmup-tokens': { type: 'string', default: '16' },
     threads: { type: 'string', default: String(availableParallelism()) },
     sampler: { type: 'string', default: 'onnx' },
+    graph: { type: 'string', default: 'slots' },
     preset: { type: 'string', default: 'qwen2.5-0.5b' },
     bundles: { type: 'string' },
     'skip-reference': { type: 'boolean', default: false },
@@ -82,6 +85,10 @@ if (!['onnx', 'js'].includes(values.sampler!)) {
   process.stderr.write(`--sampler must be onnx or js, got ${values.sampler}\n${USAGE}`);
   process.exit(2);
 }
+if (!['slots', 'standard'].includes(values.graph!)) {
+  process.stderr.write(`--graph must be slots or standard, got ${values.graph}\n${USAGE}`);
+  process.exit(2);
+}
 const childArgs = (bundle: string, n: number) => [
   '--bundle',
   bundle,
@@ -97,6 +104,8 @@ const childArgs = (bundle: string, n: number) => [
   String(warmupTokens),
   '--sampler',
   values.sampler!,
+  '--graph',
+  values.graph!,
 ];
 const log = (msg: string) => process.stderr.write(`[bench/rollout] ${msg}\n`);
 const run = promisify(execFile);
