@@ -2,6 +2,7 @@
 // (up to batchSize or until the batching window closes), invokes with at most maxConcurrency batches at
 // once, and deletes only the records that succeeded — every record when the handler reports no item
 // failures, none when it throws. Works on any Queue (embedded or SQS).
+import { setMaxListeners } from 'node:events';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { z } from 'zod';
 import type { Log } from '#shared/ports/log';
@@ -68,6 +69,8 @@ export class EventSourceMapping {
     if (this.running) return;
     this.running = true;
     this.abort = new AbortController();
+    // Every poller's long poll listens on this one signal (the embedded rollouts run hundreds of pollers).
+    setMaxListeners(Math.max(10, 2 * this.opts.maxConcurrency), this.abort.signal);
     this.pollers = Array.from({ length: this.opts.maxConcurrency }, () => this.poll());
   }
 
