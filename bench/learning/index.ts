@@ -128,8 +128,12 @@ function runSeed(seed: number, work: string, outDir: string | undefined): SeedRe
 }
 
 const pct = (x: number | undefined) => (x === undefined ? '-' : `${(100 * x).toFixed(1)}%`);
-const secs = (x: number | undefined) =>
-  x === undefined ? 'not reached' : `${Math.floor(x / 60)}m${String(Math.round(x % 60)).padStart(2, '0')}s`;
+/** Minutes and seconds, rounded to the second first (179.6 s is 3m00s, not 2m60s). */
+const secs = (x: number | undefined) => {
+  if (x === undefined) return 'not reached';
+  const s = Math.round(x);
+  return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+};
 
 export function renderTable(results: readonly SeedResult[]): string {
   const k = results[0]?.end?.k ?? 1;
