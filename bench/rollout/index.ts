@@ -243,6 +243,7 @@ const tables = renderTables(rows, {
     ? `bundles ${values.bundles}`
     : `${values.preset}'s dimensions, random weights (\`toolrl_learner tiny --preset\`, then \`export\`)`,
   warmupTokens,
+  graph: values.graph as 'slots' | 'standard',
   ...(llamaCpp
     ? {
         llamaTopK: Number(llamaTopK),

@@ -41,6 +41,8 @@ export interface Context {
   llamaCpp?: string;
   /** llama.cpp's sampler top-k (0 or absent: the full vocabulary, as the engine samples). */
   llamaTopK?: number;
+  /** The graph the engine decoded with (absent: slots). */
+  graph?: 'slots' | 'standard';
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -131,10 +133,21 @@ export function renderTables(rows: Row[], ctx: Context): string {
   }
   lines.push(
     '',
-    'One engine decode step: onnxruntime = the forward pass as the engine sees it (`decodeMs`: the graph, its K/V',
-    '`Concat`, and onnxruntime-node wrapping the inputs and copying every output into new JS buffers); sampling =',
-    'the sampling graph and the draws; bound = weight bytes / copy bandwidth; KV cache = the mean over the steps of',
-    'the cache a step feeds in, which the graph copies into `present` and onnxruntime-node copies again.',
+    ...((ctx.graph ?? 'slots') === 'slots'
+      ? [
+          'One engine decode step: onnxruntime = the forward pass as the engine sees it (`decodeMs`: the slots graph,',
+          'which reads the cache in place and returns only the new keys and values, onnxruntime-node wrapping the',
+          'inputs and copying the outputs, and the engine writing the new keys and values into its cache); sampling =',
+          'the sampling graph and the draws; bound = weight bytes / copy bandwidth; KV cache = the mean over the steps',
+          'of the cache a step reads (in place: nothing of it is copied).',
+        ]
+      : [
+          'One engine decode step: onnxruntime = the forward pass as the engine sees it (`decodeMs`: the standard',
+          'graph, its K/V `Concat`, and onnxruntime-node wrapping the inputs and copying every output into new JS',
+          'buffers); sampling = the sampling graph and the draws; bound = weight bytes / copy bandwidth; KV cache = the',
+          'mean over the steps of the cache a step feeds in, which the graph copies into `present` and',
+          'onnxruntime-node copies again.',
+        ]),
     '',
     '| bundle | G | onnxruntime ms / step | sampling ms / step | bound ms / step | KV cache MB |',
     '|---|---|---|---|---|---|',

@@ -1,5 +1,9 @@
 // KV caches kept between turns in this process, so a continuation after tool results feeds only the new tokens.
-// Bounded by bytes (least recently stored goes first); a miss just means the continuation re-prefills.
+// Bounded by bytes (least recently stored goes first); a miss means the continuation re-prefills. One store serves
+// every loaded version of a process (shared/pipeline/policies.ts), each entry tagged with the version whose weights
+// computed it: a version unloaded and loaded again between a trajectory's turns still finds its caches, so whether
+// a turn re-prefills does not depend on when sessions come and go (a re-prefill rounds differently from decoding
+// on the kept cache, and near a tie a token could flip).
 import { randomUUID } from 'node:crypto';
 import type { KvCache } from './kv-cache.ts';
 
@@ -7,6 +11,8 @@ interface Entry {
   /** The tokens the cache holds, in order. */
   tokens: readonly number[];
   cache: KvCache;
+  /** Whose cache it is (the policy version that computed it); only that owner takes it. */
+  owner: string;
 }
 
 export class CacheStore {
@@ -16,7 +22,7 @@ export class CacheStore {
   constructor(readonly budgetBytes: number) {}
 
   /** Keeps `cache` (covering `tokens`) and returns its key, or null when it alone exceeds the budget. */
-  put(tokens: readonly number[], cache: KvCache): string | null {
+  put(tokens: readonly number[], cache: KvCache, owner = ''): string | null {
     if (cache.batch !== 1 || cache.length !== tokens.length)
       throw new Error(`cache store: a one-row cache of ${tokens.length} tokens expected`);
     if (cache.bytes > this.budgetBytes) return null;
@@ -25,19 +31,19 @@ export class CacheStore {
       this.drop(oldest);
     }
     const key = randomUUID();
-    this.entries.set(key, { tokens: [...tokens], cache });
+    this.entries.set(key, { tokens: [...tokens], cache, owner });
     this.bytes += cache.bytes;
     return key;
   }
 
   /**
-   * Removes and returns the cache stored under `key` if its tokens are a prefix of `tokenIds` (a continuation
-   * consumes it; its own result is stored anew).
+   * Removes and returns the cache stored under `key` if `owner` stored it and its tokens are a prefix of `tokenIds`
+   * (a continuation consumes it; its own result is stored anew). Another owner's entry stays where it is.
    */
-  take(key: string | null, tokenIds: readonly number[]): KvCache | undefined {
+  take(key: string | null, tokenIds: readonly number[], owner = ''): KvCache | undefined {
     if (key === null) return undefined;
     const e = this.entries.get(key);
-    if (!e) return undefined;
+    if (!e || e.owner !== owner) return undefined;
     this.drop(key);
     if (e.tokens.length > tokenIds.length) return undefined;
     for (let i = 0; i < e.tokens.length; i++) if (e.tokens[i] !== tokenIds[i]) return undefined;

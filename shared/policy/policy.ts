@@ -27,6 +27,8 @@ export interface LoadPolicyOptions extends TokenizerOptions {
   check?: BundleCheck;
   /** Bytes of KV cache kept between turns in this process (default 1 GiB; 0 disables). */
   cacheBytes?: number;
+  /** A store shared with the process's other versions (policies.ts), instead of one of `cacheBytes` of its own. */
+  caches?: CacheStore;
   /** Sample through onnxruntime's kernels (default) or in plain JS (same draws, slower: a reference). */
   sampler?: 'onnx' | 'js';
   /** The tokenizer and sampling graph of an earlier version with the same tokenizer files (see loadPolicyParts). */
@@ -117,14 +119,14 @@ export class Policy {
     readonly tokenizer: ChatTokenizer,
     decoder: OnnxDecoder | SlotDecoder,
     readonly version: number,
-    cacheBytes: number,
+    caches: CacheStore,
     private readonly graph?: SamplerGraph,
     /** Whether dispose() disposes the graph (false when it is shared PolicyParts). */
     private readonly ownsGraph = true,
   ) {
     const sampler = new Sampler(decoder.vocabSize);
     this.stops = stopSpecFor(manifest.eosTokenIds, tokenizer);
-    this.caches = new CacheStore(cacheBytes);
+    this.caches = caches;
     this.kv = decoder.kv;
     this.decoding =
       decoder instanceof SlotDecoder
@@ -133,6 +135,11 @@ export class Policy {
   }
 
   private readonly kv: KvShape;
+
+  /** This version's tag in a cache store shared with other versions. */
+  private get cacheOwner(): string {
+    return `v${this.version}`;
+  }
 
   /** The conversation rendered through the chat template with the generation prompt, tokenised. */
   renderPrompt(messages: readonly ChatMessage[], tools: readonly ToolSchema[] = []): number[] {
@@ -232,7 +239,7 @@ export class Policy {
         };
         return;
       }
-      const cached = this.caches.take(state.cacheKey, next.tokenIds);
+      const cached = this.caches.take(state.cacheKey, next.tokenIds, this.cacheOwner);
       if (cached) this.counters.cacheHits++;
       else this.counters.cacheMisses++;
       work.push({ index, next, past: cached ?? KvCache.empty(this.kv, 1), budget });
@@ -278,7 +285,7 @@ export class Policy {
 
   private keep(tokenIds: readonly number[], cache: KvCache | undefined): string | null {
     if (!cache) return null;
-    return this.caches.put(tokenIds.slice(0, cache.length), cache);
+    return this.caches.put(tokenIds.slice(0, cache.length), cache, this.cacheOwner);
   }
 }
 
@@ -303,11 +310,12 @@ export async function loadPolicy(bundleDir: string, opts: LoadPolicyOptions = {}
       tokenizer,
       decoder,
       opts.version ?? m.version,
-      opts.cacheBytes ?? 2 ** 30,
+      opts.caches ?? new CacheStore(opts.cacheBytes ?? 2 ** 30),
       graph,
       false,
     );
   }
   const graph = opts.sampler === 'js' ? undefined : await SamplerGraph.create(m.vocabSize);
-  return new Policy(m, tokenizer, decoder, opts.version ?? m.version, opts.cacheBytes ?? 2 ** 30, graph);
+  const caches = opts.caches ?? new CacheStore(opts.cacheBytes ?? 2 ** 30);
+  return new Policy(m, tokenizer, decoder, opts.version ?? m.version, caches, graph);
 }

@@ -2,6 +2,7 @@
 // requests in flight together share decode steps, and each samples exactly what it samples alone, bit for bit,
 // whoever shares its batch; rows join and leave at any step; the cache bookkeeping is checked float by float.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CacheStore } from '#shared/policy/cache-store';
 import { KvCache } from '#shared/policy/kv-cache';
 import { loadPolicy, type Policy } from '#shared/policy/policy';
 import { DEFAULT_SAMPLING, type SamplingParams } from '#shared/policy/sampler';
@@ -23,8 +24,9 @@ const tools: ToolSchema[] = [
 const ask = (q: string): ChatMessage[] => [{ role: 'user', content: q }];
 
 let policy: Policy;
+let bundleDir: string;
 beforeAll(async () => {
-  const { bundleDir } = await tinyBundle();
+  ({ bundleDir } = await tinyBundle());
   policy = await loadPolicy(bundleDir, { threads: 1 });
 }, 120_000);
 afterAll(async () => policy?.dispose());
@@ -134,5 +136,39 @@ describe('continuous batching', () => {
     const good = policy.sampleGroup(prompt, 2, s({ seed: 1 }));
     await expect(bad).rejects.toThrow();
     expect((await good).every((x) => x.tokenIds.length > 0)).toBe(true);
+  });
+});
+
+describe('kept caches', () => {
+  it('a version loaded again between turns continues on the caches its earlier instance kept, exactly', async () => {
+    const caches = new CacheStore(2 ** 30);
+    const results = [{ role: 'tool' as const, content: '391' }];
+    const first = await loadPolicy(bundleDir, { threads: 1, caches, version: 3 });
+    const { states } = await first.startGroup(ask('What is 17 * 23?'), tools, 2, s({ seed: 41 }));
+    // The same states continued by the instance that sampled them, and by a fresh one of the same version.
+    const again = await first.continueTrajectories(
+      states.map((st) => ({ state: st, messages: results })),
+      s({ seed: 41 }),
+    );
+    expect(first.metrics.cacheHits).toBe(2);
+    const { states: states2 } = await first.startGroup(ask('What is 17 * 23?'), tools, 2, s({ seed: 41 }));
+    await first.dispose();
+    const reloaded = await loadPolicy(bundleDir, { threads: 1, caches, version: 3 });
+    const other = await loadPolicy(bundleDir, { threads: 1, caches, version: 4 });
+    try {
+      // Another version's weights never continue on these caches: it re-prefills, and leaves them in the store.
+      await other.continueTrajectories([{ state: states2[0]!, messages: results }], s({ seed: 41 }));
+      expect(other.metrics.cacheMisses).toBe(1);
+      const later = await reloaded.continueTrajectories(
+        states2.map((st) => ({ state: st, messages: results })),
+        s({ seed: 41 }),
+      );
+      expect(reloaded.metrics.cacheHits).toBe(2);
+      const sample = (r: (typeof later)[number]) => (r.ok ? r.sample : r.error);
+      expect(later.map(sample)).toEqual(again.map(sample));
+    } finally {
+      await reloaded.dispose();
+      await other.dispose();
+    }
   });
 });
