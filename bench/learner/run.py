@@ -71,18 +71,31 @@ def hf_config(shape: str) -> dict:
     }
 
 
-def make_sequences(n: int, min_len: int, max_len: int, vocab: int, response_frac: float, seed: int):
-    """n (token ids, number of trailing sampled tokens) with lengths uniform in [min_len, max_len]."""
+def make_sequences(
+    n: int,
+    min_len: int,
+    max_len: int,
+    vocab: int,
+    response_frac: float,
+    seed: int,
+    group_size: int = 1,
+    shared_prompts: bool = False,
+):
+    """n (token ids, number of trailing sampled tokens) with lengths uniform in [min_len, max_len]. With
+    shared_prompts, the sequences of each group of group_size begin with the same prompt (its first sequence's),
+    as a GRPO group's samples do, and differ in their sampled tokens."""
     rng = random.Random(seed)
     out = []
-    for _ in range(n):
+    prompt: list[int] = []
+    for k in range(n):
         length = rng.randint(min_len, max_len)
-        out.append(
-            (
-                [rng.randrange(2, vocab) for _ in range(length)],
-                max(1, int(length * response_frac)),
-            )
-        )
+        n_resp = max(1, int(length * response_frac))
+        ids = [rng.randrange(2, vocab) for _ in range(length)]
+        if shared_prompts:
+            if k % group_size == 0:
+                prompt = ids[: length - n_resp]
+            ids = prompt + ids[length - n_resp :]
+        out.append((ids, n_resp))
     return out
 
 
@@ -125,6 +138,8 @@ def child(args) -> dict:
         cfg["vocab_size"],
         args.response_frac,
         args.seed,
+        args.group_size,
+        args.shared_prompts,
     )
     rng = random.Random(args.seed + 1)
     rewards = [float(rng.random() < 0.5) for _ in seqs]
@@ -202,6 +217,11 @@ def main() -> int:
         help="sequences per step (groups of --group-size)",
     )
     p.add_argument("--group-size", type=int, default=8)
+    p.add_argument(
+        "--shared-prompts",
+        action="store_true",
+        help="the sequences of a group share their prompt, as GRPO samples do (ours shares it off CUDA)",
+    )
     p.add_argument("--min-len", type=int, default=None)
     p.add_argument("--max-len", type=int, default=None)
     p.add_argument(
@@ -294,6 +314,8 @@ def main() -> int:
                       "ref_micro_seqs", "chunk", "seed"):  # fmt: skip
                 cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
             cmd += ["--attention", attention]
+            if args.shared_prompts:
+                cmd += ["--shared-prompts"]
             if args.threads:
                 cmd += ["--threads", str(args.threads)]
             if ckpt:
