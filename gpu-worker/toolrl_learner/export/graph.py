@@ -16,15 +16,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.config import ModelConfig
-from .graph_common import QuantSpec, declare_io, keep_last, linear, lm_head, rms_norm
+from .graph_common import (
+    QuantSpec,
+    attention_inputs,
+    declare_io,
+    keep_last,
+    layer_rest,
+    lm_head,
+    rms_norm,
+    rope_tables,
+)
 from .onnx_builder import BOOL, FLOAT, GraphBuilder
-
-
-def rotary(g: GraphBuilder, x: str, cos: str, sin: str, half: int) -> str:
-    """x [B, S, H, D] -> x*cos + rotate_half(x)*sin, with cos/sin [B, S, 1, D]."""
-    x1, x2 = g.ops("Split", [x, g.const([half, half])], 2, axis=-1)
-    rotated = g.op("Concat", [g.op("Neg", [x2]), x1], axis=-1)
-    return g.op("Add", [g.op("Mul", [x, cos]), g.op("Mul", [rotated, sin])])
 
 
 def build_standard_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> GraphBuilder:
@@ -42,13 +44,7 @@ def build_standard_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Gr
     grouped5 = g.op("Concat", [b1, g.const([hkv, rep]), s1, t1], axis=0, name="/shape/scores5")
     grouped4 = g.op("Concat", [b1, g.const([hkv, -1]), t1], axis=0, name="/shape/scores4")
 
-    # RoPE tables from the given positions: freqs = pos * inv_freq in fp32, as transformers computes them.
-    inv_freq = g.const(cfg.inv_freq().numpy(), np.float32, name="rotary.inv_freq")
-    posf = g.op("Unsqueeze", [g.op("Cast", [pos], to=FLOAT), g.const([2])])  # [B, S, 1]
-    freqs = g.op("Mul", [posf, inv_freq])  # [B, S, D/2]
-    angles = g.op("Concat", [freqs, freqs], axis=-1)  # [B, S, D]
-    cos = g.op("Unsqueeze", [g.op("Cos", [angles]), g.const([2])], name="/rotary/cos")  # [B, S, 1, D]
-    sin = g.op("Unsqueeze", [g.op("Sin", [angles]), g.const([2])], name="/rotary/sin")
+    rope = rope_tables(g, cfg, pos)  # RoPE from the given positions
 
     # allowed[b, 0, 0, i, j]: key j is not padding and is not after query i (query i sits at T - S + i).
     t0 = g.op("Squeeze", [t1, g.const([0])])
@@ -68,21 +64,7 @@ def build_standard_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Gr
     for i in range(cfg.num_hidden_layers):
         p = f"model.layers.{i}"
         h = rms_norm(g, x, f"{p}.input_layernorm.weight", cfg.rms_norm_eps)
-        q = g.op(
-            "Reshape", [linear(g, h, f"{p}.self_attn.q_proj", hid, hq * d, cfg.qkv_bias, quant), q_shape]
-        )
-        k = g.op(
-            "Reshape", [linear(g, h, f"{p}.self_attn.k_proj", hid, hkv * d, cfg.qkv_bias, quant), kv_shape]
-        )
-        v = g.op(
-            "Reshape", [linear(g, h, f"{p}.self_attn.v_proj", hid, hkv * d, cfg.qkv_bias, quant), kv_shape]
-        )
-        if cfg.qk_norm:
-            q = rms_norm(g, q, f"{p}.self_attn.q_norm.weight", cfg.rms_norm_eps)
-            k = rms_norm(g, k, f"{p}.self_attn.k_norm.weight", cfg.rms_norm_eps)
-        q = g.op("Transpose", [rotary(g, q, cos, sin, d // 2)], perm=[0, 2, 1, 3])  # [B, Hq, S, D]
-        k = g.op("Transpose", [rotary(g, k, cos, sin, d // 2)], perm=[0, 2, 1, 3])  # [B, Hkv, S, D]
-        v = g.op("Transpose", [v], perm=[0, 2, 1, 3])  # [B, Hkv, S, D]
+        q, k, v = attention_inputs(g, cfg, i, h, (q_shape, kv_shape), rope, quant)  # [B, heads, S, D]
         present_k = g.op("Concat", [past[i][0], k], axis=2, name=f"present.{i}.key")  # [B, Hkv, T, D]
         present_v = g.op("Concat", [past[i][1], v], axis=2, name=f"present.{i}.value")
         g.output(present_k, f"present.{i}.key", FLOAT, ["batch_size", hkv, "total_sequence_length", d])
@@ -98,14 +80,7 @@ def build_standard_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Gr
         attn = g.op("Reshape", [attn, g.const([0, hq, -1, d])])  # [B, Hq, S, D]
         attn = g.op("Transpose", [attn], perm=[0, 2, 1, 3])  # [B, S, Hq, D]
         attn = g.op("Reshape", [attn, g.const([-1, hq * d])])  # [N, Hq*D]
-        x = g.op("Add", [x, linear(g, attn, f"{p}.self_attn.o_proj", hq * d, hid, cfg.o_bias, quant)])
-        h = rms_norm(g, x, f"{p}.post_attention_layernorm.weight", cfg.rms_norm_eps)
-        gate = linear(g, h, f"{p}.mlp.gate_proj", hid, cfg.intermediate_size, cfg.mlp_bias, quant)
-        up = linear(g, h, f"{p}.mlp.up_proj", hid, cfg.intermediate_size, cfg.mlp_bias, quant)
-        act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])  # SiLU(gate) * up
-        x = g.op(
-            "Add", [x, linear(g, act, f"{p}.mlp.down_proj", cfg.intermediate_size, hid, cfg.mlp_bias, quant)]
-        )
+        x = layer_rest(g, cfg, i, x, attn, quant)
     lm_head(
         g,
         cfg,

@@ -87,6 +87,67 @@ def rms_norm(g: GraphBuilder, x: str, weight: str, eps: float) -> str:
     return g.op("Mul", [weight, g.op("Div", [x, rms])])
 
 
+def rotary(g: GraphBuilder, x: str, cos: str, sin: str, half: int) -> str:
+    """x [B, S, H, D] -> x*cos + rotate_half(x)*sin, with cos/sin [B, S, 1, D]."""
+    x1, x2 = g.ops("Split", [x, g.const([half, half])], 2, axis=-1)
+    rotated = g.op("Concat", [g.op("Neg", [x2]), x1], axis=-1)
+    return g.op("Add", [g.op("Mul", [x, cos]), g.op("Mul", [rotated, sin])])
+
+
+def rope_tables(g: GraphBuilder, cfg: ModelConfig, pos: str) -> tuple[str, str]:
+    """cos, sin [B, S, 1, D] for positions pos [B, S]: freqs = pos * inv_freq in fp32, as transformers computes
+    them."""
+    inv_freq = g.const(cfg.inv_freq().numpy(), np.float32, name="rotary.inv_freq")
+    posf = g.op("Unsqueeze", [g.op("Cast", [pos], to=FLOAT), g.const([2])])  # [B, S, 1]
+    freqs = g.op("Mul", [posf, inv_freq])  # [B, S, D/2]
+    angles = g.op("Concat", [freqs, freqs], axis=-1)  # [B, S, D]
+    cos = g.op("Unsqueeze", [g.op("Cos", [angles]), g.const([2])], name="/rotary/cos")
+    sin = g.op("Unsqueeze", [g.op("Sin", [angles]), g.const([2])], name="/rotary/sin")
+    return cos, sin
+
+
+def attention_inputs(
+    g: GraphBuilder,
+    cfg: ModelConfig,
+    layer: int,
+    h: str,
+    shapes: tuple[str, str],
+    rope: tuple[str, str],
+    quant: QuantSpec | None,
+) -> tuple[str, str, str]:
+    """Layer `layer`'s queries, keys and values for the normed hidden state h [N, H], as [B, heads, S, D]: the
+    projections, reshaped by shapes (q [B, S, Hq, D], kv [B, S, Hkv, D]), QK-norm where the model has it, RoPE."""
+    hq, hkv, d, hid = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.hidden_size
+    p = f"model.layers.{layer}"
+    q_shape, kv_shape = shapes
+    q = g.op("Reshape", [linear(g, h, f"{p}.self_attn.q_proj", hid, hq * d, cfg.qkv_bias, quant), q_shape])
+    k = g.op("Reshape", [linear(g, h, f"{p}.self_attn.k_proj", hid, hkv * d, cfg.qkv_bias, quant), kv_shape])
+    v = g.op("Reshape", [linear(g, h, f"{p}.self_attn.v_proj", hid, hkv * d, cfg.qkv_bias, quant), kv_shape])
+    if cfg.qk_norm:
+        q = rms_norm(g, q, f"{p}.self_attn.q_norm.weight", cfg.rms_norm_eps)
+        k = rms_norm(g, k, f"{p}.self_attn.k_norm.weight", cfg.rms_norm_eps)
+    cos, sin = rope
+    q = g.op("Transpose", [rotary(g, q, cos, sin, d // 2)], perm=[0, 2, 1, 3])  # [B, Hq, S, D]
+    k = g.op("Transpose", [rotary(g, k, cos, sin, d // 2)], perm=[0, 2, 1, 3])  # [B, Hkv, S, D]
+    v = g.op("Transpose", [v], perm=[0, 2, 1, 3])  # [B, Hkv, S, D]
+    return q, k, v
+
+
+def layer_rest(
+    g: GraphBuilder, cfg: ModelConfig, layer: int, x: str, attn: str, quant: QuantSpec | None
+) -> str:
+    """The rest of layer `layer` after attention: x + o_proj(attn), then the post-attention norm and the SwiGLU MLP
+    with its residual. x [N, H], attn [N, Hq*D] -> [N, H]."""
+    p = f"model.layers.{layer}"
+    hq, d, hid, inter = cfg.num_attention_heads, cfg.head_dim, cfg.hidden_size, cfg.intermediate_size
+    x = g.op("Add", [x, linear(g, attn, f"{p}.self_attn.o_proj", hq * d, hid, cfg.o_bias, quant)])
+    h = rms_norm(g, x, f"{p}.post_attention_layernorm.weight", cfg.rms_norm_eps)
+    gate = linear(g, h, f"{p}.mlp.gate_proj", hid, inter, cfg.mlp_bias, quant)
+    up = linear(g, h, f"{p}.mlp.up_proj", hid, inter, cfg.mlp_bias, quant)
+    act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])  # SiLU(gate) * up
+    return g.op("Add", [x, linear(g, act, f"{p}.mlp.down_proj", inter, hid, cfg.mlp_bias, quant)])
+
+
 def keep_last(g: GraphBuilder, cfg: ModelConfig, io: Io, x: str) -> str:
     """Rows of x [B*S, H] for the last `num_logits_to_keep` positions of each sequence -> [B*K, H]."""
     x3 = g.op("Reshape", [x, g.op("Concat", [io.bs, g.const([cfg.hidden_size])], axis=0)])  # [B, S, H]

@@ -24,8 +24,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.config import ModelConfig
-from .graph import rotary
-from .graph_common import Io, QuantSpec, keep_last, linear, lm_head, rms_norm
+from .graph_common import (
+    Io,
+    QuantSpec,
+    attention_inputs,
+    keep_last,
+    layer_rest,
+    lm_head,
+    rms_norm,
+    rope_tables,
+)
 from .onnx_builder import FLOAT, INT64, GraphBuilder
 
 SLOTS_GRAPH_FILE = "model.slots.onnx"
@@ -60,12 +68,7 @@ def build_slots_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Graph
     s0 = g.op("Squeeze", [s1, g.const([0])])
     steps = g.op("Range", [g.const(0), s0, g.const(1)])  # [S]
     pos = g.op("Add", [g.op("Unsqueeze", [lengths, g.const([1])]), steps], name="/positions")  # [B, S]
-    inv_freq = g.const(cfg.inv_freq().numpy(), np.float32, name="rotary.inv_freq")
-    posf = g.op("Unsqueeze", [g.op("Cast", [pos], to=FLOAT), g.const([2])])  # [B, S, 1]
-    freqs = g.op("Mul", [posf, inv_freq])  # [B, S, D/2]
-    angles = g.op("Concat", [freqs, freqs], axis=-1)  # [B, S, D]
-    cos = g.op("Unsqueeze", [g.op("Cos", [angles]), g.const([2])], name="/rotary/cos")  # [B, S, 1, D]
-    sin = g.op("Unsqueeze", [g.op("Sin", [angles]), g.const([2])], name="/rotary/sin")
+    rope = rope_tables(g, cfg, pos)
 
     # past_ok[b, 0, 0, 0, c]: slot c holds one of row b's tokens. new_ok[i, j]: new token j is not after i.
     c0 = g.op("Squeeze", [c1, g.const([0])])
@@ -85,21 +88,7 @@ def build_slots_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Graph
     for i in range(cfg.num_hidden_layers):
         p = f"model.layers.{i}"
         h = rms_norm(g, x, f"{p}.input_layernorm.weight", cfg.rms_norm_eps)
-        q = g.op(
-            "Reshape", [linear(g, h, f"{p}.self_attn.q_proj", hid, hq * d, cfg.qkv_bias, quant), q_shape]
-        )
-        k = g.op(
-            "Reshape", [linear(g, h, f"{p}.self_attn.k_proj", hid, hkv * d, cfg.qkv_bias, quant), kv_shape]
-        )
-        v = g.op(
-            "Reshape", [linear(g, h, f"{p}.self_attn.v_proj", hid, hkv * d, cfg.qkv_bias, quant), kv_shape]
-        )
-        if cfg.qk_norm:
-            q = rms_norm(g, q, f"{p}.self_attn.q_norm.weight", cfg.rms_norm_eps)
-            k = rms_norm(g, k, f"{p}.self_attn.k_norm.weight", cfg.rms_norm_eps)
-        q = g.op("Transpose", [rotary(g, q, cos, sin, d // 2)], perm=[0, 2, 1, 3])  # [B, Hq, S, D]
-        k = g.op("Transpose", [rotary(g, k, cos, sin, d // 2)], perm=[0, 2, 1, 3])  # [B, Hkv, S, D]
-        v = g.op("Transpose", [v], perm=[0, 2, 1, 3])  # [B, Hkv, S, D]
+        q, k, v = attention_inputs(g, cfg, i, h, (q_shape, kv_shape), rope, quant)  # [B, heads, S, D]
         g.output(k, f"new_key_values.{i}.key", FLOAT, ["batch_size", hkv, "sequence_length", d])
         g.output(v, f"new_key_values.{i}.value", FLOAT, ["batch_size", hkv, "sequence_length", d])
         # Grouped-query attention as in the standard graph (the rep query heads of a KV head stacked), scored
@@ -137,14 +126,7 @@ def build_slots_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Graph
         attn = g.op("Reshape", [attn, g.const([0, hq, -1, d])])  # [B, Hq, S, D]
         attn = g.op("Transpose", [attn], perm=[0, 2, 1, 3])  # [B, S, Hq, D]
         attn = g.op("Reshape", [attn, g.const([-1, hq * d])])  # [N, Hq*D]
-        x = g.op("Add", [x, linear(g, attn, f"{p}.self_attn.o_proj", hq * d, hid, cfg.o_bias, quant)])
-        h = rms_norm(g, x, f"{p}.post_attention_layernorm.weight", cfg.rms_norm_eps)
-        gate = linear(g, h, f"{p}.mlp.gate_proj", hid, cfg.intermediate_size, cfg.mlp_bias, quant)
-        up = linear(g, h, f"{p}.mlp.up_proj", hid, cfg.intermediate_size, cfg.mlp_bias, quant)
-        act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])  # SiLU(gate) * up
-        x = g.op(
-            "Add", [x, linear(g, act, f"{p}.mlp.down_proj", cfg.intermediate_size, hid, cfg.mlp_bias, quant)]
-        )
+        x = layer_rest(g, cfg, i, x, attn, quant)
     lm_head(
         g,
         cfg,
