@@ -20,9 +20,8 @@ from .graph_common import (
     QuantSpec,
     attention_inputs,
     declare_io,
-    keep_last,
+    final_logits,
     layer_rest,
-    lm_head,
     rms_norm,
     rope_tables,
 )
@@ -77,15 +76,6 @@ def build_standard_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Gr
         scores = g.op("Where", [allowed, scores, masked_value])
         probs = g.op("Reshape", [g.op("Softmax", [scores], axis=-1), grouped4])  # [B, Hkv, rep*S, T]
         attn = g.op("MatMul", [probs, present_v])  # [B, Hkv, rep*S, D]
-        attn = g.op("Reshape", [attn, g.const([0, hq, -1, d])])  # [B, Hq, S, D]
-        attn = g.op("Transpose", [attn], perm=[0, 2, 1, 3])  # [B, S, Hq, D]
-        attn = g.op("Reshape", [attn, g.const([-1, hq * d])])  # [N, Hq*D]
         x = layer_rest(g, cfg, i, x, attn, quant)
-    lm_head(
-        g,
-        cfg,
-        io,
-        lambda: rms_norm(g, keep_last(g, cfg, io, x), "model.norm.weight", cfg.rms_norm_eps),
-        quant,
-    )
+    final_logits(g, cfg, io, x, quant)
     return g

@@ -137,15 +137,29 @@ def layer_rest(
     g: GraphBuilder, cfg: ModelConfig, layer: int, x: str, attn: str, quant: QuantSpec | None
 ) -> str:
     """The rest of layer `layer` after attention: x + o_proj(attn), then the post-attention norm and the SwiGLU MLP
-    with its residual. x [N, H], attn [N, Hq*D] -> [N, H]."""
+    with its residual. x [N, H], attn [B, Hkv, rep*S, D] (the rep query heads of a KV head stacked) -> [N, H]."""
     p = f"model.layers.{layer}"
     hq, d, hid, inter = cfg.num_attention_heads, cfg.head_dim, cfg.hidden_size, cfg.intermediate_size
+    attn = g.op("Reshape", [attn, g.const([0, hq, -1, d])])  # [B, Hq, S, D]
+    attn = g.op("Transpose", [attn], perm=[0, 2, 1, 3])  # [B, S, Hq, D]
+    attn = g.op("Reshape", [attn, g.const([-1, hq * d])])  # [N, Hq*D]
     x = g.op("Add", [x, linear(g, attn, f"{p}.self_attn.o_proj", hq * d, hid, cfg.o_bias, quant)])
     h = rms_norm(g, x, f"{p}.post_attention_layernorm.weight", cfg.rms_norm_eps)
     gate = linear(g, h, f"{p}.mlp.gate_proj", hid, inter, cfg.mlp_bias, quant)
     up = linear(g, h, f"{p}.mlp.up_proj", hid, inter, cfg.mlp_bias, quant)
     act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])  # SiLU(gate) * up
     return g.op("Add", [x, linear(g, act, f"{p}.mlp.down_proj", inter, hid, cfg.mlp_bias, quant)])
+
+
+def final_logits(g: GraphBuilder, cfg: ModelConfig, io: Io, x: str, quant: QuantSpec | None) -> None:
+    """The `logits` output: the final norm and the LM head over the last `num_logits_to_keep` positions of x."""
+    lm_head(
+        g,
+        cfg,
+        io,
+        lambda: rms_norm(g, keep_last(g, cfg, io, x), "model.norm.weight", cfg.rms_norm_eps),
+        quant,
+    )
 
 
 def keep_last(g: GraphBuilder, cfg: ModelConfig, io: Io, x: str) -> str:

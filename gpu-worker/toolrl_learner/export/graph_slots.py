@@ -28,9 +28,8 @@ from .graph_common import (
     Io,
     QuantSpec,
     attention_inputs,
-    keep_last,
+    final_logits,
     layer_rest,
-    lm_head,
     rms_norm,
     rope_tables,
 )
@@ -123,15 +122,6 @@ def build_slots_graph(cfg: ModelConfig, quant: QuantSpec | None = None) -> Graph
             ],
         )  # [B, Hkv, rep*S, D]
         attn = g.op("Div", [weighted, g.op("Reshape", [total, g.const([0, hkv, -1, 1])])])
-        attn = g.op("Reshape", [attn, g.const([0, hq, -1, d])])  # [B, Hq, S, D]
-        attn = g.op("Transpose", [attn], perm=[0, 2, 1, 3])  # [B, S, Hq, D]
-        attn = g.op("Reshape", [attn, g.const([-1, hq * d])])  # [N, Hq*D]
         x = layer_rest(g, cfg, i, x, attn, quant)
-    lm_head(
-        g,
-        cfg,
-        io,
-        lambda: rms_norm(g, keep_last(g, cfg, io, x), "model.norm.weight", cfg.rms_norm_eps),
-        quant,
-    )
+    final_logits(g, cfg, io, x, quant)
     return g
