@@ -6,7 +6,7 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { CacheStore } from '#shared/policy/cache-store';
+import { CacheStore, DEFAULT_CACHE_BYTES } from '#shared/policy/cache-store';
 import type { LoadPolicyOptions, Policy, PolicyParts } from '#shared/policy/policy';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { PolicyPointerSchema } from '#shared/schemas/policy';
@@ -73,7 +73,7 @@ export class BlobPolicyProvider implements PolicyProvider {
   /** Tokenizers and sampling graphs shared by the versions whose tokenizer files are the same (by digest). */
   private readonly parts = new Map<string, Promise<PolicyParts>>();
   /** KV caches kept between turns, for every version this provider loads (an unloaded version's survive it). */
-  private readonly caches = new CacheStore(2 ** 30);
+  private readonly caches = new CacheStore(DEFAULT_CACHE_BYTES);
 
   constructor(
     private readonly blobs: BlobStore,

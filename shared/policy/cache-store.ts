@@ -15,6 +15,9 @@ interface Entry {
   owner: string;
 }
 
+/** Bytes of KV cache a process keeps between turns unless told otherwise. */
+export const DEFAULT_CACHE_BYTES = 2 ** 30;
+
 export class CacheStore {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;

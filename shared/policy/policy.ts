@@ -6,7 +6,7 @@ import type { BundleManifest } from '#shared/schemas/policy';
 import type { TurnStop } from '#shared/schemas/trajectory';
 import { SlotBatcher } from './batcher.ts';
 import { type BundleCheck, readBundle } from './bundle.ts';
-import { CacheStore } from './cache-store.ts';
+import { CacheStore, DEFAULT_CACHE_BYTES } from './cache-store.ts';
 import { type Decoding, emptyStats, type LoopStats, type RowSpec, StandardDecoding } from './decode-loop.ts';
 import { KvCache, type KvShape } from './kv-cache.ts';
 import { OnnxDecoder } from './onnx-decoder.ts';
@@ -303,19 +303,12 @@ export async function loadPolicy(bundleDir: string, opts: LoadPolicyOptions = {}
         ...threads,
         paddedRows: (m.export?.variant ?? 'standard') === 'standard',
       });
+  const version = opts.version ?? m.version;
+  const caches = opts.caches ?? new CacheStore(opts.cacheBytes ?? DEFAULT_CACHE_BYTES);
   if (opts.parts) {
     const graph = opts.sampler === 'js' ? undefined : opts.parts.graph;
-    return new Policy(
-      m,
-      tokenizer,
-      decoder,
-      opts.version ?? m.version,
-      opts.caches ?? new CacheStore(opts.cacheBytes ?? 2 ** 30),
-      graph,
-      false,
-    );
+    return new Policy(m, tokenizer, decoder, version, caches, graph, false);
   }
   const graph = opts.sampler === 'js' ? undefined : await SamplerGraph.create(m.vocabSize);
-  const caches = opts.caches ?? new CacheStore(opts.cacheBytes ?? 2 ** 30);
-  return new Policy(m, tokenizer, decoder, opts.version ?? m.version, caches, graph);
+  return new Policy(m, tokenizer, decoder, version, caches, graph);
 }
