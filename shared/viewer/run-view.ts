@@ -10,7 +10,7 @@ import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { keys, parseKey } from '#shared/topology';
 import { type AdvantageConfig, groupAdvantages } from './advantages.ts';
 import type { ConfigSummary, MetricsData, Problem, QueueSamples, RunInfo } from './api.ts';
-import { type BatchRecord, readBatches, readMetrics } from './metrics.ts';
+import { BATCHES_FILE, type BatchRecord, METRICS_FILE, readBatches, readMetrics } from './metrics.ts';
 import type { RunSource } from './source.ts';
 import { RunTokenizer } from './tokens.ts';
 import { issuesText, TrajectoryIndex } from './trajectory-index.ts';
@@ -78,18 +78,25 @@ export class RunView {
     };
     this.run = await json(keys.runJson(runId), RunStatusSchema);
     this.learner = await json(keys.learnerState(runId), LearnerStateSchema);
-    this.found = this.run !== undefined || (await blobs.listKeys(keys.runPrefix(runId))).length > 0;
+    // A run exists once its run.json or its input files do (listing the whole run would walk every object).
+    this.found =
+      this.run !== undefined ||
+      problems.some((p) => p.key === keys.runJson(runId)) ||
+      (await blobs.listKeys(keys.inputPrefix(runId))).length > 0;
     if (!this.found) this.otherRuns = await this.source.listRuns();
 
-    const batches = await readBatches(blobs, runId);
-    this.batches = batches.batches;
-    problems.push(...batches.problems);
-    const head = await blobs.head(keys.metrics(runId) + 'metrics.jsonl');
-    const tag = `${head?.etag ?? ''}|${this.batches.length}`;
+    // metrics.jsonl and batches.jsonl grow every step: read again only when one of them changed.
+    const [metricsHead, batchesHead] = await Promise.all([
+      blobs.head(keys.metrics(runId) + METRICS_FILE),
+      blobs.head(keys.metrics(runId) + BATCHES_FILE),
+    ]);
+    const tag = `${metricsHead?.etag ?? ''}|${batchesHead?.etag ?? ''}`;
     if (tag !== this.metricsEtag) {
-      const m = await readMetrics(blobs, runId, this.batches, batches.present);
+      const batches = await readBatches(blobs, runId);
+      const m = await readMetrics(blobs, runId, batches.batches, batches.present);
+      this.batches = batches.batches;
       this.metrics = m.data;
-      this.metricProblems = m.problems;
+      this.metricProblems = [...batches.problems, ...m.problems];
       this.metricsEtag = tag;
     }
     problems.push(...this.metricProblems);
@@ -101,13 +108,29 @@ export class RunView {
     this.deadLetters = await this.readDeadLetters(problems);
     this.fileProblems = problems;
     // The index reads manifests in the background: a large run's first read must not hold the page's answers.
-    this.indexing ??= this.index.refresh().finally(() => {
-      this.indexing = undefined;
-    });
+    this.indexing ??= this.index
+      .refresh()
+      .then(
+        () => {
+          this.indexProblem = undefined;
+        },
+        (err: unknown) => {
+          // A store that failed mid-listing (a network error): said on the page, tried again next refresh.
+          this.indexProblem = {
+            key: keys.groups(runId),
+            message: `reading the groups failed: ${(err as Error).message}`,
+          };
+        },
+      )
+      .finally(() => {
+        this.indexing = undefined;
+      });
+    if (this.indexProblem) problems.push(this.indexProblem);
     await this.sampleQueues();
   }
 
   private metricProblems: Problem[] = [];
+  private indexProblem: Problem | undefined;
 
   private async readEvals(problems: Problem[]): Promise<EvalSummary[]> {
     const infos = await this.source.blobs.list(keys.evalSummaries(this.runId));

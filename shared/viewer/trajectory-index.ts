@@ -70,12 +70,13 @@ export function failedCalls(t: Pick<Trajectory, 'turns'>): number {
 function summarise(g: ScoredGroup, key: string): GroupMeta {
   const { trajectories, ...head } = g;
   const prompt = trajectories[0] ? promptText(trajectories[0]) : '';
+  const short = prompt.length > 240 ? `${prompt.slice(0, 240)}…` : prompt; // one string for the G rows
   const rows = trajectories.map((t) => ({
     groupId: g.groupId,
     sampleIndex: t.sampleIndex,
     split: g.split,
     promptId: g.promptId,
-    prompt: prompt.length > 240 ? `${prompt.slice(0, 240)}…` : prompt,
+    prompt: short,
     dataSource: g.dataSource,
     stage: g.stage,
     versions: versionRange(t),

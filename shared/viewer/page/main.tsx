@@ -30,7 +30,8 @@ function App() {
       try {
         const i = await getJson<RunInfo>('/api/run');
         if (!live) return;
-        setInfo(i);
+        // A new object only when something changed: every view re-renders on it.
+        setInfo((prev) => (prev && JSON.stringify(prev) === JSON.stringify(i) ? prev : i));
         setError(undefined);
         const ended = i.status === 'completed' || i.status === 'failed';
         if (ended && i.indexing.read >= i.indexing.listed) next = IDLE_MS;
@@ -82,6 +83,9 @@ function Header({ info, error, tab }: { info: RunInfo; error: string | undefined
     ['dead-letters', `Dead letters (${info.counts.deadLetters})`],
   ];
   const l = info.learner;
+  useEffect(() => {
+    document.title = `${info.runId} · toolrl view`;
+  }, [info.runId]);
   const current = tab === 't' || tab === 'g' ? 'trajectories' : tab;
   return (
     <header>

@@ -1,5 +1,6 @@
 // The Trajectories tab: one page of the run's trajectories at a time, filtered and sorted by the server. The
 // filters live in the address (#/trajectories?minReward=0.5…), so a filtered view can be linked and reloaded.
+import { useEffect, useState } from 'preact/hooks';
 import type { RunInfo, TrajectoryPage, TrajectoryRow } from '../api.ts';
 import { queryString } from './fetch.ts';
 import { href, type Route, useApi } from './hooks.ts';
@@ -45,16 +46,14 @@ export function Trajectories({ info, route }: { info: RunInfo; route: Route }) {
   );
   const d = page.data;
   const text = (name: string, label: string, width = 7, placeholder = '') => (
-    <label>
-      {label}{' '}
-      <input
-        name={name}
-        size={width}
-        placeholder={placeholder}
-        value={params[name] ?? ''}
-        onChange={(e) => setParam(route, name, (e.target as HTMLInputElement).value.trim())}
-      />
-    </label>
+    <TextFilter
+      name={name}
+      label={label}
+      width={width}
+      placeholder={placeholder}
+      value={params[name] ?? ''}
+      onCommit={(v) => setParam(route, name, v)}
+    />
   );
   const select = (name: string, label: string, options: readonly (readonly [string, string])[]) => (
     <label>
@@ -151,6 +150,32 @@ export function Trajectories({ info, route }: { info: RunInfo; route: Route }) {
         <p>Loading…</p>
       )}
     </div>
+  );
+}
+
+/** A text filter: edited freely (a refresh of the page leaves what is being typed), applied on Enter or blur. */
+function TextFilter(p: {
+  name: string;
+  label: string;
+  width: number;
+  placeholder: string;
+  value: string;
+  onCommit: (value: string) => void;
+}) {
+  const [text, setText] = useState(p.value);
+  useEffect(() => setText(p.value), [p.value]);
+  return (
+    <label>
+      {p.label}{' '}
+      <input
+        name={p.name}
+        size={p.width}
+        placeholder={p.placeholder}
+        value={text}
+        onInput={(e) => setText((e.target as HTMLInputElement).value)}
+        onChange={(e) => p.onCommit((e.target as HTMLInputElement).value.trim())}
+      />
+    </label>
   );
 }
 
