@@ -31,6 +31,9 @@ try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   await page.goto(`${server.url}/`);
   await page.locator('[data-chart="reward"] canvas').waitFor();
+  // The cursor on the reward chart at three quarters of the run: its values in every chart's legend (synced).
+  const box = (await page.locator('[data-chart="reward"] .u-over').boundingBox())!;
+  await page.mouse.move(box.x + box.width * 0.75, box.y + box.height / 2);
   await page.waitForTimeout(500);
   await page.screenshot({ path: join(out, 'viewer.png') });
   // A trajectory that called a tool and scored well: the highest reward among those with a call.

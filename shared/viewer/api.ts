@@ -30,6 +30,8 @@ export interface RunInfo {
   readonly counts: {
     readonly metricRows: number;
     readonly groups: number;
+    /** Of `groups`: train groups (the rest are validation groups). */
+    readonly trainGroups: number;
     readonly trajectories: number;
     readonly evals: number;
     readonly deadLetters: number;

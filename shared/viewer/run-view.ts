@@ -226,6 +226,7 @@ export class RunView {
     const counts = {
       metricRows: this.metrics.steps.length,
       groups: this.index.groupCount,
+      trainGroups: this.index.trainGroupCount,
       trajectories: this.index.trajectoryCount,
       evals: this.evals.length,
       deadLetters: this.deadLetters.length,

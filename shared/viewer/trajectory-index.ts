@@ -156,6 +156,12 @@ export class TrajectoryIndex {
     return this.groups.size;
   }
 
+  get trainGroupCount(): number {
+    let n = 0;
+    for (const g of this.groups.values()) if (g.split === 'train') n++;
+    return n;
+  }
+
   group(groupId: string): GroupMeta | undefined {
     return this.groups.get(groupId);
   }

@@ -36,6 +36,8 @@ export interface SyntheticOptions {
   readonly batchPrompts: number;
   /** Validation prompts per evaluated version (v0 and the last). */
   readonly valPrompts?: number;
+  /** run.json's status (default completed). */
+  readonly status?: 'running' | 'completed';
 }
 
 const FINISH: readonly FinishReason[] = ['eos', 'eos', 'length', 'max_turns'];
@@ -168,7 +170,7 @@ export async function writeSyntheticRun(
     JSON.stringify({
       schemaVersion: 1,
       runId,
-      status: 'completed',
+      status: o.status ?? 'completed',
       reason: null,
       createdAt: now,
       updatedAt: now,
@@ -176,7 +178,7 @@ export async function writeSyntheticRun(
       input: { config: keys.config(runId), train: [config.data.train], val: [] },
       totals: { groupsPlanned: o.groups, trainPrompts: o.groups, valPrompts: o.valPrompts ?? 0, epochs: 1 },
       learner: { submittedAt: now, jobId: 'synthetic' },
-      completedAt: now,
+      completedAt: o.status === 'running' ? null : now,
     }),
   );
   const rows: SyntheticRow[] = [];

@@ -4,7 +4,7 @@
 // result; the reward filter selects what the stored groups say; a validation question is compared across
 // versions. Then a generated run of 10,000 trajectories with bad files: a page of rows at a time, and what could
 // not be read named on the page. Nothing is fetched from anywhere but the viewer's own server.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -56,6 +56,9 @@ afterAll(async () => {
   rmSync(assets, { recursive: true, force: true });
 });
 
+/** Waits for the page (a render, a fetch, the next 3-second refresh): generous, as a loaded machine is slow. */
+const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 30_000 });
+
 const all = () => [...groups.values()].flatMap((g) => g.trajectories.map((t) => ({ g, t })));
 
 describe('toolrl view of a real run, in Chromium', () => {
@@ -65,7 +68,7 @@ describe('toolrl view of a real run, in Chromium', () => {
     const { page } = w;
     await page.goto(`${server.url}/`);
     const reward = page.locator('[data-chart="reward"]');
-    await expect.poll(() => reward.getAttribute('data-points')).toBe(String(rows.length));
+    await poll(() => reward.getAttribute('data-points')).toBe(String(rows.length));
     const components = Object.keys(rows[0]!).filter((k) => k.startsWith('reward/'));
     expect(components.length).toBeGreaterThan(0);
     expect(
@@ -83,7 +86,7 @@ describe('toolrl view of a real run, in Chromium', () => {
     const box = (await over.boundingBox())!;
     await page.mouse.move(box.x + box.width - 1, box.y + box.height / 2);
     const values = reward.locator('.u-legend .u-series .u-value');
-    await expect.poll(() => values.nth(0).textContent()).toBe(String(rows.at(-1)!.step));
+    await poll(() => values.nth(0).textContent()).toBe(String(rows.at(-1)!.step));
     expect(Number(await values.nth(1).textContent())).toBeCloseTo(rows.at(-1)!.reward_mean!, 3);
   });
 
@@ -140,7 +143,7 @@ describe('toolrl view of a real run, in Chromium', () => {
     await page.locator('tr.row[data-prompt="val-p0"] td.prompt').click();
     await page.locator('.compare').waitFor();
     const sections = page.locator('.compare section.version');
-    await expect.poll(() => sections.count()).toBe(versions.length);
+    await poll(() => sections.count()).toBe(versions.length);
     for (const [i, v] of versions.entries()) {
       const section = sections.nth(i);
       expect(await section.getAttribute('data-version')).toBe(String(v));
@@ -154,7 +157,7 @@ describe('toolrl view of a real run, in Chromium', () => {
     const { page } = w;
     await page.goto(`${server.url}/#/g/e0-p0`);
     const cards = page.locator('.samples .sample');
-    await expect.poll(() => cards.count()).toBe(g.trajectories.length);
+    await poll(() => cards.count()).toBe(g.trajectories.length);
     const adv = await page.locator('.samples .sample .advantage').allTextContents();
     const rewards = g.trajectories.map((t) => t.reward);
     // GRPO: advantages sum to 0 over the group and order as the rewards do.
@@ -168,6 +171,45 @@ describe('toolrl view of a real run, in Chromium', () => {
     expect(w.foreign).toEqual([]);
     expect(w.errors).toEqual([]);
   });
+});
+
+describe('toolrl view of a run that goes on, in Chromium', () => {
+  it('shows new steps and groups as the run writes them, without a reload', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'toolrl-viewer-live-'));
+    const live = await writeSyntheticRun(root, 'live', {
+      groups: 8,
+      groupSize: 2,
+      batchPrompts: 2,
+      status: 'running',
+    });
+    const s = await serveRun(folderSource(root, 'live'), { assetsDir: assets });
+    const p = await openPage(browser, s.url);
+    try {
+      const { page } = p;
+      await page.goto(`${s.url}/`);
+      const reward = page.locator('[data-chart="reward"]');
+      await poll(() => reward.getAttribute('data-points')).toBe(String(live.steps));
+      expect(await page.locator('.where').textContent()).toContain('refreshing every 3 s');
+      // The learner writes step 5 and the pipeline a new group, as a running run does.
+      const at = (key: string) => join(root, ...key.split('/'));
+      appendFileSync(
+        at(`${keys.metrics('live')}metrics.jsonl`),
+        `${JSON.stringify({ step: 5, reward_mean: 0.25, reward_std: 0.1 })}\n`,
+      );
+      const group = JSON.parse(readFileSync(at(keys.group('live', 'e0-p0')), 'utf8')) as ScoredGroup;
+      writeFileSync(
+        at(keys.group('live', 'e0-p8')),
+        JSON.stringify({ ...group, groupId: 'e0-p8', promptId: 'p8' }),
+      );
+      await poll(() => reward.getAttribute('data-points')).toBe(String(live.steps + 1));
+      await poll(() => page.locator('nav a').nth(1).textContent()).toBe(`Trajectories (${2 * 9})`);
+      expect(p.errors).toEqual([]);
+    } finally {
+      await p.page.close();
+      await s.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  }, 300_000);
 });
 
 describe('toolrl view of 10,000 trajectories with bad files, in Chromium', () => {
@@ -186,10 +228,10 @@ describe('toolrl view of 10,000 trajectories with bad files, in Chromium', () =>
       await s.view.settled();
       const { page } = p;
       await page.goto(`${s.url}/#/trajectories?split=train`);
-      await expect.poll(() => page.locator('.pager .count').textContent()).toBe('1–50 of 9992');
+      await poll(() => page.locator('.pager .count').textContent()).toBe('1–50 of 9992');
       expect(await page.locator('tr.row').count()).toBe(50);
       await page.click('text=next →');
-      await expect.poll(() => page.locator('.pager .count').textContent()).toBe('51–100 of 9992');
+      await poll(() => page.locator('.pager .count').textContent()).toBe('51–100 of 9992');
       const problems = await page.locator('.problems-box li').allTextContents();
       expect(problems.some((t) => /metrics\.jsonl.*line \d+, the last, is cut short/.test(t))).toBe(true);
       expect(problems.some((t) => /groups\/e0-p7\.json.*not JSON/.test(t))).toBe(true);

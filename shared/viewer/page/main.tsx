@@ -96,8 +96,9 @@ function Header({ info, error, tab }: { info: RunInfo; error: string | undefined
         {info.where}
         {info.name ? ` · ${info.name}` : ''}
         {l ? ` · step ${l.step} · policy v${l.policyVersion}` : ''}
-        {info.groupsPlanned !== null
-          ? ` · ${info.counts.groups} groups scored of ${info.groupsPlanned} planned (+ validation)`
+        {` · ${info.counts.trainGroups}${info.groupsPlanned !== null ? ` of ${info.groupsPlanned}` : ''} train groups scored`}
+        {info.counts.groups > info.counts.trainGroups
+          ? `, ${info.counts.groups - info.counts.trainGroups} validation groups`
           : ''}
         {info.status === 'running' || info.status === 'starting' ? ' · refreshing every 3 s' : ''}
       </p>
