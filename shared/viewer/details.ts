@@ -17,9 +17,10 @@ import type {
   ValidationOverview,
   ValidationPrompt,
 } from './api.ts';
+import { promptText } from './conversation.ts';
 import type { RunView } from './run-view.ts';
 import { safeJson } from './run-view.ts';
-import { CorruptGroup, parseGroup, promptText, versionRange } from './trajectory-index.ts';
+import { CorruptGroup, parseGroup, versionRange } from './trajectory-index.ts';
 
 export class NotFound extends Error {
   override name = 'NotFound';

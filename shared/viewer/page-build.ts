@@ -22,10 +22,11 @@ function sourceFiles(dir: string): string[] {
     .sort();
 }
 
-/** A hash of what the page is built from: its sources, the API types, esbuild and the bundled libraries' versions. */
+/** A hash of what the page is built from: its sources and the modules it takes from the server's folder, and the
+ * versions of esbuild and the bundled libraries. */
 export function pageStamp(): string {
   const h = createHash('sha256');
-  for (const f of [...sourceFiles(PAGE_SRC), join(HERE, 'api.ts')]) {
+  for (const f of [...sourceFiles(PAGE_SRC), join(HERE, 'api.ts'), join(HERE, 'conversation.ts')]) {
     h.update(f.slice(REPO.length));
     h.update(readFileSync(f));
   }

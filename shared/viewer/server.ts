@@ -135,7 +135,7 @@ export async function serveRun(source: RunSource, opts: ViewServerOptions): Prom
       try {
         return sendJson(200, await api(url.pathname, url.searchParams));
       } catch (err) {
-        if (err instanceof BadRequest || err instanceof RangeError)
+        if (err instanceof BadRequest || err instanceof RangeError || err instanceof URIError)
           return sendJson(400, { detail: err.message });
         if (err instanceof NotFound) return sendJson(404, { detail: err.message });
         return sendJson(500, { detail: (err as Error).message });

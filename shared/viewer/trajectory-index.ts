@@ -8,6 +8,7 @@ import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-grou
 import type { Trajectory } from '#shared/schemas/trajectory';
 import { keys, parseKey } from '#shared/topology';
 import type { Problem, TrajectoryPage, TrajectoryRow } from './api.ts';
+import { promptText } from './conversation.ts';
 import type { ReadOnlyBlobs } from './source.ts';
 
 /** Manifests read at once (S3 answers each in tens of milliseconds; the folder store in microseconds). */
@@ -45,14 +46,6 @@ export interface TrajectoryQuery {
 }
 
 export const MAX_PAGE = 200;
-
-/** The question of a prompt: its last user message before the model's first turn. */
-export function promptText(t: Pick<Trajectory, 'messages'>): string {
-  const first = t.messages.findIndex((m) => m.role === 'assistant');
-  const prompt = first === -1 ? t.messages : t.messages.slice(0, first);
-  const user = [...prompt].reverse().find((m) => m.role === 'user');
-  return user?.content ?? prompt.at(-1)?.content ?? '';
-}
 
 export function versionRange(t: Pick<Trajectory, 'turns'>): [number, number] | null {
   if (t.turns.length === 0) return null;

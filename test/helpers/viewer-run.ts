@@ -38,6 +38,8 @@ export interface SyntheticOptions {
   readonly valPrompts?: number;
   /** run.json's status (default completed). */
   readonly status?: 'running' | 'completed';
+  /** Curriculum stages, in order, over equal shares of the steps (default none). */
+  readonly stages?: readonly string[];
 }
 
 const FINISH: readonly FinishReason[] = ['eos', 'eos', 'length', 'max_turns'];
@@ -186,8 +188,11 @@ export async function writeSyntheticRun(
   const batches: string[] = [];
   const put = (g: ScoredGroup) =>
     write(root, keys.group(runId, g.groupId), JSON.stringify(ScoredGroupSchema.parse(g)));
+  const stageOf = (step: number) =>
+    o.stages?.length ? o.stages[Math.floor(((step - 1) * o.stages.length) / steps)]! : null;
   for (let step = 1; step <= steps; step++) {
     const version = step - 1;
+    const stage = stageOf(step);
     const ids: string[] = [];
     for (let p = (step - 1) * o.batchPrompts; p < Math.min(o.groups, step * o.batchPrompts); p++) {
       const [a, b] = [100 + p, 7 * p + 3];
@@ -200,7 +205,7 @@ export async function writeSyntheticRun(
         groupId,
         promptId: `p${p}`,
         epoch: 0,
-        stage: null,
+        stage,
         split: 'train',
         dataSource: 'synthetic',
         position: p,
@@ -233,7 +238,7 @@ export async function writeSyntheticRun(
         'timing_s/forward': 0.1,
       }),
     );
-    batches.push(JSON.stringify({ step, policy_version: version, stage: null, group_ids: ids }));
+    batches.push(JSON.stringify({ step, policy_version: version, stage, group_ids: ids }));
   }
   write(root, `${keys.metrics(runId)}metrics.jsonl`, `${metrics.join('\n')}\n`);
   write(root, `${keys.metrics(runId)}batches.jsonl`, `${batches.join('\n')}\n`);

@@ -174,13 +174,14 @@ describe('toolrl view of a real run, in Chromium', () => {
 });
 
 describe('toolrl view of a run that goes on, in Chromium', () => {
-  it('shows new steps and groups as the run writes them, without a reload', async () => {
+  it('marks its stages, and shows new steps and groups as the run writes them, without a reload', async () => {
     const root = mkdtempSync(join(tmpdir(), 'toolrl-viewer-live-'));
     const live = await writeSyntheticRun(root, 'live', {
       groups: 8,
       groupSize: 2,
       batchPrompts: 2,
       status: 'running',
+      stages: ['format', 'full'],
     });
     const s = await serveRun(folderSource(root, 'live'), { assetsDir: assets });
     const p = await openPage(browser, s.url);
@@ -190,6 +191,8 @@ describe('toolrl view of a run that goes on, in Chromium', () => {
       const reward = page.locator('[data-chart="reward"]');
       await poll(() => reward.getAttribute('data-points')).toBe(String(live.steps));
       expect(await page.locator('.where').textContent()).toContain('refreshing every 3 s');
+      // The curriculum's stage boundaries (metrics/batches.jsonl) are marked on the step charts.
+      expect(await reward.getAttribute('data-marks')).toBe('format@1|full@3');
       // The learner writes step 5 and the pipeline a new group, as a running run does.
       const at = (key: string) => join(root, ...key.split('/'));
       appendFileSync(

@@ -161,6 +161,7 @@ export function Chart(p: ChartProps) {
       data-chart={p.id}
       data-points={p.x.length}
       data-series={p.lines.map((l) => l.label).join('|')}
+      data-marks={(p.marks ?? []).map((m) => `${m.label}@${m.x}`).join('|')}
     >
       <h3>{p.title}</h3>
       <div ref={host} />

@@ -3,6 +3,7 @@
 // components, and the tokens with the loss mask, shaded by log-prob, advantage or policy version.
 import { useState } from 'preact/hooks';
 import type { RunInfo, TrajectoryDetail } from '../api.ts';
+import { promptLength } from '../conversation.ts';
 import { href, useApi } from './hooks.ts';
 import { fmtReward } from './table.tsx';
 
@@ -107,11 +108,12 @@ export function Components({
 
 /** The messages in order; each assistant message carries its turn record (version, stop, calls and results). */
 function Conversation({ t }: { t: Trajectory }) {
+  const prompt = promptLength(t);
   let turn = 0;
   return (
     <ol class="conversation">
       {t.messages.map((m, i) => {
-        const record = m.role === 'assistant' ? t.turns[turn++] : undefined;
+        const record = m.role === 'assistant' && i >= prompt ? t.turns[turn++] : undefined;
         return (
           <li key={i} class={`msg ${m.role}`}>
             <div class="who">

@@ -2,6 +2,7 @@
 // advantages for the outcome estimators, with arithmetic done by hand.
 import { describe, expect, it } from 'vitest';
 import { groupAdvantages } from '#shared/viewer/advantages';
+import { promptLength, promptText } from '#shared/viewer/conversation';
 import { parseJsonLines } from '#shared/viewer/metrics';
 
 describe('parseJsonLines', () => {
@@ -49,5 +50,26 @@ describe('groupAdvantages', () => {
     expect(r.advantages).toBeNull();
     expect(r.note).toMatch(/gae gives token-level advantages .*critic/);
     expect(groupAdvantages([0, 1], { ...cfg, use_kl_in_reward: true }).note).toMatch(/KL penalty/);
+  });
+});
+
+describe('promptLength', () => {
+  it("ends the prompt before the first sampled turn, past the prompt's own assistant messages", () => {
+    const m = (role: string, content = '') => ({ role, content });
+    // a few-shot prompt (user, assistant, user), then two sampled turns with a tool result between them
+    const t = {
+      messages: [
+        m('user', 'q1'),
+        m('assistant', 'a1'),
+        m('user', 'q2'),
+        m('assistant'),
+        m('tool'),
+        m('assistant'),
+      ],
+      turns: [{}, {}],
+    };
+    expect(promptLength(t)).toBe(3);
+    expect(promptText(t)).toBe('q2');
+    expect(promptLength({ messages: [m('user', 'q')], turns: [] })).toBe(1);
   });
 });
