@@ -38,6 +38,8 @@ export class RunView {
   private readonly evalCache = new Map<string, Cached<EvalSummary | Problem>>();
   private readonly deadCache = new Map<string, DeadLetterRecord | Problem>();
   private metricsEtag = '';
+  private metricProblems: Problem[] = [];
+  private indexProblem: Problem | undefined;
   private readonly queueSamples: { t: number[]; depths: Record<string, number[]> } = { t: [], depths: {} };
   private refreshing: Promise<void> | undefined;
   private indexing: Promise<void> | undefined;
@@ -128,9 +130,6 @@ export class RunView {
     if (this.indexProblem) problems.push(this.indexProblem);
     await this.sampleQueues();
   }
-
-  private metricProblems: Problem[] = [];
-  private indexProblem: Problem | undefined;
 
   private async readEvals(problems: Problem[]): Promise<EvalSummary[]> {
     const infos = await this.source.blobs.list(keys.evalSummaries(this.runId));
