@@ -72,7 +72,7 @@ class LearnerConfig:
         have arrived, and record the version after each batch so the feeder pins batch t's rollouts to the
         version after t - max_staleness batches (train/ordered.py): the same config and seed give the same run.
     num_gpus (1): learner processes (GPUs) of an embedded run: above 1 the learner runs under torchrun as an
-        FSDP2 data-parallel job (dist/); on AWS the environment's `learner.gpus` (x nodes) decides.
+        FSDP2 data-parallel job (sharded/); on AWS the environment's `learner.gpus` (x nodes) decides.
     cpu_offload (False): sharded learner only: parameters, gradients and AdamW state in host memory, the
         optimizer step on the CPU (FSDP2 CPUOffloadPolicy); more host memory and time for less GPU memory.
     sft_data, sft_steps (100), sft_lr (1e-4), sft_batch_size (16): `trainer.sft`, an SFT warm start on

@@ -112,7 +112,7 @@ class Trainer:
         critic: Critic | None = None,
         comm: Comm = LOCAL,
     ) -> None:
-        """comm: how the step is spread over processes (the sharded learner's, dist/comm.py; else one)."""
+        """comm: how the step is spread over processes (the sharded learner's, sharded/comm.py; else one)."""
         self.cfg = cfg
         self.comm = comm
         self.policy = policy
