@@ -40,23 +40,11 @@ class ForwardOut:
 def resolve_model_dir(model_path: str, workdir: Path, seed: int = 0) -> Path:
     """A model folder for `model.path`: `tiny` / `tiny:<variant or preset>` are built (deterministically) under
     workdir, their random weights drawn with the run's seed (the tokenizer is the same for every seed)."""
-    if model_path == "tiny" or model_path.startswith("tiny:"):
-        from ..model.tiny import VARIANTS, TinySpec, build_tiny
+    from ..model.tiny import build_tiny, is_tiny, tiny_spec
 
+    if is_tiny(model_path):
+        spec = tiny_spec(model_path, seed)
         preset = model_path.partition(":")[2]
-        if preset in VARIANTS:
-            spec = TinySpec(**VARIANTS[preset], weights_seed=seed)
-        elif preset:
-            from ..model.tiny import PRESETS
-
-            if preset not in PRESETS:
-                raise ValueError(
-                    f"model.path {model_path!r}: no tiny variant or preset {preset!r}; "
-                    f"one of {', '.join(f'tiny:{n}' for n in [*VARIANTS, *PRESETS])}"
-                )
-            spec = TinySpec.from_preset(preset, weights_seed=seed)
-        else:
-            spec = TinySpec(weights_seed=seed)
         out = workdir / ("model-tiny" + (f"-{preset}" if preset else ""))
         if not (out / "config.json").is_file():
             build_tiny(out, spec)
