@@ -53,7 +53,9 @@ function bfclProcess(python: string, cacheStates: number): RpcProcess {
     // server is the Python host's JSON-lines loop (toolrl_pyhost.rpc).
     env: {
       ...processEnvForTool(),
-      PYTHONPATH: [BFCL_PACKAGE_DIR, PYHOST_PACKAGE_DIR, process.env.PYTHONPATH].filter(Boolean).join(delimiter),
+      PYTHONPATH: [BFCL_PACKAGE_DIR, PYHOST_PACKAGE_DIR, process.env.PYTHONPATH]
+        .filter(Boolean)
+        .join(delimiter),
       PYTHONUNBUFFERED: '1',
     },
     closeGraceMs: 2000,

@@ -1,5 +1,5 @@
 // Tool-call formats keyed by the run config's `rollout.multi_turn.tool_parser_format`.
-import { parserFormatName } from '#shared/schemas/config/aliases';
+import { parserFormatName } from '#shared/config/aliases';
 import { codeBlockParser } from './code-block.ts';
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan } from './depth.ts';
 import { hermesParser } from './hermes.ts';

@@ -3,13 +3,13 @@
 import { basename, dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { AliasError, applyConfigAliases, isPlain, type Plain } from '#shared/config/apply-aliases';
+import { applyOverrides } from '#shared/config/overrides';
 import { looksLikePath } from '#shared/data/prompts/templates';
 import { ChatTemplateError, resolveChatTemplate } from '#shared/policy/chat-templates';
 import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
 import type { ToolSpec } from '#shared/schemas/config/tools';
 import { keys } from '#shared/topology';
-import { AliasError, applyConfigAliases, isPlain, type Plain } from './config-aliases.ts';
-import { applyOverrides } from './config-overrides.ts';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -25,8 +25,8 @@ export interface LoadedRunConfig {
 }
 
 /**
- * Reads a run config: YAML, other systems' names resolved (config-aliases.ts), command-line overrides applied
- * (config-overrides.ts), then validated; throws ConfigError listing every problem with its field path.
+ * Reads a run config: YAML, other systems' names resolved (config/apply-aliases.ts), command-line overrides applied
+ * (config/overrides.ts), then validated; throws ConfigError listing every problem with its field path.
  */
 export function loadRunConfig(
   text: string,

@@ -10,9 +10,9 @@ import { datasetFormat, parquetName, readJsonDataset } from '#shared/data/datase
 import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
 import type { ToolSpec } from '#shared/schemas/config/tools';
 import '#shared/bfcl/register-tool'; // BFCL's tool kind joins the built-ins toolSource knows
+import { isPlain, type Plain } from '#shared/config/apply-aliases';
 import { toolSource } from '#shared/tools/kinds';
 import { toolSpecsOf } from '#shared/tools/specs';
-import { isPlain, type Plain } from './config-aliases.ts';
 import { ConfigError, checkInputNames, inputName, loadRunConfig, referencedFiles } from './run-config.ts';
 
 export interface InputFile {

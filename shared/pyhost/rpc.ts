@@ -153,7 +153,8 @@ export class RpcProcess {
         deadlineMs === undefined
           ? undefined
           : setTimeout(
-              () => this.kill(proc, `did not answer ${method} within ${deadlineMs / 1000}s and was restarted`),
+              () =>
+                this.kill(proc, `did not answer ${method} within ${deadlineMs / 1000}s and was restarted`),
               deadlineMs,
             );
       if (this.pending.size === 0) this.idle(false);

@@ -2,8 +2,8 @@
 // combined as the weighted sum  score = sum_i weight_i * score_i, and every part logged under its name
 // (`<name>` for its score, `<name>/<component>` for its components).
 import type { z } from 'zod';
+import { REWARD_CONFIG_ALIASES } from '#shared/config/aliases';
 import type { PythonHost } from '#shared/pyhost/host';
-import { REWARD_CONFIG_ALIASES } from '#shared/schemas/config/aliases';
 import { type RewardConfig, RewardConfigSchema, rewardLabel } from '#shared/schemas/config/reward';
 import type { RewardInput } from './input.ts';
 import { loadRewardModule, MODULE_REWARD_TIMEOUT_SEC, withinSeconds } from './modules.ts';

@@ -24,7 +24,7 @@ import type { InvocationResult } from './event-source-mapping.ts';
 
 export interface TrainOptions {
   readonly configPath: string;
-  /** Hydra-style `key=value` overrides of the config (see pipeline/config-overrides.ts). */
+  /** Hydra-style `key=value` overrides of the config (see config/overrides.ts). */
   readonly overrides?: readonly string[];
   /** Blob store root; the run's files go under `<workdir>/runs/<runId>/`. */
   readonly workdir: string;

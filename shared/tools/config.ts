@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { TOOL_CONFIG_ALIASES } from '#shared/schemas/config/aliases';
+import { TOOL_CONFIG_ALIASES } from '#shared/config/aliases';
 
 /** A config file (a verl tool-config file, a CLI input) that cannot be read or is not valid JSON/YAML. */
 export class ConfigFileError extends Error {

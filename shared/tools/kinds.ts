@@ -1,5 +1,5 @@
 // Every built-in tool kind, the names that select it, and the tool set used when no config is given.
-import { TOOL_CLASS_ALIASES, toolClassAlias } from '#shared/schemas/config/aliases';
+import { TOOL_CLASS_ALIASES, toolClassAlias } from '#shared/config/aliases';
 import type { ToolSpec } from '#shared/schemas/config/tools';
 import { calculatorKind } from './calculator/tool.ts';
 import { codeInterpreterKind } from './code/tool.ts';

@@ -6,8 +6,8 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { promptTypeName } from '#shared/config/aliases';
 import type { ChatMessage } from '#shared/schemas/chat';
-import { promptTypeName } from '#shared/schemas/config/aliases';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 
 /** Where the built-in templates live; bundles that cannot ship this folder next to the code set TOOLRL_PROMPTS_DIR. */
@@ -20,7 +20,7 @@ export const PromptTemplateSchema = z
   .object({
     name: z.string().min(1),
     description: z.string().default(''),
-    /** Other names it answers to (the seed systems' names for the built-ins are in schemas/config/aliases.ts). */
+    /** Other names it answers to (the seed systems' names for the built-ins are in config/aliases.ts). */
     aliases: z.array(z.string()).default([]),
     /** Replaces the row's leading system message, or is put first when the row has none. */
     system: z.string().optional(),

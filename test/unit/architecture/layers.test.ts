@@ -16,7 +16,17 @@ const RULE =
  * Imports that break the layering today, each with the fix ARCHITECTURE.md names ("Known departures"). The
  * test fails when one of them is gone, so the list only shrinks.
  */
-const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [];
+const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
+  // Domain code still translating other systems' names; the resolver (config/) takes them over.
+  ...[
+    'shared/data/prompts/templates.ts',
+    'shared/parsing/registry.ts',
+    'shared/rewards/build.ts',
+    'shared/rewards/registry.ts',
+    'shared/tools/config.ts',
+    'shared/tools/kinds.ts',
+  ].map((from) => ({ from, to: 'shared/config/aliases' })),
+];
 
 /**
  * `import()` calls whose specifier is computed: loading by path, as Lambda's runtime loads a handler, not a
