@@ -16,17 +16,7 @@ const RULE =
  * Imports that break the layering today, each with the fix ARCHITECTURE.md names ("Known departures"). The
  * test fails when one of them is gone, so the list only shrinks.
  */
-const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [
-  // Domain code still translating other systems' names; the resolver (config/) takes them over.
-  ...[
-    'shared/data/prompts/templates.ts',
-    'shared/parsing/registry.ts',
-    'shared/rewards/build.ts',
-    'shared/rewards/registry.ts',
-    'shared/tools/config.ts',
-    'shared/tools/kinds.ts',
-  ].map((from) => ({ from, to: 'shared/config/aliases' })),
-];
+const KNOWN_DEPARTURES: readonly { from: string; to: string }[] = [];
 
 /**
  * `import()` calls whose specifier is computed: loading by path, as Lambda's runtime loads a handler, not a
@@ -170,6 +160,26 @@ describe('imports outside shared/', () => {
           `${describeEdge(e)}: test helpers are not product or benchmark code; move what both need into shared/`,
       );
     expect(offenders, offenders.join('\n')).toEqual([]);
+  });
+});
+
+describe('the resolver (shared/config/) is the only reader of the alias table', () => {
+  it('no product file outside shared/config/ imports shared/config/aliases.ts', () => {
+    // Other systems' names (verl, MindSpeed-RL, the seed projects) are translated where the config is read, and
+    // nowhere else: domain code, the stages and the CLI see toolrl's names only (ARCHITECTURE.md, layer 3).
+    const table = 'shared/config/aliases';
+    const offenders = ['shared', 'bench', 'functions', 'infra', 'bin', 'scripts', 'examples']
+      .filter((d) => existsSync(join(ROOT, d)))
+      .flatMap((d) => typescriptFiles(ROOT, d))
+      .filter((f) => !f.startsWith('shared/config/'))
+      .flatMap((f) => importsOf(ROOT, f))
+      .filter((e) => stripExt(e.to ?? '') === table)
+      .map((e) => `${describeEdge(e)}: only the resolver (shared/config/) reads the alias table`);
+    expect(offenders, offenders.join('\n')).toEqual([]);
+    // The rule sees the table's readers: the resolver itself imports it.
+    expect(
+      sharedEdges.some((e) => e.from.startsWith('shared/config/') && stripExt(e.to ?? '') === table),
+    ).toBe(true);
   });
 });
 

@@ -14,7 +14,7 @@ import {
 } from '#shared/config/aliases';
 import { applyConfigAliases } from '#shared/config/apply-aliases';
 import { applyOverrides, parseOverride } from '#shared/config/overrides';
-import { ConfigError, loadRunConfig } from '#shared/pipeline/run-config';
+import { ConfigError, loadRunConfig } from '#shared/config/resolve';
 
 const seed = (path: string): string =>
   readFileSync(new URL(`../../fixtures/seeds/${path}`, import.meta.url), 'utf8');
