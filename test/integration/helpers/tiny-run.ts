@@ -1,7 +1,7 @@
 // A whole `train()` run on the embedded default with the tiny model, small enough for the suite: the
 // quickstart's calculator questions and demonstrations, two samples, short turns, one prompt per step.
 // Tests pass their own datasets and config changes and read back the run's metrics and scored groups.
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -76,8 +76,6 @@ export interface TinyRun {
   readonly dir: string;
   /** Writes a dataset next to the config (`name` as the config names it). */
   dataset(name: string, rows: readonly DatasetRow[]): void;
-  /** The quickstart's SFT demonstrations as `sft.parquet`, for a warm start that makes the model call tools. */
-  demonstrations(): void;
   run(config: Record<string, unknown>, maxSteps?: number): Promise<TrainResult>;
   /** The learner's output lines of the last `run` (its SFT steps, publishes, commits...). */
   readonly learnerLines: LearnerOutputLine[];
@@ -91,7 +89,6 @@ export function tinyRun(tag: string): TinyRun {
     dir,
     learnerLines,
     dataset: (name, rows) => writeDataset(join(dir, name), rows),
-    demonstrations: () => copyFileSync(join(QUICKSTART, 'data', 'sft.parquet'), join(dir, 'sft.parquet')),
     run: (config, maxSteps) => {
       const configPath = join(dir, 'run.yaml');
       writeFileSync(configPath, toYaml(config));
