@@ -1,7 +1,7 @@
 // The whole run on LocalStack: `toolrl submit` -> S3 notification -> run-starter -> feeder -> rollout ->
 // tool-call -> reward -> scored groups -> the learner (SQS driver, tiny model, a real process) -> policy
-// versions published -> later trajectories sampled by newer versions -> the run completes and
-// `toolrl status` says so.
+// versions published -> later trajectories sampled by newer versions -> the run completes, `toolrl status` says
+// so, and `toolrl view --env` serves it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetObjectTaggingCommand } from '@aws-sdk/client-s3';
@@ -10,10 +10,12 @@ import { s3Client } from '#shared/adapters/aws/clients';
 import { readJson } from '#shared/pipeline/blob-json';
 import { ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { keys, QUEUES, type QueueName } from '#shared/topology';
+import type { RunInfo, TrajectoryDetail, TrajectoryPage } from '#shared/viewer/api';
 import { lastSftLoss } from '../helpers/demonstrations.ts';
-import { Scenario } from './support/harness.ts';
+import { Scenario, until } from './support/harness.ts';
 import { assertLocalStackUp, localstack } from './support/localstack.ts';
 import { learnerLines, writeRun } from './support/run-fixture.ts';
+import { getJson, startViewer } from './support/viewer.ts';
 
 let s: Scenario;
 beforeAll(async () => {
@@ -160,5 +162,28 @@ describe('LocalStack end to end', () => {
     const all = Object.keys(QUEUES) as QueueName[];
     await s.expectDrained(all);
     await s.expectNoDeadLetters(all);
+
+    // `toolrl view --env` serves the run from the bucket: every group and trajectory, the step that trained each
+    // trained group (metrics/batches.jsonl), and a trajectory's tokens through the tokenizer of its bundle.
+    const viewer = await startViewer(s, runId);
+    try {
+      let info = await getJson<RunInfo>(`${viewer.url}/api/run`);
+      await until(async () => {
+        info = await getJson<RunInfo>(`${viewer.url}/api/run`);
+        return info.indexing.read >= info.indexing.listed;
+      }, 'the viewer to index every group');
+      expect(info).toMatchObject({
+        status: 'completed',
+        counts: { groups: 8, trajectories: 32, metricRows: step },
+      });
+      expect(info.problems).toEqual([]);
+      const page = await getJson<TrajectoryPage>(`${viewer.url}/api/trajectories?limit=50`);
+      expect(page.total).toBe(32);
+      expect(page.rows.filter((r) => r.step !== null)).toHaveLength(4 * trained);
+      const t = await getJson<TrajectoryDetail>(`${viewer.url}/api/trajectories/e0-p0/0`);
+      expect(t.pieces).toHaveLength(t.trajectory.tokenIds.length);
+    } finally {
+      expect(await viewer.stop()).toBe(0);
+    }
   });
 });

@@ -39,6 +39,8 @@ interface SeedRun {
   /** The run config's text. */
   readonly config: string;
   readonly overrides: readonly string[];
+  /** Prompts per step (data.train_batch_size in the overrides); 1 unless given. */
+  readonly prompts?: number;
 }
 
 /** Lays the seed's files out as its user has them and trains 2 steps with the command-line overrides. */
@@ -61,10 +63,11 @@ async function trainSeed(tag: string, seed: SeedRun): Promise<{ result: TrainRes
   });
   expect(result.status, result.reason ?? '').toBe('completed');
   const status = RunStatusSchema.parse(JSON.parse(readFileSync(join(result.runDir, 'run.json'), 'utf8')));
-  // 2 steps of one prompt and 2 samples, each trajectory scored by the seed's reward
+  // 2 steps of `prompts` prompts and 2 samples each, each trajectory scored by the seed's reward
+  const perStep = 2 * (seed.prompts ?? 1);
   expect(stepMetrics(result).map((s) => [s.step, s.trajectories])).toEqual([
-    [1, 2],
-    [2, 2],
+    [1, perStep],
+    [2, perStep],
   ]);
   const reward = status.config!.reward.functions[0]!.name;
   for (const g of scoredGroups(result).values())
@@ -212,5 +215,33 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     expect(c.tools.tools).toEqual([
       expect.objectContaining({ kind: 'toolbench', config: { toolbench_url: toolbench.url } }),
     ]);
+  });
+
+  it("the ToolBench seed's first converter: its output from ToolLLaMA conversations (role `function` messages) as it is", async () => {
+    // Written by the seed's own scripts/convert_toolbench_to_verl.py (test/fixtures/seeds/README.md)
+    const file = join(SEEDS, 'toolbench-seed', 'converter-output', 'toolllama.parquet');
+    const rows = await readDataset(file);
+    expect(rows.map((r) => r.prompt.at(-1)!.role)).toEqual(['user', 'tool', 'user']);
+    const { result } = await trainSeed('toolbench-toolllama', {
+      files: { 'train.parquet': file },
+      config: seedText('toolbench-seed', 'grpo_toolbench_trainer.yaml'),
+      prompts: 3,
+      overrides: [
+        'data.train_files=train.parquet',
+        '~data.val_files',
+        'data.train_batch_size=3',
+        'data.max_response_length=32',
+        'actor_rollout_ref.model.path=tiny',
+        'actor_rollout_ref.model.enable_gradient_checkpointing=false',
+        'actor_rollout_ref.rollout.n_agent=2',
+        'max_turns=2',
+        `toolbench_url=${toolbench.url}`,
+        'model.dtype=fp32',
+        'algorithm.filter_groups=false',
+      ],
+    });
+    // every row trained in each step, the one whose prompt ends with the seed's function message included
+    const prompts = [...scoredGroups(result).values()].map((g) => g.promptId);
+    expect(new Set(prompts)).toEqual(new Set(rows.map((r) => `p${r.extra_info.index}`)));
   });
 });

@@ -353,6 +353,7 @@ class LearnerSession:
             )  # peak RSS (KiB -> GiB)
         self.ledger.dropped_since_step = 0
         with self.timer.phase("metrics"):
+            self._metrics().log_batch(st.step, version_before, stage, [g["groupId"] for g in groups])
             self._metrics().log(row)  # the JSONL line, TensorBoard, and every so often the reward plot
         self.emit({"type": "step", "step": st.step, "metrics": row})
         if st.step % self.cfg.publish_every == 0:
