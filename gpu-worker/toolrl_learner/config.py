@@ -45,6 +45,9 @@ class LearnerConfig:
         estimators also groups of one) - DAPO's dynamic sampling filter (arXiv:2503.14476).
     refill_filtered_groups (False): keep reading groups until the batch has batch_prompts groups with
         signal (DAPO); False trains on what is left of the batch_prompts groups received.
+    max_num_gen_batches (10): batches (batch_prompts groups each) in a row that may train nothing (every group
+        dropped: no signal, or stale) before the learner fails the run with a reason naming the cause; 0 is no
+        bound (verl's algorithm.filter_groups.max_num_gen_batches, DAPO's dynamic sampling).
     gamma (1.0), lam (1.0): discount and GAE lambda (gae, reinforce_pp).
     vf_coef (0.5), cliprange_value (0.2): value loss weight and clip range (PPO).
 
@@ -134,6 +137,7 @@ class LearnerConfig:
     rollout_is_threshold: float = 2.0
     filter_groups: bool = True
     refill_filtered_groups: bool = False
+    max_num_gen_batches: int = 10
     gamma: float = 1.0
     lam: float = 1.0
     vf_coef: float = 0.5
