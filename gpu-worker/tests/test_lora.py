@@ -145,3 +145,20 @@ def test_lora_checkpoint_round_trip_on_cpu(tiny_dir, tmp_path):
         policy.named_trainable_parameters(), fresh.named_trainable_parameters(), strict=True
     ):
         assert torch.equal(a, b), n
+
+
+def test_lora_on_chosen_layers_trains_only_those_and_steps_on_cpu(tiny_dir):
+    # model.lora.layers_to_transform: [1] puts adapters on the top layer alone; the bottom layer's weights, and
+    # every base weight, are frozen, and a step moves only the top layer's adapters.
+    policy = Policy(
+        _cfg(tiny_dir, lora_rank=4, lora_alpha=8.0, lora_layers_to_transform=(1,)),
+        tiny_dir,
+        torch.device("cpu"),
+    )
+    names = [n for n, _ in policy.named_trainable_parameters()]
+    assert names and all(".layers.1." in n and ".lora_" in n for n in names)
+    trainer = Trainer(policy.cfg, policy)
+    before = {n: p.detach().clone() for n, p in policy.base.named_parameters()}
+    trainer.step(_groups(), 0)
+    moved = {n for n, p in policy.base.named_parameters() if not torch.equal(p, before[n])}
+    assert moved and moved <= set(names) and any("lora_B" in n for n in moved)

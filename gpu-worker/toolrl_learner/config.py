@@ -96,7 +96,8 @@ class LearnerConfig:
     gradient_checkpointing (False): recompute layer activations in backward.
     lora_rank, lora_alpha, lora_dropout (0.0), lora_target_modules: LoRA through peft
         (arXiv:2106.09685); None rank = full fine-tuning. With LoRA the reference policy is the base
-        without adapters and published weights are merged.
+        without adapters and published weights are merged. lora_layers_to_transform (None: every layer): only
+        these decoder layers get adapters (peft's layers_to_transform); the backward stops below the lowest.
     rollout_quantization ("none"): weight-only quantisation of the published bundle.
     rollout_quantization_block_size (32): weights per quantisation block (int8/int4); larger decodes faster on CPU.
     chat_template (None): Jinja text replacing the model's chat template (`model.chat_template`, resolved to its
@@ -182,6 +183,7 @@ class LearnerConfig:
     lora_alpha: float | None = None
     lora_dropout: float = 0.0
     lora_target_modules: tuple[str, ...] = LORA_TARGET_MODULES
+    lora_layers_to_transform: tuple[int, ...] | None = None
     rollout_quantization: str = "none"
     rollout_quantization_block_size: int = 32
     chat_template: str | None = None
@@ -290,6 +292,8 @@ class LearnerConfig:
             kw.update(lora_rank=lora["rank"], lora_alpha=lora["alpha"], lora_dropout=lora.get("dropout", 0.0))
             if "target_modules" in lora:
                 kw["lora_target_modules"] = tuple(lora["target_modules"])
+            if "layers_to_transform" in lora:
+                kw["lora_layers_to_transform"] = tuple(lora["layers_to_transform"])
         if "temperature" in rollout:
             kw["temperature"] = rollout["temperature"]
         mt = rollout.get("multi_turn") or {}

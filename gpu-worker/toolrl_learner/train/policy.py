@@ -159,7 +159,13 @@ class Policy:
         if cfg.lora_rank is not None:
             from peft import get_peft_model
 
-            lora = lora_config(cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout, cfg.lora_target_modules)
+            lora = lora_config(
+                cfg.lora_rank,
+                cfg.lora_alpha,
+                cfg.lora_dropout,
+                cfg.lora_target_modules,
+                cfg.lora_layers_to_transform,
+            )
             # Injects LoRA layers into self.base in place; self.base.forward_hidden then runs them.
             self.peft = get_peft_model(self.base, lora)
         elif cfg.needs_reference:
