@@ -114,7 +114,8 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
       `${n} had ${p.a} ${t}, gave away ${p.b} and then bought ${p.c} more. How many ${t} does ${n} have now?`,
   ],
   'add-sub': [
-    (p, _n, t) => `A shop had ${p.a} ${t}, received ${p.b} more and then sold ${p.c}. How many ${t} are left?`,
+    (p, _n, t) =>
+      `A shop had ${p.a} ${t}, received ${p.b} more and then sold ${p.c}. How many ${t} are left?`,
   ],
   'mul-add': [
     (p, n, t) =>
@@ -124,18 +125,26 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
 
 // Held-out phrasings: other sentence shapes and verbs, for validation only.
 const VAL_TEMPLATES: Record<Problem['kind'], Template[]> = {
-  add: [(p, n, t) => `${n} started with ${p.a} ${t} and was given another ${p.b}. What is the total number of ${t}?`],
-  sub: [(p, _n, t) => `There were ${p.a} ${t} in a jar. After ${p.b} were taken out, how many ${t} stayed in the jar?`],
+  add: [
+    (p, n, t) =>
+      `${n} started with ${p.a} ${t} and was given another ${p.b}. What is the total number of ${t}?`,
+  ],
+  sub: [
+    (p, _n, t) =>
+      `There were ${p.a} ${t} in a jar. After ${p.b} were taken out, how many ${t} stayed in the jar?`,
+  ],
   mul: [(p, _n, t) => `${p.a} children each collect ${p.b} ${t}. How many ${t} do they collect together?`],
   'sub-add': [
     (p, _n, t) =>
       `A stall began the day with ${p.a} ${t}. It sold ${p.b} in the morning and restocked ${p.c} at noon. How many ${t} does it have?`,
   ],
   'add-sub': [
-    (p, n, t) => `${n} owned ${p.a} ${t}, found ${p.b} more and lost ${p.c}. How many ${t} does ${n} own now?`,
+    (p, n, t) =>
+      `${n} owned ${p.a} ${t}, found ${p.b} more and lost ${p.c}. How many ${t} does ${n} own now?`,
   ],
   'mul-add': [
-    (p, _n, t) => `${p.a} crates hold ${p.b} ${t} apiece and ${p.c} ${t} lie beside them. How many ${t} are there?`,
+    (p, _n, t) =>
+      `${p.a} crates hold ${p.b} ${t} apiece and ${p.c} ${t} lie beside them. How many ${t} are there?`,
   ],
 };
 

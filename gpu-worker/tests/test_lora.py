@@ -162,3 +162,24 @@ def test_lora_on_chosen_layers_trains_only_those_and_steps_on_cpu(tiny_dir):
     trainer.step(_groups(), 0)
     moved = {n for n, p in policy.base.named_parameters() if not torch.equal(p, before[n])}
     assert moved and moved <= set(names) and any("lora_B" in n for n in moved)
+
+
+def test_a_lora_checkpoint_merges_into_the_weights_rollouts_get_on_cpu(tiny_dir, tmp_path):
+    # `toolrl eval/generate --policy checkpoints/step-<S>` on a LoRA run: export --adapter merges the adapter into
+    # the base its adapter_config.json names, giving exactly the weights the run published.
+    from toolrl_learner.model.hf_io import load_pretrained
+    from toolrl_learner.model.merge import merged_folder
+    from toolrl_learner.train.checkpoint import _save_adapter
+
+    policy = Policy(_cfg(tiny_dir, lora_rank=4, lora_alpha=8.0), tiny_dir, torch.device("cpu"))
+    with torch.no_grad():
+        for n, p in policy.base.named_parameters():
+            if "lora_B" in n:
+                p.normal_(generator=torch.Generator().manual_seed(0))
+    _save_adapter(policy, tmp_path / "step-1" / "adapter")
+    out = merged_folder(tmp_path / "step-1" / "adapter", None, tmp_path / "merged")
+    want = policy.rollout_model().state_dict()
+    got = load_pretrained(out).state_dict()
+    assert got.keys() == want.keys()
+    assert all(torch.equal(got[k], want[k]) for k in got)
+    assert (out / "tokenizer.json").is_file()

@@ -1,6 +1,7 @@
 // The real-model path, so it cannot rot: examples/smollm2/run.yaml through the real CLI on the real SmolLM2-135M-
 // Instruct weights (converted by `npm run setup`, or here on first use), at a reduced size: a 2-step warm start,
-// 2 GRPO steps of 2 questions x 2 samples, and validation of 2 held-out questions at the start and the end. It
+// 2 GRPO steps of 2 questions x 2 samples, and validation of 2 held-out questions at the start and the end (about 5
+// minutes on 2 loaded cores). It
 // asserts what the pipeline does (the learner loads the converted model, the smollm2 template's prompts reach the
 // ONNX rollouts, tool calls run, every output is written), never what so short a run learns.
 import { spawnSync } from 'node:child_process';
@@ -43,7 +44,8 @@ describe('examples/smollm2/run.yaml on the real model, at a reduced size', () =>
         'rollout.val_kwargs.n=1',
         'trainer.sft.steps=2',
         'trainer.sft.batch_size=2',
-        'trainer.eval_every=0',
+        // Every batch trains, whatever two samples of a question happen to score (not what this test is about).
+        'algorithm.filter_groups=false',
       ],
       { cwd: REPO_ROOT, encoding: 'utf8', timeout: 1_700_000, maxBuffer: 64 << 20 },
     );
@@ -62,9 +64,12 @@ describe('examples/smollm2/run.yaml on the real model, at a reduced size', () =>
     expect(traj.tokenIds.length).toBe(traj.lossMask.length);
     const tok = await ChatTokenizer.load(join(dir, 'policy', 'v0'));
     const prompt = tok.decode(traj.tokenIds.slice(0, traj.promptLength));
-    expect(prompt).toMatch(/^<\|im_start\|>system\nYou are a helpful AI assistant named SmolLM[^]*<tools>/);
+    expect(prompt).toMatch(
+      /^<\|im_start\|>system\nYou are a helpful AI assistant named SmolLM[\s\S]*<tools>/,
+    );
     expect(prompt.endsWith('<|im_start|>assistant\n')).toBe(true);
-    for (const v of [0, 1, 2]) expect(existsSync(join(dir, 'policy', `v${v}`, 'manifest.json')), `v${v}`).toBe(true);
+    for (const v of [0, 1, 2])
+      expect(existsSync(join(dir, 'policy', `v${v}`, 'manifest.json')), `v${v}`).toBe(true);
     expect(readdirSync(join(dir, 'metrics', 'eval')).sort()).toEqual(['v0.json', 'v2.json']);
     const last = JSON.parse(readFileSync(join(dir, 'metrics', 'eval', 'v2.json'), 'utf8'));
     expect(last).toMatchObject({ prompts: 2, trajectories: 2 });
