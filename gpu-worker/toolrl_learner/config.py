@@ -46,8 +46,8 @@ class LearnerConfig:
     refill_filtered_groups (False): keep reading groups until the batch has batch_prompts groups with
         signal (DAPO); False trains on what is left of the batch_prompts groups received.
     max_num_gen_batches (10): batches (batch_prompts groups each) in a row that may train nothing (every group
-        dropped: no signal, or stale) before the learner fails the run with a reason naming the cause; 0 is no
-        bound (verl's algorithm.filter_groups.max_num_gen_batches, DAPO's dynamic sampling).
+        dropped: no signal, or stale) before the learner fails the run with a reason naming the cause; 0 or less is
+        no bound (verl's algorithm.filter_groups.max_num_gen_batches, DAPO's dynamic sampling).
     gamma (1.0), lam (1.0): discount and GAE lambda (gae, reinforce_pp).
     vf_coef (0.5), cliprange_value (0.2): value loss weight and clip range (PPO).
 

@@ -26,7 +26,7 @@ class NoSignalWatch:
     """What has been dropped since the last trained step; `batch_done` is told each batch's end."""
 
     batch_prompts: int
-    max_batches: int  # 0: no bound
+    max_batches: int  # 0 or less: no bound
     empty_batches: int = 0  # consecutive batches since the last trained step that trained nothing
     reasons: Counter[str] = field(default_factory=Counter)
     rewards: list[float] = field(default_factory=list)
