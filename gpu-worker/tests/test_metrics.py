@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from hang import HANG_S
 from remote_store import RemoteFolderStore
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -148,7 +149,7 @@ def test_wandb_logs_offline_and_is_imported_only_when_configured_on_cpu(tmp_path
         "m.log({'step': 1, 'reward_mean': 0.0}); m.close()\n"
         "assert 'wandb' not in sys.modules, 'wandb imported without logging.wandb'\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=HANG_S)
 
 
 def test_plot_command_redraws_with_a_validation_written_after_the_learner_finished_on_cpu(tmp_path):

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '#shared/topology';
 import type { QueueSamples, RunInfo, TrajectoryDetail, TrajectoryPage } from '#shared/viewer/api';
 import { writeSyntheticRun } from '../helpers/viewer-run.ts';
-import { Scenario } from './support/harness.ts';
+import { Scenario, until } from './support/harness.ts';
 import { assertLocalStackUp } from './support/localstack.ts';
 import { getJson, startViewer } from './support/viewer.ts';
 
@@ -53,10 +53,10 @@ describe('toolrl view --env (LocalStack)', () => {
         /could not read runs\/r-view\/metrics\/metrics\.jsonl: line 7, the last, is cut short/,
       );
       let info = await getJson<RunInfo>(`${viewer.url}/api/run`);
-      for (let i = 0; i < 50 && info.indexing.read < info.indexing.listed; i++) {
-        await new Promise((r) => setTimeout(r, 200));
+      await until(async () => {
         info = await getJson<RunInfo>(`${viewer.url}/api/run`);
-      }
+        return info.indexing.read >= info.indexing.listed;
+      }, 'the viewer to index every group');
       expect(info).toMatchObject({
         found: true,
         status: 'completed',

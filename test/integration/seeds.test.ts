@@ -79,9 +79,7 @@ const seedFile = (...p: string[]) => join(SEEDS, ...p);
 const seedText = (...p: string[]) => readFileSync(seedFile(...p), 'utf8');
 
 describe('seed projects train 2 steps on the embedded default, their files as they are', () => {
-  it('MindSpeed-RL ReTool: dapo_qwen25_7b_A2_multi_turn.yaml and retool_config.yaml verbatim, DAPO-math rows', {
-    timeout: 600_000,
-  }, async () => {
+  it('MindSpeed-RL ReTool: dapo_qwen25_7b_A2_multi_turn.yaml and retool_config.yaml verbatim, DAPO-math rows', async () => {
     const { status } = await trainSeed('mindspeed', {
       // configs/ as in the MindSpeed-RL repository: the run config names ./configs/tools/retool_config.yaml
       files: {
@@ -112,9 +110,7 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     expect(c.algorithm).toMatchObject({ adv_estimator: 'grpo', clip_ratio_low: 0.2, clip_ratio_high: 0.28 });
   });
 
-  it("verl: its rollout multi_turn block and sandbox_fusion_tool_config.yaml verbatim, GSM8K rows, verl's overrides", {
-    timeout: 600_000,
-  }, async () => {
+  it("verl: its rollout multi_turn block and sandbox_fusion_tool_config.yaml verbatim, GSM8K rows, verl's overrides", async () => {
     // verl's multi_turn block sits under actor_rollout_ref.rollout in a verl config; the rest is the command line
     // of verl's examples/sglang_multiturn scripts.
     const block = seedText('verl', 'rollout-multi_turn.yaml')
@@ -153,9 +149,7 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     expect(c.tools.config_file).toBe('sandbox_fusion_tool_config.yaml');
   });
 
-  it('EnvTuning: multi_turn_fc_grpo_stage1.yaml verbatim, BFCL rows in the form EnvTuning ships them, its script overrides', {
-    timeout: 600_000,
-  }, async () => {
+  it('EnvTuning: multi_turn_fc_grpo_stage1.yaml verbatim, BFCL rows in the form EnvTuning ships them, its script overrides', async () => {
     // EnvTuning's rows list every function of the row's classes in the system prompt (~20k characters, 17k of the
     // tiny model's tokens: a learner step of minutes on CPU). Here each lists only the functions its ground truth
     // calls; every other field is the row as shipped.
@@ -195,9 +189,7 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     expect(c.rollout.multi_turn.tool_parser_format).toBe('hermes');
   });
 
-  it('the ToolBench seed: grpo_toolbench_trainer.yaml verbatim, rows from its converter, its grpo.sh overrides', {
-    timeout: 600_000,
-  }, async () => {
+  it('the ToolBench seed: grpo_toolbench_trainer.yaml verbatim, rows from its converter, its grpo.sh overrides', async () => {
     const rows = await readDataset(join(DATA, 'toolbench-seed.parquet'));
     expect(rows.length).toBeGreaterThan(0);
     const { status } = await trainSeed('toolbench', {
@@ -225,9 +217,7 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     ]);
   });
 
-  it("the ToolBench seed's first converter: its output from ToolLLaMA conversations (role `function` messages) as it is", {
-    timeout: 600_000,
-  }, async () => {
+  it("the ToolBench seed's first converter: its output from ToolLLaMA conversations (role `function` messages) as it is", async () => {
     // Written by the seed's own scripts/convert_toolbench_to_verl.py (test/fixtures/seeds/README.md)
     const file = join(SEEDS, 'toolbench-seed', 'converter-output', 'toolllama.parquet');
     const rows = await readDataset(file);

@@ -16,7 +16,8 @@ import { buildPage } from '#shared/viewer/page-build';
 import { serveRun, type ViewServer } from '#shared/viewer/server';
 import { folderSource } from '#shared/viewer/source';
 import { launchChromium, openPage, type WatchedPage } from '../helpers/browser.ts';
-import { correctDemonstrations } from '../helpers/demonstrations.ts';
+import { memoriseSft, rowDemonstrations } from '../helpers/demonstrations.ts';
+import { HANG_MS } from '../helpers/hang.ts';
 import { writeSyntheticRun } from '../helpers/viewer-run.ts';
 import { quickstartRows, scoredGroups, stepMetrics, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
 
@@ -32,22 +33,24 @@ beforeAll(async () => {
   await buildPage(assets);
   browser = await launchChromium();
   // 2 train questions, 1 per step (2 steps: v0, v1, v2), 4 samples each; 2 validation questions per version;
-  // the warm start of the Python-tools test (320 correct demonstrations, 60 steps) so that the model calls tools.
-  run.dataset('train.parquet', (await quickstartRows('train')).slice(0, 2));
-  run.dataset('val.parquet', (await quickstartRows('val')).slice(0, 2));
+  // a warm start that memorises these four questions' correct calls, so that the model calls tools on any CPU.
+  const train = (await quickstartRows('train')).slice(0, 2);
+  const val = (await quickstartRows('val')).slice(0, 2);
+  run.dataset('train.parquet', train);
+  run.dataset('val.parquet', val);
   const config = tinyConfig({
     data: { val: 'val.parquet' },
     rollout: { n: 4, max_new_tokens: 48 },
-    trainer: { eval_every: 1, sft: { data: 'sft.jsonl', steps: 60, lr: 5.0e-3, batch_size: 16 } },
+    trainer: { eval_every: 1, sft: memoriseSft('sft.jsonl') },
   });
   const schema = (config.tools as { tools: { tool_schema: unknown }[] }).tools[0]!.tool_schema;
-  writeFileSync(join(run.dir, 'sft.jsonl'), await correctDemonstrations(320, schema));
+  writeFileSync(join(run.dir, 'sft.jsonl'), rowDemonstrations([...train, ...val], schema));
   result = await run.run(config);
   groups = scoredGroups(result);
   server = await serveRun(folderSource(join(run.dir, 'work'), result.runId), { assetsDir: assets });
   await server.view.settled();
   w = await openPage(browser, server.url);
-}, 900_000);
+});
 
 afterAll(async () => {
   await server?.close();
@@ -56,8 +59,8 @@ afterAll(async () => {
   rmSync(assets, { recursive: true, force: true });
 });
 
-/** Waits for the page (a render, a fetch, the next 3-second refresh): generous, as a loaded machine is slow. */
-const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 30_000 });
+/** Waits for the page (a render, a fetch, the next 3-second refresh), bounded only by the suite's hang guard. */
+const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: HANG_MS });
 
 const all = () => [...groups.values()].flatMap((g) => g.trajectories.map((t) => ({ g, t })));
 
@@ -116,18 +119,22 @@ describe('toolrl view of a real run, in Chromium', () => {
   });
 
   it('filters the table by reward as the stored groups say', async () => {
+    // The highest reward some trajectory falls short of (or, when all scored alike, just above it): the filter
+    // always leaves some trajectories out, so the count it shows can only come from filtering.
     const rewards = all().map(({ t }) => t.reward);
-    const threshold = [...rewards].sort((a, b) => a - b)[Math.floor(rewards.length / 2)]!;
+    const top = Math.max(...rewards);
+    const threshold = rewards.some((r) => r < top) ? top : top + 0.5;
     const expected = rewards.filter((r) => r >= threshold).length;
-    expect(expected).toBeLessThan(rewards.length + 1);
+    expect(expected).toBeLessThan(rewards.length);
     const { page } = w;
     await page.goto(`${server.url}/#/trajectories`);
+    await poll(() => page.locator('.pager .count').textContent()).toMatch(
+      new RegExp(` of ${rewards.length}$`),
+    );
     await page.fill('input[name="minReward"]', String(threshold));
     await page.press('input[name="minReward"]', 'Enter');
-    await expect
-      .poll(() => page.locator('.pager .count').textContent())
-      .toMatch(new RegExp(` of ${expected}$`));
-    expect(page.url()).toContain(`minReward=${threshold}`);
+    await poll(() => page.url()).toContain(`minReward=${threshold}`);
+    await poll(() => page.locator('.pager .count').textContent()).toMatch(new RegExp(` of ${expected}$`));
     const shown = await page
       .locator('tr.row')
       .evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('data-reward'))));
@@ -212,7 +219,7 @@ describe('toolrl view of a run that goes on, in Chromium', () => {
       await s.close();
       rmSync(root, { recursive: true, force: true });
     }
-  }, 300_000);
+  });
 });
 
 describe('toolrl view of 10,000 trajectories with bad files, in Chromium', () => {
@@ -250,5 +257,5 @@ describe('toolrl view of 10,000 trajectories with bad files, in Chromium', () =>
       await s.close();
       rmSync(root, { recursive: true, force: true });
     }
-  }, 300_000);
+  });
 });

@@ -2,6 +2,7 @@
 // the line it prints, stopped with SIGTERM (Ctrl-C) at the end.
 import { spawn } from 'node:child_process';
 import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
+import { HANG_MS } from '../../helpers/hang.ts';
 import type { Scenario } from './harness.ts';
 
 export interface RunningViewer {
@@ -11,7 +12,7 @@ export interface RunningViewer {
   stop(): Promise<number | null>;
 }
 
-export function startViewer(s: Scenario, runId: string, timeoutMs = 120_000): Promise<RunningViewer> {
+export function startViewer(s: Scenario, runId: string, timeoutMs = HANG_MS): Promise<RunningViewer> {
   const child = spawn(
     process.execPath,
     [

@@ -8,13 +8,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '#shared/topology';
 import type { RunInfo } from '#shared/viewer/api';
+import { HANG_MS } from '../../helpers/hang.ts';
 import { writeSyntheticRun } from '../../helpers/viewer-run.ts';
 
 const bin = new URL('../../../bin/toolrl.mjs', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'toolrl-view-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('toolrl view', { timeout: 300_000 }, () => {
+describe('toolrl view', () => {
   it('serves a run folder on 127.0.0.1 until Ctrl-C, naming what it could not read', async () => {
     await writeSyntheticRun(dir, 'r-cli', { groups: 4, groupSize: 2, batchPrompts: 2 });
     appendFileSync(join(dir, ...`${keys.metrics('r-cli')}metrics.jsonl`.split('/')), '{"step": 3, "rew');
@@ -47,7 +48,7 @@ describe('toolrl view', { timeout: 300_000 }, () => {
   it('refuses a port out of range', () => {
     const r = spawnSync(process.execPath, [bin, 'view', 'r', '--workdir', dir, '--port', '70000'], {
       encoding: 'utf8',
-      timeout: 120_000,
+      timeout: HANG_MS,
     });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/--port must be 0\.\.65535, not 70000/);

@@ -84,7 +84,7 @@ beforeAll(async () => {
     batchPrompts: 16,
     valPrompts: 3,
   });
-}, 300_000);
+});
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('toolrl view over 10,000 trajectories', () => {
@@ -97,7 +97,7 @@ describe('toolrl view over 10,000 trajectories', () => {
     gets = c.gets;
     server = await serveRun(c.source, { assetsDir: assets, refreshEveryMs: 0 });
     await server.view.settled();
-  }, 300_000);
+  });
   afterAll(() => server?.close());
 
   it('indexes every trajectory and answers a page of them, never all', async () => {
@@ -282,7 +282,7 @@ describe('toolrl view on bad input', () => {
       await server.close();
     }
     expect(snapshot(root)).toEqual(before);
-  }, 120_000);
+  });
 
   it('says a run id does not exist, names the runs that do, and shows the run once it appears', async () => {
     const root = join(dir, 'bad');
@@ -301,5 +301,5 @@ describe('toolrl view on bad input', () => {
     } finally {
       await server.close();
     }
-  }, 120_000);
+  });
 });
