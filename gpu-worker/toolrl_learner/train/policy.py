@@ -249,21 +249,24 @@ class Policy:
         return self._forward(self.base, mb, entropy=entropy, values=values, temperature=temperature)
 
     @torch.no_grad()
-    def forward_old(self, mb: MicroBatch, *, values: bool = False) -> ForwardOut:
+    def forward_old(
+        self, mb: MicroBatch, *, values: bool = False, temperature: float | None = None
+    ) -> ForwardOut:
         """pi_old before the update (no autograd, dropout off)."""
         self.base.eval()
-        return self._forward(self.base, mb, entropy=False, values=values)
+        return self._forward(self.base, mb, entropy=False, values=values, temperature=temperature)
 
     @torch.no_grad()
-    def reference_logprobs(self, mb: MicroBatch) -> Tensor:
+    def reference_logprobs(self, mb: MicroBatch, temperature: float | None = None) -> Tensor:
         """pi_ref: the frozen initial model, or with LoRA the base with its adapters disabled."""
+        t = temperature
         if self.peft is not None:
             self.base.eval()
             with self.peft.disable_adapter():
-                return self._forward(self.base, mb, entropy=False, values=False).logprobs
+                return self._forward(self.base, mb, entropy=False, values=False, temperature=t).logprobs
         if self.reference is None:
             raise RuntimeError("no reference policy: enable use_kl_loss or use_kl_in_reward")
-        return self._forward(self.reference, mb, entropy=False, values=False).logprobs
+        return self._forward(self.reference, mb, entropy=False, values=False, temperature=t).logprobs
 
     # -- rollout weights --------------------------------------------------------------------------------
 
