@@ -120,8 +120,9 @@ describe('a curriculum stage with its own rollout.temperature and max_total_resp
 
     // The learner side: the cool step's pi_old against the rollout's behaviour log-probs.
     const steps = stepMetrics(result);
-    expect(steps.map((s) => s.stage_index)).toEqual([0, 1]);
-    const cool = steps[1]!;
+    // One step a stage, in whichever order their groups came back.
+    expect(steps.map((s) => s.stage_index).sort()).toEqual([0, 1]);
+    const cool = steps.find((s) => s.stage_index === 1)!;
     expect(Math.abs(cool.rollout_kl_k1!)).toBeLessThan(1e-3);
     expect(cool.rollout_kl_k3!).toBeLessThan(1e-3);
   });
