@@ -3,7 +3,12 @@
 // as a template) and the embedded runtime both read this, so they cannot drift.
 import { fill, folderOf, templatePattern } from '#shared/templates';
 
-/** The Lambda-style stages (each has a handler in functions/<name>/index.ts). */
+/**
+ * The Lambda-style stages (each has a handler in functions/<name>/index.ts), the one list of them. A stage added
+ * here is named by the compiler everywhere it needs an entry (FUNCTIONS, its queue, FUNCTION_SENDS, its handler in
+ * shared/pipeline/stages/handlers.ts, its embedded context and settings); the dead-letter stages, the local worker's
+ * list and the CDK functions are read from FUNCTIONS.
+ */
 export type FunctionName = 'run-starter' | 'feeder' | 'rollout' | 'tool-call' | 'reward';
 
 export interface FunctionSpec {
@@ -16,6 +21,8 @@ export interface FunctionSpec {
    * Python, the code sandbox and bfcl-eval, run with the function's own command).
    */
   readonly packaging: 'esbuild' | 'container-rollout' | 'container-tool-call';
+  /** Its messages are about one group (a rollout, a tool call, a reward): one it dead-letters is that group's drop. */
+  readonly groupMessages: boolean;
 }
 
 export type QueueName =
@@ -40,14 +47,47 @@ export interface QueueSpec {
   readonly retentionSec: number;
 }
 
-export const FUNCTIONS: Readonly<Record<FunctionName, FunctionSpec>> = {
-  'run-starter': { name: 'run-starter', timeoutSec: 300, memoryMb: 1024, packaging: 'esbuild' },
-  feeder: { name: 'feeder', timeoutSec: 120, memoryMb: 512, packaging: 'esbuild' },
-  rollout: { name: 'rollout', timeoutSec: 900, memoryMb: 6144, packaging: 'container-rollout' },
-  'tool-call': { name: 'tool-call', timeoutSec: 300, memoryMb: 2048, packaging: 'container-tool-call' },
+export const FUNCTIONS = {
+  'run-starter': {
+    name: 'run-starter',
+    timeoutSec: 300,
+    memoryMb: 1024,
+    packaging: 'esbuild',
+    groupMessages: false,
+  },
+  feeder: { name: 'feeder', timeoutSec: 120, memoryMb: 512, packaging: 'esbuild', groupMessages: false },
+  rollout: {
+    name: 'rollout',
+    timeoutSec: 900,
+    memoryMb: 6144,
+    packaging: 'container-rollout',
+    groupMessages: true,
+  },
+  'tool-call': {
+    name: 'tool-call',
+    timeoutSec: 300,
+    memoryMb: 2048,
+    packaging: 'container-tool-call',
+    groupMessages: true,
+  },
   // The `bfcl` reward runs BFCL's checker in Python: the tool-call image has it.
-  reward: { name: 'reward', timeoutSec: 120, memoryMb: 1024, packaging: 'container-tool-call' },
-};
+  reward: {
+    name: 'reward',
+    timeoutSec: 120,
+    memoryMb: 1024,
+    packaging: 'container-tool-call',
+    groupMessages: true,
+  },
+} as const satisfies Readonly<Record<FunctionName, FunctionSpec>>;
+
+/** Every stage, in the pipeline's order. */
+export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
+
+/** The stages whose messages are about one group: where a group's dead letter comes from, besides the learner. */
+export type GroupStage = {
+  [F in FunctionName]: (typeof FUNCTIONS)[F]['groupMessages'] extends true ? F : never;
+}[FunctionName];
+export const GROUP_STAGES = FUNCTION_NAMES.filter((fn) => FUNCTIONS[fn].groupMessages) as GroupStage[];
 
 const DAY = 86_400;
 const queue = (

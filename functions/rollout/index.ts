@@ -3,10 +3,10 @@
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
 import { BlobPolicyProvider } from '#shared/pipeline/policies';
 import { RunResources } from '#shared/pipeline/run-resources';
-import { createRolloutHandler } from '#shared/pipeline/stages/handlers';
+import { createStageHandler } from '#shared/pipeline/stages/handlers';
 
 const ctx = awsStageContext('rollout');
-export const handler = createRolloutHandler({
+export const handler = createStageHandler('rollout', {
   ...ctx,
   resources: new RunResources(ctx.blobs, { scratchDir: ctx.scratchDir }),
   policies: new BlobPolicyProvider(ctx.blobs, { scratchDir: ctx.scratchDir }),

@@ -12,12 +12,12 @@ import { type AwsClientOptions, sqsClient } from '#shared/adapters/aws/clients';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
-import { createRunStarterHandler } from '#shared/pipeline/stages/handlers';
+import { createStageHandler } from '#shared/pipeline/stages/handlers';
 import type { Queue } from '#shared/ports/queue';
 import { EMBEDDED_SETTINGS, learnerPython } from '#shared/runtime/embedded';
 import type { SqsHandler } from '#shared/runtime/event-source-mapping';
 import { type FunctionSettings, LocalRuntime } from '#shared/runtime/local-runtime';
-import { FUNCTIONS, type FunctionName, QUEUES, type QueueName } from '#shared/topology';
+import { FUNCTION_NAMES, type FunctionName, QUEUES, type QueueName } from '#shared/topology';
 import {
   awsSetupError,
   clientOptions,
@@ -66,10 +66,10 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
     onEvent: (e) => o.emit({ worker: e.type, ...e }),
   });
   const handlers: Partial<Record<FunctionName, SqsHandler>> = {
-    'run-starter': createRunStarterHandler({ ...awsStageContext('run-starter'), learnerJobs }),
+    'run-starter': createStageHandler('run-starter', { ...awsStageContext('run-starter'), learnerJobs }),
   };
   // The other stages are their Lambda entries, unchanged.
-  for (const fn of ['feeder', 'rollout', 'tool-call', 'reward'] as const)
+  for (const fn of FUNCTION_NAMES.filter((f) => f !== 'run-starter'))
     handlers[fn] = ((await import(`../../functions/${fn}/index.ts`)) as { handler: SqsHandler }).handler;
 
   const sqs = sqsClient(o.client);
@@ -92,7 +92,7 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
     onInvoke: (r) => o.emit({ worker: 'invoke', ...r }),
   });
   runtime.start();
-  o.emit({ worker: 'ready', pid: process.pid, functions: Object.keys(FUNCTIONS) });
+  o.emit({ worker: 'ready', pid: process.pid, functions: FUNCTION_NAMES });
   return {
     async stop() {
       await runtime.stop();

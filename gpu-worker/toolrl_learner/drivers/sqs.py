@@ -12,7 +12,7 @@ would dead-letter it with no record, stranding that run's group. So a live run's
 sent again as a new message (receive count 0, a short delay so two learners do not bounce it in a tight loop)
 and the received one deleted. A message of a run that has ended is deleted (nothing will train it), and one of
 a run that does not exist is dead-lettered with that reason.
-Under torchrun only rank 0 talks to SQS; the other ranks follow it (dist/session.py).
+Under torchrun only rank 0 talks to SQS; the other ranks follow it (sharded/session.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..storage import BlobNotFound, BlobStore, keys
 from .common import LineWriter, SignalGuard, base_parser, drive, lead_or_follow, parse_args, protocol_stdout
 
 if TYPE_CHECKING:
-    from ..dist.world import World
+    from ..sharded.world import World
     from ..train.session import LearnerSession
 
 log = logging.getLogger("toolrl_learner.sqs")
@@ -238,7 +238,7 @@ def _lead(args, world: World, out: LineWriter) -> int:
 
     def open_session() -> LearnerSession:
         nonlocal heartbeat, driver
-        from ..dist.session import open_session
+        from ..sharded.session import open_session
         from ..storage import open_store
         from ..storage.s3 import make_client
 

@@ -19,6 +19,8 @@ class RunDoc:
     """What the learner reads of run.json."""
 
     config: dict[str, Any] | None  # the resolved run config
+    # `resolved`: the run's and each curriculum stage's complete config, merged once by the run-starter
+    resolved: dict[str, Any] | None
     groups_planned: int | None  # totals.groupsPlanned, once the feeder has counted them
     failed: str | None  # the reason, once the run's status is `failed`
 
@@ -32,6 +34,7 @@ def read_run(store: BlobStore, run_id: str) -> RunDoc | None:
     planned = (run.get("totals") or {}).get("groupsPlanned")
     return RunDoc(
         config=run.get("config"),
+        resolved=run.get("resolved"),
         groups_planned=int(planned) if planned is not None else None,
         failed=(run.get("reason") or "the run failed") if run.get("status") == "failed" else None,
     )

@@ -104,6 +104,7 @@ class LearnerSession:
         """Load or resume, publish a version if none exists for these weights; returns the `ready` line."""
         run = self._read_run()
         config = self._run_config if self._run_config is not None else (run.config if run else None)
+        resolved = run.resolved if run is not None and self._run_config is None else None
         if config is None:
             raise ValueError(
                 f"{keys.run_json(self.run_id)}: missing, or without a resolved `config`; pass a config"
@@ -112,7 +113,7 @@ class LearnerSession:
         if self.max_steps_flag is not None:
             cfg = cfg.replace(max_steps=self.max_steps_flag)
         self.stage_cfgs = {
-            n: c.replace(max_steps=cfg.max_steps) for n, c in cfg.stage_configs(config).items()
+            n: c.replace(max_steps=cfg.max_steps) for n, c in cfg.stage_configs(config, resolved).items()
         }
         self.stage_sft = LearnerConfig.stages_with_own_sft(config)
         self.cfg = cfg

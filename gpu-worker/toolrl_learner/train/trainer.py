@@ -112,7 +112,7 @@ class Trainer:
         critic: Critic | None = None,
         comm: Comm = LOCAL,
     ) -> None:
-        """comm: how the step is spread over processes (the sharded learner's, dist/comm.py; else one)."""
+        """comm: how the step is spread over processes (the sharded learner's, sharded/comm.py; else one)."""
         self.cfg = cfg
         self.comm = comm
         self.policy = policy
@@ -182,13 +182,15 @@ class Trainer:
         with phase("old_logprobs"):
             if need_old:
                 old_logprobs, old_values = self._gather(
-                    mbs, n_tok, lambda mb: self.policy.forward_old(mb, values=True)
+                    mbs,
+                    n_tok,
+                    lambda mb: self.policy.forward_old(mb, values=True, temperature=cfg.temperature),
                 )
             if self.critic is not None:
                 old_values = self.critic.old_values(mbs, n_tok)
             if cfg.needs_reference:
                 ref_logprobs, _ = self._gather(
-                    mbs, n_tok, lambda mb: (self.policy.reference_logprobs(mb), None)
+                    mbs, n_tok, lambda mb: (self.policy.reference_logprobs(mb, cfg.temperature), None)
                 )
 
         advantages, returns, adv_metrics = compute_advantages(
@@ -331,7 +333,10 @@ class Trainer:
 
     def _loss(self, step: MicroStep) -> tuple[Tensor, dict[str, Tensor], int]:
         cfg, mb, tokens = step.cfg, step.mb, step.tokens
-        out = self.policy.forward(mb, entropy=True, values=tokens.values is not None)
+        # The stage's temperature: the one its rollouts sampled at (their behaviour log-probs are at it).
+        out = self.policy.forward(
+            mb, entropy=True, values=tokens.values is not None, temperature=cfg.temperature
+        )
         idx = mb.token_index
         n, b = idx.shape[0], mb.num_seqs
         mask = torch.ones(n, device=out.logprobs.device)

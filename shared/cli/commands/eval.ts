@@ -128,7 +128,7 @@ export function register(program: Command): void {
 }
 
 async function loadConfig(path: string) {
-  const { loadRunConfig, ConfigError } = await import('#shared/pipeline/run-config');
+  const { loadRunConfig, ConfigError } = await import('#shared/config/resolve');
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

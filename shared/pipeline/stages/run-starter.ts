@@ -6,20 +6,14 @@
 // names, the validation datasets, and the training datasets last; the run starts when the last dataset the config
 // names has arrived. An upload that cannot start a run ends it at once with the reason in run.json: a dataset
 // before (or without) its config, a dataset the config does not name, a dataset outside input/.
+
+import { ConfigError, parseRunConfig, resolveRun, toolsFilesOf } from '#shared/config/resolve';
 import { DatasetError, type DatasetProblem, formatProblem } from '#shared/data/dataset';
 import { datasetFormat, readDatasetObject } from '#shared/data/dataset-file';
 import { putJsonIfAbsent } from '#shared/pipeline/blob-json';
 import { recordLearnerJob, takeLearnerLease } from '#shared/pipeline/learner-lease';
 import { groupsPlanned, planStages, resolveSaveEvery } from '#shared/pipeline/plan';
-import {
-  ConfigError,
-  datasetPaths,
-  inputName,
-  parseRunConfig,
-  referencedFiles,
-  resolveRunConfig,
-} from '#shared/pipeline/run-config';
-import { stageConfig } from '#shared/pipeline/run-resources';
+import { datasetPaths, inputName, referencedFiles, resolveRunConfig } from '#shared/pipeline/run-config';
 import { readRunStatus, transitionRun } from '#shared/pipeline/run-status';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { PermanentError } from '#shared/ports/errors';
@@ -107,12 +101,18 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
     return;
   }
   let config: RunConfig;
+  const toolsFiles = new Map<string, string>();
   try {
     config = resolveRunConfig(
       parseRunConfig(Buffer.from(configBytes).toString('utf8'), 'config.yaml'),
       runId,
     );
-    for (const s of config.stages ?? []) stageConfig(config, s.name);
+    // The tools files are uploaded with the config, under their file names: read now, inlined into `resolved`.
+    for (const file of toolsFilesOf(config)) {
+      const bytes = await ctx.blobs.get(`${keys.inputPrefix(runId)}${inputName(file)}`);
+      if (bytes) toolsFiles.set(file, Buffer.from(bytes).toString('utf8'));
+    }
+    resolveRun(config, (f) => toolsFiles.get(f)); // every stage and tools file checked before the datasets are read
   } catch (err) {
     if (err instanceof ConfigError || err instanceof PermanentError) {
       await failRun(ctx, { ...base, reason: err.message });
@@ -157,10 +157,12 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
   }
 
   const stages = planStages(config, (k) => counts.get(k) ?? 0);
+  // The learner counts checkpoints in steps: save_every_epochs becomes steps of each stage here.
+  const final = resolveSaveEvery(config, stages);
   const status: RunStatus = {
     ...withConfig,
-    // The learner counts checkpoints in steps: save_every_epochs becomes steps of each stage here.
-    config: resolveSaveEvery(config, stages),
+    config: final,
+    resolved: resolveRun(final, (f) => toolsFiles.get(f)),
     totals: {
       groupsPlanned: groupsPlanned(stages),
       trainPrompts: stages.reduce((n, s) => n + s.rows, 0),
