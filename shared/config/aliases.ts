@@ -1,6 +1,6 @@
 // The names verl, MindSpeed-RL and the seed projects use for toolrl's, in one table: run-config keys (and the
 // values they spell differently), tool class names, reward names, prompt types and tool-call formats. The
-// README's "Coming from verl / MindSpeed-RL / TRL" lists every entry (a test holds the two together).
+// docs/coming-from.md (linked from the README's "Coming from verl / MindSpeed-RL / TRL") lists every entry (a test holds the two together).
 
 /** Where a name comes from, as the README cites it. */
 export type AliasOrigin =

@@ -3,7 +3,7 @@
 //   (input: RewardInput, config: Record<string, unknown>) => number | {score, components?} (or a promise of one)
 // or objects {score: that function, description?}. A bare number is a score with no components.
 // A module is code the run's author wrote: it is imported by the reward stage only (never by `submit` or the
-// run-starter), from the run's uploaded input files on a stage (the README's deploy section, "Who can do what").
+// run-starter), from the run's uploaded input files on a stage (docs/security.md, "Who can do what").
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';

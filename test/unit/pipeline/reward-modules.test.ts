@@ -1,4 +1,4 @@
-// The trust model of `reward.modules` as the README's deploy section writes it ("Who can do what"): a module is
+// The trust model of `reward.modules` as docs/security.md writes it ("Who can do what"): a module is
 // code, imported by the reward stage only (not by `submit`'s checks, not by the run-starter), from the run's own
 // upload on a stage, running unsandboxed with the stage's environment; one that throws or never answers fails
 // its call with the reason instead of holding the stage.
