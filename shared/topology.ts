@@ -177,7 +177,8 @@ export function parseKey(name: keyof typeof KEY_TEMPLATES, key: string): Record<
 
 /** Which queues each function sends to (besides its own queue's dead-letter queue): what CDK grants and binds. */
 export const FUNCTION_SENDS: Readonly<Record<FunctionName, readonly QueueName[]>> = {
-  'run-starter': [],
+  // Its own queue: the delayed looks at a run's inputs while it waits for them.
+  'run-starter': ['run-events'],
   feeder: ['rollout'],
   rollout: ['tool-calls', 'reward'],
   'tool-call': ['rollout'],
@@ -204,6 +205,9 @@ export const NOTIFICATIONS: readonly { queue: QueueName; prefix: string; suffix:
   // JSON Lines datasets uploaded by hand (toolrl submit converts them to Parquet); the learner's metrics.jsonl
   // notifies too and is ignored. `.json` cannot notify: it would overlap the LATEST.json and state.json rules.
   { queue: 'run-events', prefix: RUNS, suffix: '.jsonl' },
+  // The run's config: the run-starter checks it at once and then looks at the inputs until every dataset it names
+  // is there (a `.json` one included) or they have waited too long (pipeline/stages/input-check.ts).
+  { queue: 'run-events', prefix: RUNS, suffix: inRun(K.config) },
   { queue: 'policy-events', prefix: RUNS, suffix: inRun(K.policyLatest) },
   // Each committed learner step also wakes the feeder, so flow control never waits on the next publish
   // (publish_every > 1) and the run is marked complete as soon as the learner says done.

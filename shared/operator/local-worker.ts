@@ -14,7 +14,7 @@ import { awsStageContext } from '#shared/adapters/aws/stage-context';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { createRunStarterHandler } from '#shared/pipeline/stages/handlers';
 import type { Queue } from '#shared/ports/queue';
-import { EMBEDDED_SETTINGS, learnerPython } from '#shared/runtime/embedded';
+import { EMBEDDED_SETTINGS, embeddedOrtThreads, learnerPython } from '#shared/runtime/embedded';
 import type { SqsHandler } from '#shared/runtime/event-source-mapping';
 import { type FunctionSettings, LocalRuntime } from '#shared/runtime/local-runtime';
 import { FUNCTIONS, type FunctionName, QUEUES, type QueueName } from '#shared/topology';
@@ -57,6 +57,8 @@ export function functionEnvironment(r: EnvironmentResources): Record<string, str
 
 export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop(): Promise<void> }> {
   Object.assign(process.env, functionEnvironment(o.resources));
+  // The learner shares this machine, as in an embedded run: the rollout decoder gets the embedded run's threads.
+  process.env[FUNCTION_ENV.ortThreads] ??= String(embeddedOrtThreads());
   const learnerJobs = new LocalLearnerJobs({
     resources: o.resources,
     python: learnerPython(),

@@ -12,6 +12,12 @@ export interface StageContext {
   readonly queues: Readonly<Partial<Record<QueueName, Queue>>>;
   /** The dead-letter queue of the queue this stage consumes (permanent failures go there with a reason). */
   readonly deadLetter?: Queue;
+  /**
+   * The queue this stage consumes: a record that failed is given back through it, visible again after a short
+   * backoff instead of the queue's whole visibility timeout (pipeline/batch-handler.ts). Absent where the runtime
+   * times retries itself (the embedded runtime).
+   */
+  readonly source?: Queue;
   readonly log: Log;
   readonly now: () => Date;
   readonly claimCheckThresholdBytes?: number;

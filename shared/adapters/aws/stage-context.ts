@@ -15,10 +15,14 @@ import { awsClientConfig, awsClientOptionsFromEnv, s3Client, sqsClient } from '.
 import { S3BlobStore } from './s3-blob-store.ts';
 import { SqsQueue } from './sqs-queue.ts';
 
-/** The environment a function needs: bucket, the queues it sends to, and its own dead-letter queue. */
+/**
+ * The environment a function needs: bucket, the queues it sends to, its own queue (to give a failed record back
+ * sooner than its visibility timeout) and that queue's dead-letter queue.
+ */
 export function functionEnvSchema(fn: FunctionName) {
   const shape: Record<string, z.ZodType> = {
     [FUNCTION_ENV.bucket]: z.string().min(1),
+    [FUNCTION_ENV.queueUrl(consumedQueue(fn))]: z.url(),
     [FUNCTION_ENV.deadLetterQueueUrl(consumedQueue(fn))]: z.url(),
   };
   for (const q of FUNCTION_SENDS[fn]) shape[FUNCTION_ENV.queueUrl(q)] = z.url();
@@ -80,6 +84,7 @@ export function awsStageContext(
     blobs: new S3BlobStore(s3Client(clientOpts), vars[FUNCTION_ENV.bucket]!),
     queues,
     deadLetter: new SqsQueue(sqs, vars[FUNCTION_ENV.deadLetterQueueUrl(own)]!, `${own}-dlq`),
+    source: new SqsQueue(sqs, vars[FUNCTION_ENV.queueUrl(own)]!, own),
     log: log ?? powertoolsLog(fn),
     now: () => new Date(),
     scratchDir: join(tmpdir(), 'toolrl'),
