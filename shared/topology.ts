@@ -129,6 +129,10 @@ export const KEY_TEMPLATES = {
   redriveRequests: 'runs/{runId}/redrive-requests/',
   /** The learner lease: taken (put-if-absent) before the learner job is submitted, so a run has one learner. */
   learnerLease: 'runs/{runId}/learner/lease.json',
+  /** The learner's SFT warm-start progress (LearnerWarmStartSchema), rewritten while it runs. */
+  learnerWarmStart: 'runs/{runId}/learner/warm-start.json',
+  /** One process's counts of the run's messages per queue (QueueTallySchema): `toolrl status` sums them. */
+  queueTally: 'runs/{runId}/queue-tally/{writer}.json',
 } as const;
 
 const K = KEY_TEMPLATES;
@@ -164,6 +168,10 @@ export const keys = {
     fill(K.redrivenRecord, { runId, groupId, stage, messageId: messageId.replace(/[^A-Za-z0-9_-]/g, '_') }),
   redriveRequests: (runId: string) => fill(K.redriveRequests, { runId }),
   learnerLease: (runId: string) => fill(K.learnerLease, { runId }),
+  learnerWarmStart: (runId: string) => fill(K.learnerWarmStart, { runId }),
+  queueTally: (runId: string, writer: string) => fill(K.queueTally, { runId, writer }),
+  /** The folder of the run's queue tallies. */
+  queueTallies: (runId: string) => fill(folderOf(K.queueTally, 'writer'), { runId }),
 } as const;
 
 const KEY_PATTERNS = new Map<string, RegExp>();

@@ -3,7 +3,7 @@
 // deployed from the CDK template with the topology's own settings, the local worker, `toolrl submit`, until run.json
 // says completed). Prints both wall-clocks, their ratio, the load average while each ran, and each version's
 // validation numbers side by side (a deterministic run gives the same numbers both ways).
-//   npx tsx bench/pipeline/quickstart.ts [--config examples/quickstart/run.yaml] [--repeats 1] [--write]
+//   npx tsx bench/pipeline/quickstart.ts [--config examples/quickstart/run.yaml] [--repeats 1] [--keep] [--write]
 //       [-- OVERRIDE ...]    e.g. -- trainer.max_steps=8  (Hydra-style, applied to both runs)
 // With --repeats N the order alternates (embedded first, then LocalStack first, ...), so a change of load on a
 // shared machine weighs on both. Starts LocalStack (LOCALSTACK_PORT, default 4566) when it is not running.
@@ -30,13 +30,14 @@ const { values: args, positionals: overrides } = parseArgs({
   options: {
     config: { type: 'string', default: 'examples/quickstart/run.yaml' },
     repeats: { type: 'string', default: '1' },
+    keep: { type: 'boolean', default: false },
     write: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (args.help) {
   process.stdout.write(
-    'usage: npx tsx bench/pipeline/quickstart.ts [--config RUN.yaml] [--repeats N] [--write] [-- OVERRIDE ...]\n',
+    'usage: npx tsx bench/pipeline/quickstart.ts [--config RUN.yaml] [--repeats N] [--keep] [--write] [-- OVERRIDE ...]\n',
   );
   process.exit(0);
 }
@@ -46,6 +47,8 @@ interface Eval {
   readonly accuracy: number;
   readonly rewardMean: number;
   readonly prompts: number;
+  /** Seconds from the command's start until the summary was written. */
+  readonly atS: number;
 }
 
 interface Timed {
@@ -54,7 +57,28 @@ interface Timed {
   /** Mean of the 1-minute load average sampled every 5 s while it ran. */
   readonly load: number;
   readonly evals: Eval[];
+  /** The learner's seconds per phase over the RL steps (`timing_s/<phase>` summed over metrics.jsonl). */
+  readonly phases: Record<string, number>;
+  readonly steps: number;
+  /** sha256 of v0's weights: the same warm start both ways when equal. */
+  readonly v0Weights: string;
 }
+
+/** `timing_s/<phase>` summed over the learner's step rows. */
+function phaseSums(metricsJsonl: string): { phases: Record<string, number>; steps: number } {
+  const phases: Record<string, number> = {};
+  const rows = metricsJsonl.trim().split('\n').filter(Boolean);
+  for (const line of rows)
+    for (const [k, v] of Object.entries(JSON.parse(line) as Record<string, unknown>))
+      if (k.startsWith('timing_s/') && typeof v === 'number')
+        phases[k.slice('timing_s/'.length)] = (phases[k.slice('timing_s/'.length)] ?? 0) + v;
+  return { phases, steps: rows.length };
+}
+
+const weightsOf = (manifest: string): string => {
+  const files = (JSON.parse(manifest) as { files: Record<string, { sha256: string }> }).files;
+  return files['model.onnx.data']?.sha256 ?? Object.values(files)[0]?.sha256 ?? '';
+};
 
 /** Samples the 1-minute load average every 5 s until stopped; returns the mean. */
 function loadSampler(): () => number {
@@ -88,10 +112,14 @@ function runEmbedded(): Timed {
       accuracy: e.accuracy,
       rewardMean: e.rewardMean,
       prompts: (e as unknown as { prompts: number }).prompts,
+      atS: (e.at - t0) / 1000,
     }));
-    return { mode: 'embedded', wallS, load, evals };
+    const { phases, steps } = phaseSums(readFileSync(join(summary.runDir, 'metrics/metrics.jsonl'), 'utf8'));
+    const v0Weights = weightsOf(readFileSync(join(summary.runDir, 'policy/v0/manifest.json'), 'utf8'));
+    return { mode: 'embedded', wallS, load, evals, phases, steps, v0Weights };
   } finally {
-    rmSync(work, { recursive: true, force: true });
+    if (args.keep) process.stderr.write(`embedded: kept ${work}\n`);
+    else rmSync(work, { recursive: true, force: true });
   }
 }
 
@@ -179,31 +207,45 @@ async function runLocalStack(client: AwsClientOptions): Promise<Timed> {
     const wallS = (Date.now() - t0) / 1000;
     const load = stop();
     if (status !== 'completed') throw new Error(`the LocalStack run ${runId} ended ${status}`);
+    const text = async (key: string) =>
+      Buffer.from((await blobs.get(key)) ?? new Uint8Array()).toString('utf8');
     const evals: Eval[] = [];
     for (const key of await blobs.listKeys(keys.evalSummaries(runId))) {
-      const s = JSON.parse(Buffer.from((await blobs.get(key))!).toString('utf8'));
+      const s = JSON.parse(await text(key));
       evals.push({
         version: s.policyVersion,
         accuracy: s.accuracy,
         rewardMean: s.rewardMean,
         prompts: s.prompts,
+        atS: (Date.parse(s.createdAt) - t0) / 1000,
       });
     }
     evals.sort((a, b) => a.version - b.version);
-    return { mode: 'localstack', wallS, load, evals };
+    const { phases, steps } = phaseSums(await text(`${keys.metrics(runId)}metrics.jsonl`));
+    const v0Weights = weightsOf(await text(`${keys.policyVersion(runId, 0)}manifest.json`));
+    return { mode: 'localstack', wallS, load, evals, phases, steps, v0Weights };
   } finally {
     if (worker.exitCode === null) {
       const exited = new Promise((r) => worker.once('exit', r));
       worker.kill('SIGTERM');
       await exited;
     }
-    await destroyLocalStackEnvironment(env, client).catch(() => {});
-    rmSync(dir, { recursive: true, force: true });
+    if (args.keep) process.stderr.write(`localstack: kept environment ${env} and ${dir}\n`);
+    else {
+      await destroyLocalStackEnvironment(env, client).catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 }
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 const evalLine = (e: Eval[]) => e.map((x) => `v${x.version} ${pct(x.accuracy)}`).join(', ');
+const sameEval = (a: Eval[], b: Eval[]) =>
+  a.length === b.length &&
+  a.every(
+    (x, i) =>
+      x.version === b[i]?.version && x.accuracy === b[i]?.accuracy && x.rewardMean === b[i]?.rewardMean,
+  );
 
 const ls = ensureLocalStack();
 const pairs: { embedded: Timed; localstack: Timed }[] = [];
@@ -248,6 +290,17 @@ for (const [i, p] of pairs.entries()) {
   console.log(`validation, pair ${i + 1}: LocalStack ${evalLine(p.localstack.evals)}`);
 }
 console.log(`validation numbers identical both ways: ${sameEvals ? 'yes' : 'no'}`);
+for (const [i, p] of pairs.entries()) {
+  console.log(
+    `pair ${i + 1}: v0 weights ${p.embedded.v0Weights === p.localstack.v0Weights ? 'identical' : 'differ'}; ` +
+      `first validation written at ${p.embedded.evals[0]?.atS.toFixed(0)} s (embedded) and ` +
+      `${p.localstack.evals[0]?.atS.toFixed(0)} s (LocalStack); learner steps ${p.embedded.steps} and ${p.localstack.steps}`,
+  );
+  const names = [...new Set([...Object.keys(p.embedded.phases), ...Object.keys(p.localstack.phases)])].sort();
+  console.log(
+    `  learner seconds by phase over the steps: ${names.map((n) => `${n} ${(p.embedded.phases[n] ?? 0).toFixed(0)}/${(p.localstack.phases[n] ?? 0).toFixed(0)}`).join(', ')} (embedded/LocalStack)`,
+  );
+}
 console.log(JSON.stringify({ cpu, config: args.config, overrides, pairs, sameEvals }));
 
 if (args.write) {

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { type AwsClientOptions, sqsClient } from '#shared/adapters/aws/clients';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
-import { awsStageContext } from '#shared/adapters/aws/stage-context';
+import { awsStageContext, flushQueueTallies } from '#shared/adapters/aws/stage-context';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { createRunStarterHandler } from '#shared/pipeline/stages/handlers';
 import type { Queue } from '#shared/ports/queue';
@@ -90,7 +90,9 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
     queues,
     handlers,
     settings: { ...EMBEDDED_SETTINGS, ...o.settings },
-    waitTimeSec: 1,
+    // SQS's longest poll, as Lambda's pollers use: an idle queue costs one request per poller every 20 s (a stop
+    // aborts the polls in flight).
+    waitTimeSec: 20,
     onInvoke: (r) => o.emit({ worker: 'invoke', ...r }),
   });
   runtime.start();
@@ -98,6 +100,7 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
   return {
     async stop() {
       await runtime.stop();
+      await flushQueueTallies();
       await learnerJobs.stop();
     },
   };

@@ -13,6 +13,9 @@ import { ATTR } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';
 import { DeadLetterStageSchema } from '#shared/schemas/dead-letter';
 import { sleep } from '#shared/tools/limits';
+import { decodeS3Key } from '#shared/schemas/messages/s3-event';
+import { templatePattern } from '#shared/templates';
+import { KEY_TEMPLATES, type QueueName } from '#shared/topology';
 import { decodeMessage } from './claim-check.ts';
 import { groupOfPayload, recordDeadLetter } from './dead-letters.ts';
 
@@ -27,6 +30,8 @@ export interface BatchHandlerSpec<T> {
   readonly schema: ZodType<T>;
   /** The queue's redrive maxReceiveCount: on that receive a failure is dead-lettered with its reason. */
   readonly maxReceiveCount: number;
+  /** The queue it consumes: a record handled (or dead-lettered) counts against it in the run's tally. */
+  readonly queue?: QueueName;
   readonly handle: (message: T, meta: RecordMeta) => Promise<void>;
 }
 
@@ -82,14 +87,21 @@ export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>)
         error: describeError(err),
       });
     let payload: unknown;
+    const done = () => {
+      const runId = runIdOfMessage(payload ?? parseLoosely(record.body));
+      if (runId && spec.queue) ctx.tally?.handled(runId, spec.queue);
+    };
     try {
       await retryTransient(async () => {
         payload = await decodeMessage(ctx.blobs, record.body);
         const parsed = spec.schema.safeParse(payload);
         if (!parsed.success)
           throw new BadMessageError(`${spec.name}: invalid message: ${z.prettifyError(parsed.error)}`);
-        await spec.handle(parsed.data, { messageId: record.messageId, receiveCount });
+        const meta = { messageId: record.messageId, receiveCount };
+        if (ctx.tally) await ctx.tally.within(runIdOfMessage(payload), () => spec.handle(parsed.data, meta));
+        else await spec.handle(parsed.data, meta);
       }, onRetry);
+      done();
     } catch (err) {
       const last = receiveCount >= spec.maxReceiveCount;
       if ((isPermanent(err) || last) && ctx.deadLetter) {
@@ -115,6 +127,7 @@ export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>)
             },
           });
         }, onRetry);
+        done();
         return;
       }
       const retryInSec = await giveBack(ctx, record, receiveCount);
@@ -128,12 +141,15 @@ export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>)
       throw err;
     }
   };
-  return async (event, context) =>
+  return async (event, context) => {
     // One processor per invocation: the embedded runtime may run several batches of a function at once.
-    processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
+    const response = await processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
       ...(context ? { context } : {}),
       throwOnFullBatchFailure: false,
     });
+    await ctx.tally?.settle();
+    return response;
+  };
 }
 
 /**
@@ -157,6 +173,18 @@ async function giveBack(
     });
     return undefined;
   }
+}
+
+/** Any key under a run's folder: its id. */
+const RUN_KEY = templatePattern(`${KEY_TEMPLATES.runPrefix}{path}`, { path: '.+' });
+
+/** The run a message belongs to: its `runId`, or the run folder of the key an S3 notification names. */
+export function runIdOfMessage(payload: unknown): string | undefined {
+  if (typeof payload !== 'object' || payload === null) return undefined;
+  const p = payload as { runId?: unknown; Records?: { s3?: { object?: { key?: unknown } } }[] };
+  if (typeof p.runId === 'string') return p.runId;
+  const key = p.Records?.[0]?.s3?.object?.key;
+  return typeof key === 'string' ? RUN_KEY.exec(decodeS3Key(key))?.groups?.runId : undefined;
 }
 
 function parseLoosely(body: string): unknown {

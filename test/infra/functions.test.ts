@@ -136,6 +136,7 @@ describe('stage functions', () => {
       'runs/*/dead-letters/*',
       'runs/*/messages/*',
       'runs/*/metrics/eval/*',
+      'runs/*/queue-tally/*',
       'runs/*/run.json',
     ]);
     expect(on('s3:GetObject').sort()).toEqual([
@@ -168,11 +169,16 @@ describe('stage functions', () => {
         .map((r) => JSON.stringify(r).match(/"\/([^"]*)"\]\]\}$/)?.[1])
         .sort();
     // (test/infra/bucket-access.test.ts checks these against the keys the stages' code writes)
-    expect(writes('run-starter')).toEqual(['runs/*/learner/lease.json', 'runs/*/run.json']);
+    expect(writes('run-starter')).toEqual([
+      'runs/*/learner/lease.json',
+      'runs/*/queue-tally/*',
+      'runs/*/run.json',
+    ]);
     expect(writes('rollout')).toEqual([
       'runs/*/dead-letters/*',
       'runs/*/messages/*',
       'runs/*/metrics/eval/*',
+      'runs/*/queue-tally/*',
       'runs/*/run.json',
     ]);
     for (const stage of Object.keys(FUNCTION_SENDS) as FunctionName[]) {

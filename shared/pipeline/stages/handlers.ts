@@ -20,6 +20,7 @@ export const createRunStarterHandler = (ctx: RunStarterContext): SqsBatchHandler
     name: 'run-starter',
     schema: RunEventSchema,
     maxReceiveCount: QUEUES['run-events'].maxReceiveCount,
+    queue: 'run-events',
     handle: (event) => handleRunEvent(ctx, event),
   });
 
@@ -28,6 +29,7 @@ export const createFeederHandler = (ctx: FeederContext): SqsBatchHandler =>
     name: 'feeder',
     schema: PolicyEventSchema,
     maxReceiveCount: QUEUES['policy-events'].maxReceiveCount,
+    queue: 'policy-events',
     handle: (event) => handlePolicyEvent(ctx, event),
   });
 
@@ -36,6 +38,7 @@ export const createRolloutHandler = (ctx: RolloutStageContext): SqsBatchHandler 
     name: 'rollout',
     schema: RolloutRequestSchema,
     maxReceiveCount: QUEUES.rollout.maxReceiveCount,
+    queue: 'rollout',
     handle: (request, meta) => handleRolloutRequest(ctx, request, meta),
   });
 
@@ -44,6 +47,7 @@ export const createToolCallHandler = (ctx: ToolCallStageContext): SqsBatchHandle
     name: 'tool-call',
     schema: ToolCallRequestSchema,
     maxReceiveCount: QUEUES['tool-calls'].maxReceiveCount,
+    queue: 'tool-calls',
     handle: (request, meta) => handleToolCallRequest(ctx, request, meta),
   });
 
@@ -52,5 +56,6 @@ export const createRewardHandler = (ctx: RewardStageContext): SqsBatchHandler =>
     name: 'reward',
     schema: RewardRequestSchema,
     maxReceiveCount: QUEUES.reward.maxReceiveCount,
+    queue: 'reward',
     handle: (request, meta) => handleRewardRequest(ctx, request, meta),
   });
