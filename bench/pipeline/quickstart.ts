@@ -272,7 +272,7 @@ try {
 }
 
 const cpu = `${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${availableParallelism()} cores`;
-const sameEvals = pairs.every((p) => JSON.stringify(p.embedded.evals) === JSON.stringify(p.localstack.evals));
+const sameEvals = pairs.every((p) => sameEval(p.embedded.evals, p.localstack.evals));
 const rows = pairs.map(
   (p, i) =>
     `| ${i + 1} | ${p.embedded.wallS.toFixed(0)} s (load ${p.embedded.load.toFixed(1)}) | ` +

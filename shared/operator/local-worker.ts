@@ -39,6 +39,19 @@ export interface LocalWorkerOptions {
   readonly emit: (event: Record<string, unknown>) => void;
 }
 
+/**
+ * The stages' concurrency in the worker: an embedded run's (256 rollouts at once, so they share the policy's decode
+ * steps), but more tool-call and reward batches at once. In-process those stages spend their time computing, and
+ * more of them would only contend for the cores; here each record also waits on S3 and SQS requests (hundreds of
+ * milliseconds each on a busy machine), and more batches in flight hide that wait. The tools' own pools still bound
+ * their CPU (the calculator's `num_workers`).
+ */
+export const LOCAL_WORKER_SETTINGS: Partial<Record<FunctionName, FunctionSettings>> = {
+  ...EMBEDDED_SETTINGS,
+  'tool-call': { ...EMBEDDED_SETTINGS['tool-call'], maxConcurrency: 16 },
+  reward: { ...EMBEDDED_SETTINGS.reward, maxConcurrency: 8 },
+};
+
 /** The variables a deployed function gets from the CDK bind helpers, for every stage at once. */
 export function functionEnvironment(r: EnvironmentResources): Record<string, string> {
   const env: Record<string, string> = {
@@ -89,7 +102,7 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
   const runtime = new LocalRuntime({
     queues,
     handlers,
-    settings: { ...EMBEDDED_SETTINGS, ...o.settings },
+    settings: { ...LOCAL_WORKER_SETTINGS, ...o.settings },
     // SQS's longest poll, as Lambda's pollers use: an idle queue costs one request per poller every 20 s (a stop
     // aborts the polls in flight).
     waitTimeSec: 20,

@@ -12,9 +12,9 @@ import { BadMessageError, describeError, isPermanent, isTransientServiceError } 
 import { ATTR } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';
 import { DeadLetterStageSchema } from '#shared/schemas/dead-letter';
-import { sleep } from '#shared/tools/limits';
 import { decodeS3Key } from '#shared/schemas/messages/s3-event';
 import { templatePattern } from '#shared/templates';
+import { sleep } from '#shared/tools/limits';
 import { KEY_TEMPLATES, type QueueName } from '#shared/topology';
 import { decodeMessage } from './claim-check.ts';
 import { groupOfPayload, recordDeadLetter } from './dead-letters.ts';

@@ -95,8 +95,8 @@ export class QueueTally {
   }
 
   private add(runId: string, queue: QueueName, what: keyof QueueCounts, n: number): void {
-    let run = this.counts.get(runId);
-    if (!run) this.counts.set(runId, (run = new Map()));
+    const run = this.counts.get(runId) ?? new Map<QueueName, QueueCounts>();
+    this.counts.set(runId, run);
     const c = run.get(queue) ?? { sent: 0, handled: 0 };
     c[what] += n;
     run.set(queue, c);

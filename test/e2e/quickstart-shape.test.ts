@@ -83,7 +83,9 @@ describe('the quickstart on LocalStack', () => {
     let report: RunReport | undefined;
     await until(
       async () => {
-        report = JSON.parse((await s.toolrl(['status', runId, '--env', s.env, '--json'])).stdout) as RunReport;
+        report = JSON.parse(
+          (await s.toolrl(['status', runId, '--env', s.env, '--json'])).stdout,
+        ) as RunReport;
         const sg = report.queues['scored-groups'];
         return (
           report.runQueues !== null &&

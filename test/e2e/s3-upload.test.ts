@@ -7,8 +7,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { readDataset } from '#shared/data/dataset';
 import { REPO_ROOT } from '../../infra/lib/docker-context.ts';
 import { Scenario } from './support/harness.ts';
@@ -36,10 +36,22 @@ const put = (key: string, body: string | Uint8Array) =>
   s3.send(new PutObjectCommand({ Bucket: s.resources.bucket, Key: key, Body: body }));
 
 /** `toolrl status RUN --env E --watch 2` as a child; resolves with its exit code and output when it ends. */
-function watch(runId: string): { child: ChildProcess; done: Promise<{ code: number | null; out: string; err: string }> } {
+function watch(runId: string): {
+  child: ChildProcess;
+  done: Promise<{ code: number | null; out: string; err: string }>;
+} {
   const child = spawn(
     process.execPath,
-    ['--disable-warning=NodeVersionSupportWarning', 'bin/toolrl.mjs', 'status', runId, '--env', s.env, '--watch', '2'],
+    [
+      '--disable-warning=NodeVersionSupportWarning',
+      'bin/toolrl.mjs',
+      'status',
+      runId,
+      '--env',
+      s.env,
+      '--watch',
+      '2',
+    ],
     { cwd: REPO_ROOT, env: s.processEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -68,7 +80,10 @@ describe('a run started with the AWS SDK S3 client', () => {
     expect(r.code, `${r.out}\n${r.err}`).toBe(0);
     expect(r.out).toMatch(/^status\s+completed/m);
     const status = await s.runStatus(runId);
-    expect(status).toMatchObject({ status: 'completed', input: { train: [`runs/${runId}/input/train.json`] } });
+    expect(status).toMatchObject({
+      status: 'completed',
+      input: { train: [`runs/${runId}/input/train.json`] },
+    });
     expect(status?.totals.trainPrompts).toBe(4);
   }, 600_000);
 

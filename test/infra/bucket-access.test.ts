@@ -121,7 +121,7 @@ describe('stage bucket grants', () => {
   );
 
   it.each(['run-starter', 'feeder', 'rollout', 'tool-call', 'reward'] as const)(
-    'let %s write its count of a run\'s messages (the queue tally)',
+    "let %s write its count of a run's messages (the queue tally)",
     async (stage) => {
       const { blobs, reads, writes } = recordingStore();
       const tally = new QueueTally(blobs, { intervalMs: 0, log: silentLog });
