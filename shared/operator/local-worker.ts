@@ -103,9 +103,11 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
     queues,
     handlers,
     settings: { ...LOCAL_WORKER_SETTINGS, ...o.settings },
-    // SQS's longest poll, as Lambda's pollers use: an idle queue costs one request per poller every 20 s (a stop
-    // aborts the polls in flight).
-    waitTimeSec: 20,
+    // Long polls of 5 s: an idle queue costs a request per poller every 5 s, and a stop waits at most that long for
+    // the polls in flight to end by themselves (a poll cut short may have been handed a message, which SQS would
+    // then hide for its whole visibility timeout).
+    waitTimeSec: 5,
+    abortPollsOnStop: false,
     onInvoke: (r) => o.emit({ worker: 'invoke', ...r }),
   });
   runtime.start();

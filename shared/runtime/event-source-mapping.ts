@@ -25,6 +25,12 @@ export interface EventSourceMappingOptions {
   /** Long-poll wait of each receive (SQS allows up to 20). */
   readonly waitTimeSec?: number;
   /**
+   * Whether `stop` cuts the long polls in flight (default) or lets them end by themselves (within waitTimeSec). Only
+   * an in-process queue can be cut safely: SQS may already have handed a message to a poll the client gives up on,
+   * and that message then stays hidden for its whole visibility timeout (90 minutes for a rollout).
+   */
+  readonly abortPollsOnStop?: boolean;
+  /**
    * When set, failed records become visible again after this many seconds instead of waiting out the full
    * visibility timeout (sized for Lambda). Lambda itself does not do this; the embedded runtime uses it so a
    * retry comes after a short backoff, not after an hour.
@@ -92,7 +98,7 @@ export class EventSourceMapping {
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    this.abort.abort();
+    if (this.opts.abortPollsOnStop !== false) this.abort.abort();
     this.wake();
     await Promise.all(this.pollers);
     this.pollers = [];

@@ -115,7 +115,9 @@ describe('a run started with the AWS SDK S3 client', () => {
     const final = await s.waitForEnd(runId, 120_000);
     expect(final.status).toBe('failed');
     expect(final.reason).toBe(
-      `runs/${runId}/input/data/train.parquet was uploaded, but config.yaml names the datasets runs/${runId}/input/train.parquet: upload those (or fix data.train / data.val)`,
+      `runs/${runId}/input/data/train.parquet was uploaded, but config.yaml names the datasets runs/${runId}/input/train.parquet: ` +
+        'a dataset is .parquet, .jsonl or .json, uploaded under the bare file name data.train / data.val give it ' +
+        '(data/train.parquet is input/train.parquet); upload those (or fix the config)',
     );
   }, 300_000);
 });

@@ -118,10 +118,7 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
   // An upload the config does not name (a misspelt file, a wrong folder) would leave the run waiting forever.
   const named = namedInputs(loaded.config, runId);
   if (!named.has(key)) {
-    await failRun(ctx, {
-      ...withConfig,
-      reason: `${key} was uploaded, but config.yaml names the datasets ${[...paths.train, ...paths.val].join(', ')}: upload those (or fix data.train / data.val)`,
-    });
+    await failRun(ctx, { ...withConfig, reason: notNamedReason([key], paths) });
     return;
   }
 
@@ -154,13 +151,7 @@ export async function checkRunInputs(ctx: RunStarterContext, runId: string, chec
   const present = new Set(await ctx.blobs.listKeys(keys.inputPrefix(runId)));
   const stray = strayInputs([...present], namedInputs(loaded.config, runId), keys.config(runId));
   if (stray.length > 0) {
-    await failRun(ctx, {
-      ...withConfig,
-      reason:
-        `${stray.join(', ')} ${stray.length === 1 ? 'was' : 'were'} uploaded, but config.yaml names the datasets ` +
-        `${datasets.join(', ')}: a dataset is .parquet, .jsonl or .json, uploaded under the bare file name that ` +
-        'data.train / data.val give (data/train.parquet is input/train.parquet); upload those (or fix the config)',
-    });
+    await failRun(ctx, { ...withConfig, reason: notNamedReason(stray, paths) });
     return;
   }
   const missing = datasets.filter((k) => !present.has(k));
@@ -222,6 +213,18 @@ async function loadConfig(
     paths,
     withConfig: { ...base, config, input: { ...base.input, train: paths.train, val: paths.val } },
   };
+}
+
+/**
+ * Why uploads the config does not name fail the run (the same words whether a dataset's own event or a look at the
+ * inputs finds them first).
+ */
+function notNamedReason(uploaded: readonly string[], paths: { train: string[]; val: string[] }): string {
+  return (
+    `${uploaded.join(', ')} ${uploaded.length === 1 ? 'was' : 'were'} uploaded, but config.yaml names the datasets ` +
+    `${[...paths.train, ...paths.val].join(', ')}: a dataset is .parquet, .jsonl or .json, uploaded under the bare ` +
+    'file name data.train / data.val give it (data/train.parquet is input/train.parquet); upload those (or fix the config)'
+  );
 }
 
 /** Keys of every file the config names under the run's input/: datasets and other inputs. */
