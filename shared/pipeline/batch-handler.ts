@@ -178,11 +178,21 @@ async function giveBack(
 /** Any key under a run's folder: its id. */
 const RUN_KEY = templatePattern(`${KEY_TEMPLATES.runPrefix}{path}`, { path: '.+' });
 
-/** The run a message belongs to: its `runId`, or the run folder of the key an S3 notification names. */
+/**
+ * The run a message belongs to: its `runId` (an input check, a scored-group message), its group's (a rollout start)
+ * or its trajectory's group's (a continuation, a tool call, a reward request), or the run folder of the key an S3
+ * notification names (a run or policy event).
+ */
 export function runIdOfMessage(payload: unknown): string | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
-  const p = payload as { runId?: unknown; Records?: { s3?: { object?: { key?: unknown } } }[] };
-  if (typeof p.runId === 'string') return p.runId;
+  const p = payload as {
+    runId?: unknown;
+    group?: { runId?: unknown };
+    trajectory?: { group?: { runId?: unknown } };
+    Records?: { s3?: { object?: { key?: unknown } } }[];
+  };
+  const direct = p.runId ?? p.group?.runId ?? p.trajectory?.group?.runId;
+  if (typeof direct === 'string') return direct;
   const key = p.Records?.[0]?.s3?.object?.key;
   return typeof key === 'string' ? RUN_KEY.exec(decodeS3Key(key))?.groups?.runId : undefined;
 }

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { readRunQueueCounts } from '#shared/operator/run-progress';
 import { formatRunReport, type QueueReport, reportOf } from '#shared/operator/run-report';
+import { runIdOfMessage } from '#shared/pipeline/batch-handler';
 import { putJson } from '#shared/pipeline/blob-json';
 import { QueueTally } from '#shared/pipeline/queue-tally';
 import { parseRunConfig, resolveRunConfig } from '#shared/pipeline/run-config';
@@ -44,6 +45,25 @@ async function quickstartRun() {
   });
   return { blobs, report };
 }
+
+describe('the run a message belongs to (what the tallies count it for)', () => {
+  const fixture = (name: string) =>
+    JSON.parse(readFileSync(new URL(`../../fixtures/events/${name}`, import.meta.url), 'utf8'));
+  it('reads it from every message kind of the pipeline', () => {
+    // S3 notifications name a key under the run's folder (the record's body is the notification)
+    const policyEvent = JSON.parse(fixture('policy-event-latest.json').Records[0].body);
+    expect(runIdOfMessage(policyEvent)).toBe(policyEvent.Records[0].s3.object.key.split('/')[1]);
+    expect(runIdOfMessage({ schemaVersion: 1, kind: 'input-check', runId: 'r-1', check: 1 })).toBe('r-1');
+    // a rollout start carries its group; a continuation, a tool call and a reward request their trajectory's
+    expect(runIdOfMessage({ kind: 'start', group: { runId: 'r-2', groupId: 'e0-p1' } })).toBe('r-2');
+    expect(
+      runIdOfMessage({ kind: 'continue', trajectory: { group: { runId: 'r-3' }, sampleIndex: 0 } }),
+    ).toBe('r-3');
+    expect(runIdOfMessage({ runId: 'r-4', groupId: 'e0-p1', manifestKey: 'k' })).toBe('r-4');
+    expect(runIdOfMessage('not an object')).toBeUndefined();
+    expect(runIdOfMessage({ Service: 'Amazon S3', Event: 's3:TestEvent' })).toBeUndefined();
+  });
+});
 
 describe('toolrl status of one run', () => {
   it('shows the warm start while it runs, and the steps and groups planned under max_steps', async () => {
