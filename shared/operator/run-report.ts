@@ -201,6 +201,9 @@ export function formatLearnerLines(r: RunReport): string[] {
   const warm = p.warmStart && !p.warmStart.done ? formatWarmStart(p.warmStart) : null;
   const job = r.learnerJobId ? `  (job ${r.learnerJobId})` : '';
   if (warm && r.step === null) return [`learner   ${warm}, then ${fmt(p.stepsPlanned)} steps of RL${job}`];
+  // Submitted, and neither warm-starting nor stepping yet (loading the model, or waiting for its machine).
+  if (r.step === null && r.status === 'running' && !p.warmStart)
+    return [`learner   starting, then ${fmt(p.stepsPlanned)} steps of RL${job}`];
   const steps = p.stepsPlanned !== null ? `/${p.stepsPlanned}` : '';
   const cap =
     p.maxSteps !== null && p.groupsToTrain !== null && p.groupsToTrain !== r.groupsPlanned

@@ -68,6 +68,8 @@ describe('the run a message belongs to (what the tallies count it for)', () => {
 describe('toolrl status of one run', () => {
   it('shows the warm start while it runs, and the steps and groups planned under max_steps', async () => {
     const { blobs, report } = await quickstartRun();
+    // submitted, the learner loading its model: neither a warm start nor a step to show yet
+    expect(formatRunReport(await report())).toMatch(/^learner {3}starting, then 2 steps of RL$/m);
     await putJson(blobs, keys.learnerWarmStart('qs-1'), {
       stage: null,
       step: 312,
