@@ -44,7 +44,7 @@ describe('the quickstart on LocalStack', () => {
     const runId = submit.stdout.trim();
 
     // THEN it completes, having planned the whole run and trained the two batches max_steps allows
-    const final = await s.waitForEnd(runId, 900_000);
+    const final = await s.waitForEnd(runId);
     expect(final.status, final.reason ?? '').toBe('completed');
     expect(final.totals).toMatchObject({ groupsPlanned: 512, valPrompts: 64 });
     const learner = (await readJson(s.blobs, keys.learnerState(runId), LearnerStateSchema))!.value;
@@ -79,7 +79,7 @@ describe('the quickstart on LocalStack', () => {
     // scored-groups, where no learner of this run is left to take it), its counts say exactly that: 0 in the stages'
     // queues, and in scored-groups what the queue holds (the environment has no other run)
     const stageQueues: QueueName[] = ['run-events', 'policy-events', 'rollout', 'tool-calls', 'reward'];
-    await s.expectDrained(stageQueues, 300_000);
+    await s.expectDrained(stageQueues);
     let report: RunReport | undefined;
     await until(
       async () => {
@@ -94,9 +94,9 @@ describe('the quickstart on LocalStack', () => {
         );
       },
       "the run's queue counts to match its queues",
-      60_000,
+      undefined,
       () => JSON.stringify({ run: report?.runQueues, env: report?.queues }),
     );
     expect(report!.progress).toMatchObject({ maxSteps: 2, stepsPlanned: 2, groupsToTrain: 16 });
-  }, 1_200_000);
+  });
 });

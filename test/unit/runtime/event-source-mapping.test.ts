@@ -15,6 +15,7 @@ import { ATTR } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';
 import { EventSourceMapping, POLLERS, type SqsHandler } from '#shared/runtime/event-source-mapping';
 import { QUEUES } from '#shared/topology';
+import { HANG_MS } from '../../helpers/hang.ts';
 
 const mappings: EventSourceMapping[] = [];
 afterEach(async () => {
@@ -54,7 +55,7 @@ function run(
   return m;
 }
 
-async function until(cond: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+async function until(cond: () => boolean | Promise<boolean>, ms = HANG_MS): Promise<void> {
   const end = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error('condition not reached in time');
