@@ -14,6 +14,7 @@ import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import type { EnvironmentResources } from '#shared/operator/environment';
 import { readJson } from '#shared/pipeline/blob-json';
+import { isTransientServiceError } from '#shared/ports/errors';
 import { ATTR, type QueueDepth } from '#shared/ports/queue';
 import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
@@ -452,7 +453,16 @@ export async function until(
   context?: () => string,
 ): Promise<void> {
   const end = Date.now() + ms;
-  while (!(await cond())) {
+  // A look that LocalStack answers late or not at all (a loaded machine) is a look that found nothing yet.
+  const look = async () => {
+    try {
+      return await cond();
+    } catch (err) {
+      if (isTransientServiceError(err)) return false;
+      throw err;
+    }
+  };
+  while (!(await look())) {
     if (Date.now() > end)
       throw new Error(`timed out after ${ms} ms waiting for ${what}${context ? `\n${context()}` : ''}`);
     await new Promise((r) => setTimeout(r, 250));
