@@ -169,12 +169,14 @@ async function writeManifest(
   manifestKey: string,
   sampleIndex: number,
 ): Promise<{ manifest: ScoredGroup; text: string } | undefined | 'stray'> {
-  const trajectories: Trajectory[] = [];
-  for (let i = 0; i < group.groupSize; i++) {
-    const t = await getJson(ctx.blobs, keys.trajectory(group.runId, group.groupId, i), TrajectoryWireSchema);
-    if (!t) return 'stray';
-    trajectories.push(t);
-  }
+  // All G at once: the last sample's record waits on these reads before its group reaches the learner.
+  const read = await Promise.all(
+    Array.from({ length: group.groupSize }, (_, i) =>
+      getJson(ctx.blobs, keys.trajectory(group.runId, group.groupId, i), TrajectoryWireSchema),
+    ),
+  );
+  if (read.some((t) => !t)) return 'stray';
+  const trajectories = read as Trajectory[];
   const manifest: ScoredGroup = {
     schemaVersion: 1,
     runId: group.runId,

@@ -43,8 +43,11 @@ export async function handleRolloutRequest(
   const runId = req.kind === 'start' ? req.group.runId : req.trajectory.group.runId;
   if (req.kind === 'start') await startGroup(ctx, req, routed);
   else await continueTrajectory(ctx, req, routed, delivery);
-  await sendTo(ctx, 'tool-calls', runId, routed.toolCalls);
-  await sendTo(ctx, 'reward', runId, routed.rewards);
+  // Both at once: on SQS each is a request whose latency the next stage waits on.
+  await Promise.all([
+    sendTo(ctx, 'tool-calls', runId, routed.toolCalls),
+    sendTo(ctx, 'reward', runId, routed.rewards),
+  ]);
 }
 
 async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Routed): Promise<void> {
