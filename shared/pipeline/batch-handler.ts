@@ -15,6 +15,8 @@ import { groupOfPayload, recordDeadLetter } from './dead-letters.ts';
 export interface RecordMeta {
   readonly messageId: string;
   readonly receiveCount: number;
+  /** Milliseconds left in this invocation, on Lambda (its context's getRemainingTimeInMillis). */
+  readonly remainingMs?: () => number;
 }
 
 export interface BatchHandlerSpec<T> {
@@ -29,7 +31,7 @@ export interface BatchHandlerSpec<T> {
 export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
 
 export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>): SqsBatchHandler {
-  const handleRecord = async (record: SQSRecord): Promise<void> => {
+  const handleRecord = async (record: SQSRecord, context?: Context): Promise<void> => {
     const receiveCount = Number(record.attributes.ApproximateReceiveCount ?? '1');
     let payload: unknown;
     try {
@@ -37,7 +39,12 @@ export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>)
       const parsed = spec.schema.safeParse(payload);
       if (!parsed.success)
         throw new BadMessageError(`${spec.name}: invalid message: ${z.prettifyError(parsed.error)}`);
-      await spec.handle(parsed.data, { messageId: record.messageId, receiveCount });
+      const remaining = context?.getRemainingTimeInMillis?.bind(context);
+      await spec.handle(parsed.data, {
+        messageId: record.messageId,
+        receiveCount,
+        ...(remaining ? { remainingMs: remaining } : {}),
+      });
     } catch (err) {
       const last = receiveCount >= spec.maxReceiveCount;
       if ((isPermanent(err) || last) && ctx.deadLetter) {
@@ -73,10 +80,15 @@ export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>)
   };
   return async (event, context) =>
     // One processor per invocation: the embedded runtime may run several batches of a function at once.
-    processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
-      ...(context ? { context } : {}),
-      throwOnFullBatchFailure: false,
-    });
+    processPartialResponse(
+      event,
+      (record: SQSRecord) => handleRecord(record, context),
+      new BatchProcessor(EventType.SQS),
+      {
+        ...(context ? { context } : {}),
+        throwOnFullBatchFailure: false,
+      },
+    );
 }
 
 function parseLoosely(body: string): unknown {

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { AgentRunner } from '#shared/agent/runner';
 import { readDatasetObject } from '#shared/data/dataset-file';
 import { chatTemplateRefusal } from '#shared/policy/chat-templates';
 import type { BlobStore } from '#shared/ports/blob-store';
@@ -15,7 +16,7 @@ import type { RunStatus } from '#shared/schemas/run-status';
 import type { ToolRegistry } from '#shared/tools/registry';
 import type { TokenCounter } from '#shared/tools/token-counter';
 import { keys } from '#shared/topology';
-import { rewardCodeFromUpload } from './run-config.ts';
+import { inputName, rewardCodeFromUpload } from './run-config.ts';
 import { readRunStatus } from './run-status.ts';
 import { runTokenCounter, runTokenizerDir } from './run-tokenizer.ts';
 
@@ -74,6 +75,7 @@ export class RunResources {
   private readonly tokenCounters = new Map<string, Promise<TokenCounter | undefined>>();
   private readonly templateChecks = new Map<string, Promise<string | null | undefined>>();
   private readonly statefulTools = new Map<string, Promise<boolean>>();
+  private readonly agents = new Map<string, Promise<AgentRunner | undefined>>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -204,15 +206,35 @@ export class RunResources {
     });
   }
 
-  /** Closes tool registries (servers, sandboxes, Python hosts) and the rewards' Python hosts. */
+  /**
+   * The run's agent (`rollout.agent`, per stage), loaded here once: undefined when the run has none. As the reward's
+   * code, from the config's own folder for an embedded run, otherwise the copy the run uploaded. Throws
+   * AgentLoadError when the file or its function cannot be loaded.
+   */
+  agent(runId: string, stage: string | null): Promise<AgentRunner | undefined> {
+    return memo(this.agents, `${runId}\u0000${stage}`, async () => {
+      const spec = (await this.config(runId, stage)).rollout.agent;
+      if (!spec) return undefined;
+      const base = await this.baseDir(runId);
+      const fromSource = base === (await this.runStatus(runId)).input.sourceDir;
+      const { resolveUserFile } = await import('#shared/tools/python/tool');
+      const { loadAgent } = await import('#shared/agent/runner');
+      return loadAgent(spec, resolveUserFile(base, fromSource ? spec.path : inputName(spec.path)), base);
+    });
+  }
+
+  /** Closes tool registries (servers, sandboxes, Python hosts), the rewards' and the agents' Python hosts. */
   async close(): Promise<void> {
     const all = [...this.tools.values()];
     const rewards = [...this.rewards.values()];
+    const agents = [...this.agents.values()];
     this.tools.clear();
     this.rewards.clear();
+    this.agents.clear();
     await Promise.allSettled([
       ...all.map(async (p) => (await p).close()),
       ...rewards.map(async (p) => (await p).close?.()),
+      ...agents.map(async (p) => (await p)?.close()),
     ]);
   }
 }

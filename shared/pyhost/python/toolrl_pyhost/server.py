@@ -3,7 +3,8 @@
 one answer per line, in any order (requests run concurrently):
     {"id": 7, "ok": true, "result": {...}}   or   {"id": 7, "ok": false, "error": {"type", "message"}}
 Error types: bad_request, load_error, user_error (the user's code raised), timeout, internal.
-Methods: hello, stats, load_tool, execute, calc_reward, release, load_reward, score, cancel.
+Methods: hello, stats, load_tool, execute, calc_reward, release, load_reward, score, load_agent, run_agent,
+cancel.
 `timeout` (seconds) bounds each call into user code. The TypeScript side (shared/pyhost/protocol.ts) holds the
 same shapes as zod schemas.
 
@@ -21,6 +22,7 @@ import sys
 import threading
 from typing import Any
 
+from .agents import Agents
 from .errors import BadRequest, HostError
 from .rewards import Rewards
 from .tools import Tools
@@ -36,10 +38,11 @@ def _verl_version() -> str | None:
 
 
 class Server:
-    def __init__(self, out, tools: Tools, rewards: Rewards):
+    def __init__(self, out, tools: Tools, rewards: Rewards, agents: Agents | None = None):
         self.out = out
         self.tools = tools
         self.rewards = rewards
+        self.agents = agents or Agents()
         self.tasks: dict[Any, asyncio.Task] = {}
 
     def answer(self, rid: Any, payload: dict) -> None:
@@ -84,7 +87,7 @@ class Server:
         if method == "hello":
             return {"python": sys.version.split()[0], "pid": os.getpid(), "verl": _verl_version()}
         if method == "stats":
-            return {**self.tools.stats, **self.rewards.stats, "live": self.tools.live()}
+            return {**self.tools.stats, **self.rewards.stats, **self.agents.stats, "live": self.tools.live()}
         if method == "load_tool":
             return self.tools.load(p)
         if method == "execute":
@@ -97,6 +100,10 @@ class Server:
             return self.rewards.load(p)
         if method == "score":
             return await self.rewards.score(p, timeout)
+        if method == "load_agent":
+            return self.agents.load(p)
+        if method == "run_agent":
+            return await self.agents.run(p, timeout)
         if method == "cancel":
             task = self.tasks.get(p.get("target"))
             if task is not None:
