@@ -6,7 +6,7 @@
 // A random tiny model does not write tool calls, so the tool-call tests swap the model's draw for a scripted turn
 // (`scripted` below): the text a trained model writes, tokenised and appended through the engine's own token
 // bookkeeping (appendMessages / appendTurn), with the run's parser reading it. Everything else is the real engine.
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentEnd, type AgentEngine, AgentEpisode, type FinishedEpisode } from '#shared/agent/episode';
 import { AgentFailure, type AgentRunner, loadAgent } from '#shared/agent/runner';
@@ -32,12 +32,12 @@ afterAll(async () => {
   await policy?.dispose();
 });
 
-/** The fixture's agent function `name` (loaded once per name; every load is its own Python host). */
-async function agentNamed(name: string, file = 'probe_agents.py'): Promise<AgentRunner> {
+/** The agent function `name` of `file` (the fixtures' by default), loaded once; every load is its own Python host. */
+async function agentNamed(name: string, file = join(FIXTURES, 'probe_agents.py')): Promise<AgentRunner> {
   const key = `${file}:${name}`;
   let r = runners.get(key);
   if (!r) {
-    r = await loadAgent(AgentConfigSchema.parse({ path: file, name }), join(FIXTURES, file), FIXTURES);
+    r = await loadAgent(AgentConfigSchema.parse({ path: basename(file), name }), file, dirname(file));
     runners.set(key, r);
   }
   return r;
@@ -97,11 +97,13 @@ async function episode(
     timeoutS?: number;
     kwargs?: Record<string, unknown>;
     sampling?: Partial<SamplingParams>;
+    /** The agent's file (the fixtures' probes by default). */
+    file?: string;
   } = {},
 ): Promise<Run> {
   const timeoutS = opts.timeoutS ?? 60;
   // Loaded first (a host's start is seconds): the episode's clock starts when the agent is called, as in the stage.
-  const runner = await agentNamed(agent);
+  const runner = await agentNamed(agent, opts.file);
   const ep = new AgentEpisode({
     id: 'test',
     model: 'tiny',
@@ -215,6 +217,37 @@ describe('tool calls with the openai client', () => {
   }, 60_000);
 });
 
+describe("the example's agents (examples/agent/agents)", () => {
+  const EXAMPLE = join(REPO_ROOT, 'examples', 'agent', 'agents');
+  const CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "347 + 281"}}\n</tool_call>';
+  for (const [file, what] of [
+    ['calculator_agent.py', 'the openai client'],
+    ['sdk_agent.py', 'the OpenAI Agents SDK'],
+  ] as const)
+    it(`${what}: the call, its result and the answer in one token sequence, the answer returned`, async () => {
+      const log: Sampled[] = [];
+      const { how, done } = await episode('run', scripted([CALL, '\\boxed{628}'], log), {
+        file: join(EXAMPLE, file),
+      });
+      expect(how).toMatchObject({ kind: 'returned', answer: '\\boxed{628}' });
+      expect(done.segments).toEqual([]); // the agent sent its history back as the episode holds it
+      expect(done.episode.finishReason).toBe('eos');
+      expect(done.episode.turns.map((t) => t.toolCalls.map((c) => c.result.output))).toEqual([['628'], []]);
+      expect(sampledSpans(done.tokens)).toEqual(log.map((l) => l.ids));
+      expect(done.tokens.tools.map((t) => t.function)).toEqual([
+        {
+          name: 'calculator',
+          description: 'Evaluate an arithmetic expression.',
+          parameters: {
+            type: 'object',
+            properties: { expression: { type: 'string' } },
+            required: ['expression'],
+          },
+        },
+      ]);
+    }, 60_000);
+});
+
 describe('token in, token out across turns (the real tiny policy)', () => {
   it('keeps exactly the sampled ids, log-probs and version; appends only the template delta of new messages', async () => {
     const log: Sampled[] = [];
@@ -227,7 +260,9 @@ describe('token in, token out across turns (the real tiny policy)', () => {
     t.turns.forEach((turn, i) => {
       expect(t.tokenIds.slice(turn.tokenStart, turn.tokenEnd)).toEqual(log[i]!.ids);
       expect(t.behaviorLogprobs.slice(turn.tokenStart, turn.tokenEnd)).toEqual(log[i]!.logprobs);
-      expect(t.policyVersions.slice(turn.tokenStart, turn.tokenEnd)).toEqual(log[i]!.ids.map(() => policy.version));
+      expect(t.policyVersions.slice(turn.tokenStart, turn.tokenEnd)).toEqual(
+        log[i]!.ids.map(() => policy.version),
+      );
       expect(t.lossMask.slice(turn.tokenStart, turn.tokenEnd).every((m) => m === 1)).toBe(true);
     });
     expect(t.lossMask.reduce((a: number, m) => a + m, 0)).toBe(log.reduce((a, l) => a + l.ids.length, 0));
@@ -241,8 +276,12 @@ describe('token in, token out across turns (the real tiny policy)', () => {
       ).toBe(true);
     }
     // The replies the agent read are the sampled text (outside any call, trimmed); prefix checks all held.
-    expect(t.turns.map((x) => x.text)).toEqual(log.map((l, i) => tok.decode(t.turns[i]!.stop === 'eos' ? l.ids.slice(0, -1) : l.ids)));
-    expect((out.replies as { content: string }[]).map((r) => r.content)).toEqual(t.turns.map((x) => x.text.trim()));
+    expect(t.turns.map((x) => x.text)).toEqual(
+      log.map((l, i) => tok.decode(t.turns[i]!.stop === 'eos' ? l.ids.slice(0, -1) : l.ids)),
+    );
+    expect((out.replies as { content: string }[]).map((r) => r.content)).toEqual(
+      t.turns.map((x) => x.text.trim()),
+    );
     expect(t.prefixChecks.every((c) => c.ok)).toBe(true);
   }, 60_000);
 });
@@ -316,7 +355,10 @@ describe('agents that fail', () => {
 
   it('an agent that never returns is cancelled at the timeout and its episode ends with timeout', async () => {
     const { how, done } = await episode('hangs', realEngine(), { timeoutS: 8 });
-    expect(how, JSON.stringify(how)).toMatchObject({ kind: 'timeout', message: expect.stringMatching(/within 8s/) });
+    expect(how, JSON.stringify(how)).toMatchObject({
+      kind: 'timeout',
+      message: expect.stringMatching(/within 8s/),
+    });
     expect(done.episode.finishReason).toBe('timeout');
     expect(done.episode.turns).toHaveLength(1);
   }, 60_000);
