@@ -364,6 +364,24 @@ describe('agents that fail', () => {
   }, 60_000);
 });
 
+describe('a TypeScript agent', () => {
+  const FILE = join(FIXTURES, 'fetch_agent.ts');
+  it('is called in-process with the same arguments; its object return carries the answer', async () => {
+    const log: Sampled[] = [];
+    const { how, done } = await episode('run', realEngine(log), { file: FILE });
+    expect(how).toMatchObject({ kind: 'returned', output: { status: 200 } });
+    expect(how.kind === 'returned' && how.answer).toBe(done.episode.turns[0]!.content);
+    expect(sampledSpans(done.tokens)).toEqual([log[0]!.ids]);
+  }, 60_000);
+
+  it('is aborted at the timeout and its episode ends with timeout', async () => {
+    const { how, done } = await episode('waits', realEngine(), { file: FILE, timeoutS: 1 });
+    expect(how).toMatchObject({ kind: 'timeout', message: expect.stringMatching(/within 1s/) });
+    expect(done.episode.finishReason).toBe('timeout');
+    expect(done.tokens.lossMask.every((m) => m === 0)).toBe(true); // the prompt alone: nothing was sampled
+  }, 60_000);
+});
+
 describe('clients as agents build them', () => {
   it('an AsyncOpenAI built from the environment alone lists the model', async () => {
     const { out } = await episode('env_key', realEngine());
