@@ -2,7 +2,7 @@
 // worker's rollout stage (the Lambda entry, functions/rollout) loads it from the run's uploaded inputs into its
 // agent host and serves each episode an endpoint the agent reaches with the real `openai` client; episodes go
 // straight to the reward stage, whose Python reward reads what the agent reported, and the learner trains 2 steps.
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
@@ -29,6 +29,7 @@ describe('rollout.agent on LocalStack', () => {
     // that reads the agent's report
     const worker = s.startWorker('worker0');
     const dir = join(s.dir, 'user');
+    mkdirSync(dir, { recursive: true });
     const files = await writeRun(dir, {
       prompts: 2,
       groupSize: 2,

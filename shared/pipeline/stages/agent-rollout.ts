@@ -19,6 +19,7 @@ import type { RunConfig } from '#shared/schemas/config/run';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import type { RewardRequest } from '#shared/schemas/messages/reward-request';
 import type { RolloutStart } from '#shared/schemas/messages/rollout-request';
+import { Semaphore } from '#shared/tools/limits';
 import type { RolloutStageContext } from './rollout.ts';
 
 /** Time kept back from a Lambda invocation's end for scoring and sending the group's trajectories. */
@@ -34,6 +35,9 @@ export interface AgentGroupInput {
   readonly remainingMs?: () => number;
 }
 
+/** Each loaded agent's episode slots in this process (`rollout.agent.max_concurrency`). */
+const slots = new WeakMap<AgentRunner, Semaphore>();
+
 export async function runAgentGroup(
   ctx: RolloutStageContext,
   input: AgentGroupInput,
@@ -48,18 +52,24 @@ export async function runAgentGroup(
   }
   if (!runner) throw new Error(`run ${g.runId} has no rollout.agent`);
   const agent = runner;
-  const started = Date.now();
   const spec = input.config.rollout.agent!;
-  const limitMs = Math.min(
-    spec.timeout * 1000,
-    input.remainingMs ? input.remainingMs() - LAMBDA_MARGIN_MS : Number.POSITIVE_INFINITY,
-  );
-  if (limitMs <= 0)
+  const invocationEnd = input.remainingMs
+    ? Date.now() + input.remainingMs() - LAMBDA_MARGIN_MS
+    : Number.POSITIVE_INFINITY;
+  if (invocationEnd <= Date.now())
     throw new Error(
       `group ${g.groupId}: the invocation has no time left for an agent episode; it will be retried`,
     );
+  let pool = slots.get(agent);
+  if (!pool) {
+    pool = new Semaphore(spec.max_concurrency);
+    slots.set(agent, pool);
+  }
   const episodes = Array.from({ length: g.groupSize }, (_, i) =>
-    runEpisode(ctx, input, agent, i, started + limitMs),
+    // An episode's clock starts when it has a slot: the wait for one is not the agent's time.
+    pool.run(() =>
+      runEpisode(ctx, input, agent, i, Math.min(Date.now() + spec.timeout * 1000, invocationEnd)),
+    ),
   );
   return Promise.all(episodes);
 }

@@ -91,6 +91,11 @@ export const AgentConfigSchema = z
     name: z.string().min(1).default('run'),
     /** Wall-clock seconds per episode; past it the agent is cancelled and the episode ends with `timeout`. */
     timeout: z.number().positive().default(600),
+    /**
+     * Episodes running at once per process (all of them share its agent host's event loop and its rollout engine);
+     * the others wait for a slot, and an episode's clock starts when it gets one.
+     */
+    max_concurrency: z.number().int().positive().default(32),
     /** More keyword arguments for every call (JSON values). */
     kwargs: z.record(z.string(), z.unknown()).default({}),
     /** The Python agent's interpreter (default: TOOLRL_PYTHON, else the agent environment `npm run setup` made). */
