@@ -75,6 +75,7 @@ class PythonAgent implements AgentRunner {
   private constructor(
     private readonly host: PythonHost,
     private readonly key: string,
+    private readonly label: string,
   ) {}
 
   static async load(config: AgentConfig, file: string, baseDir: string): Promise<PythonAgent> {
@@ -93,10 +94,11 @@ class PythonAgent implements AgentRunner {
       await host.close();
       throw new AgentLoadError(`rollout.agent: ${(err as Error).message}`);
     }
-    return new PythonAgent(host, 'agent');
+    return new PythonAgent(host, 'agent', label);
   }
 
   async run(kwargs: AgentKwargs, timeoutS: number): Promise<AgentReturn> {
+    const started = Date.now();
     try {
       return ReturnSchema.parse(
         await this.host.request('run_agent', { key: this.key, kwargs }, { timeoutS }),
@@ -104,6 +106,13 @@ class PythonAgent implements AgentRunner {
     } catch (err) {
       if (err instanceof PythonHostError && err.type === 'timeout')
         throw new AgentFailure('timeout', err.message);
+      // The host answers nothing past the timeout when the agent blocks its event loop (or the machine is too busy
+      // to run the cancellation in the host's grace): it is restarted, and the episode still ran out of time.
+      if (err instanceof PythonHostError && err.type === 'host' && Date.now() - started >= timeoutS * 1000)
+        throw new AgentFailure(
+          'timeout',
+          `${this.label} did not return within ${timeoutS}s (${err.message})`,
+        );
       throw new AgentFailure('error', (err as Error).message);
     }
   }
