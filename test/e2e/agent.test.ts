@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { keys } from '#shared/topology';
 import { REPO_ROOT } from '../../infra/lib/docker-context.ts';
+import { HANG_MS } from '../helpers/hang.ts';
 import { Scenario } from './support/harness.ts';
 import { assertLocalStackUp } from './support/localstack.ts';
 import { writeRun } from './support/run-fixture.ts';
@@ -35,11 +36,12 @@ describe('rollout.agent on LocalStack', () => {
       groupSize: 2,
       batchPrompts: 1,
       maxNewTokens: 32,
-      sftSteps: 60,
     });
     for (const f of ['pipeline_agent.py', 'agent_reward.py']) cpSync(join(FIXTURES, f), join(dir, f));
     const config = parseYaml(readFileSync(files.configPath, 'utf8'));
-    config.rollout.agent = { path: 'pipeline_agent.py', name: 'run', timeout: 300 };
+    // No warm start: what is checked is the mechanism, whatever the model writes. No episode ends for the
+    // machine's speed: the one bound is the suite's hang guard.
+    config.rollout.agent = { path: 'pipeline_agent.py', name: 'run', timeout: HANG_MS / 1000 };
     config.rollout.multi_turn = { max_turns: 3, max_total_response_length: 120 };
     config.tools = { tools: [] };
     config.reward = {
@@ -59,7 +61,7 @@ describe('rollout.agent on LocalStack', () => {
 
     // THEN the agent went up with the run, and the run completes
     expect(await s.blobs.head(`${keys.inputPrefix(runId)}pipeline_agent.py`)).toBeDefined();
-    const final = await s.waitForEnd(runId, 1_080_000);
+    const final = await s.waitForEnd(runId);
     expect(final.status, final.reason ?? '').toBe('completed');
     const groups = [...(await s.groups(runId)).values()].filter((g) => g.split === 'train');
     expect(groups).toHaveLength(2);
@@ -85,5 +87,5 @@ describe('rollout.agent on LocalStack', () => {
       .map((l) => JSON.parse(l) as Record<string, number>);
     expect(metrics.map((m) => m.step)).toEqual([1, 2]);
     for (const m of metrics) expect(m['finish/error']).toBe(0.5);
-  }, 1_200_000);
+  });
 });
