@@ -367,6 +367,14 @@ describe('agents that fail', () => {
     expect(done.episode.turns).toHaveLength(log.length);
     expect(sampledSpans(done.tokens)).toEqual(log.map((l) => l.ids));
   });
+  it('an agent that blocks its host past the timeout ends its episode with timeout (the host is restarted)', async () => {
+    const { how, done } = await episode('blocks', realEngine(), { timeoutS: 1 });
+    expect(how, JSON.stringify(how)).toMatchObject({
+      kind: 'timeout',
+      message: expect.stringMatching(/within 1s.*restarted/),
+    });
+    expect(done.episode.finishReason).toBe('timeout');
+  });
 });
 
 describe('a TypeScript agent', () => {
