@@ -22,6 +22,8 @@ import { groupOfPayload, recordDeadLetter } from './dead-letters.ts';
 export interface RecordMeta {
   readonly messageId: string;
   readonly receiveCount: number;
+  /** Milliseconds left in this invocation, on Lambda (its context's getRemainingTimeInMillis). */
+  readonly remainingMs?: () => number;
 }
 
 export interface BatchHandlerSpec<T> {
@@ -76,7 +78,7 @@ async function retryTransient<T>(
 }
 
 export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>): SqsBatchHandler {
-  const handleRecord = async (record: SQSRecord): Promise<void> => {
+  const handleRecord = async (record: SQSRecord, context?: Context): Promise<void> => {
     const receiveCount = Number(record.attributes.ApproximateReceiveCount ?? '1');
     const onRetry = (attempt: number, delayMs: number, err: unknown) =>
       ctx.log.warn('transient failure; the record is retried in this invocation', {
@@ -97,7 +99,12 @@ export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>)
         const parsed = spec.schema.safeParse(payload);
         if (!parsed.success)
           throw new BadMessageError(`${spec.name}: invalid message: ${z.prettifyError(parsed.error)}`);
-        const meta = { messageId: record.messageId, receiveCount };
+        const remaining = context?.getRemainingTimeInMillis?.bind(context);
+        const meta = {
+          messageId: record.messageId,
+          receiveCount,
+          ...(remaining ? { remainingMs: remaining } : {}),
+        };
         if (ctx.tally) await ctx.tally.within(runIdOfMessage(payload), () => spec.handle(parsed.data, meta));
         else await spec.handle(parsed.data, meta);
       }, onRetry);
@@ -143,10 +150,15 @@ export function sqsBatchHandler<T>(ctx: StageContext, spec: BatchHandlerSpec<T>)
   };
   return async (event, context) => {
     // One processor per invocation: the embedded runtime may run several batches of a function at once.
-    const response = await processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
-      ...(context ? { context } : {}),
-      throwOnFullBatchFailure: false,
-    });
+    const response = await processPartialResponse(
+      event,
+      (record: SQSRecord) => handleRecord(record, context),
+      new BatchProcessor(EventType.SQS),
+      {
+        ...(context ? { context } : {}),
+        throwOnFullBatchFailure: false,
+      },
+    );
     await ctx.tally?.settle();
     return response;
   };

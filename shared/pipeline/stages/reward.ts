@@ -85,7 +85,8 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
       {
         groundTruth: row.reward_model?.ground_truth ?? null,
         dataSource: t.group.dataSource,
-        extraInfo: row.extra_info ?? {},
+        // An agent episode's outcome (what the agent returned, or why it failed) is the rewards' to read too.
+        extraInfo: t.episode.agent ? { ...row.extra_info, agent: t.episode.agent } : (row.extra_info ?? {}),
         // No schemas in the prompt (an inline format such as code blocks): the rewards do not judge tool names.
         tools: t.tokens.tools.length ? t.tokens.tools : null,
         toolRewards: tools.rewards,
@@ -107,6 +108,7 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
     reward: score,
     rewardComponents: components,
     ...(rewardErrors.length ? { rewardErrors } : {}),
+    ...(t.segments?.length ? { segments: t.segments } : {}),
   });
 }
 
