@@ -169,6 +169,10 @@ export const KEY_TEMPLATES = {
   redriveRequests: 'runs/{runId}/redrive-requests/',
   /** The learner lease: taken (put-if-absent) before the learner job is submitted, so a run has one learner. */
   learnerLease: 'runs/{runId}/learner/lease.json',
+  /** The learner's SFT warm-start progress (LearnerWarmStartSchema), rewritten while it runs. */
+  learnerWarmStart: 'runs/{runId}/learner/warm-start.json',
+  /** One process's counts of the run's messages per queue (QueueTallySchema): `toolrl status` sums them. */
+  queueTally: 'runs/{runId}/queue-tally/{writer}.json',
 } as const;
 
 const K = KEY_TEMPLATES;
@@ -204,6 +208,10 @@ export const keys = {
     fill(K.redrivenRecord, { runId, groupId, stage, messageId: messageId.replace(/[^A-Za-z0-9_-]/g, '_') }),
   redriveRequests: (runId: string) => fill(K.redriveRequests, { runId }),
   learnerLease: (runId: string) => fill(K.learnerLease, { runId }),
+  learnerWarmStart: (runId: string) => fill(K.learnerWarmStart, { runId }),
+  queueTally: (runId: string, writer: string) => fill(K.queueTally, { runId, writer }),
+  /** The folder of the run's queue tallies. */
+  queueTallies: (runId: string) => fill(folderOf(K.queueTally, 'writer'), { runId }),
 } as const;
 
 const KEY_PATTERNS = new Map<string, RegExp>();
@@ -217,7 +225,8 @@ export function parseKey(name: keyof typeof KEY_TEMPLATES, key: string): Record<
 
 /** Which queues each function sends to (besides its own queue's dead-letter queue): what CDK grants and binds. */
 export const FUNCTION_SENDS: Readonly<Record<FunctionName, readonly QueueName[]>> = {
-  'run-starter': [],
+  // Its own queue: the delayed looks at a run's inputs while it waits for them.
+  'run-starter': ['run-events'],
   feeder: ['rollout'],
   rollout: ['tool-calls', 'reward'],
   'tool-call': ['rollout'],
@@ -244,6 +253,9 @@ export const NOTIFICATIONS: readonly { queue: QueueName; prefix: string; suffix:
   // JSON Lines datasets uploaded by hand (toolrl submit converts them to Parquet); the learner's metrics.jsonl
   // notifies too and is ignored. `.json` cannot notify: it would overlap the LATEST.json and state.json rules.
   { queue: 'run-events', prefix: RUNS, suffix: '.jsonl' },
+  // The run's config: the run-starter checks it at once and then looks at the inputs until every dataset it names
+  // is there (a `.json` one included) or they have waited too long (pipeline/stages/input-check.ts).
+  { queue: 'run-events', prefix: RUNS, suffix: inRun(K.config) },
   { queue: 'policy-events', prefix: RUNS, suffix: inRun(K.policyLatest) },
   // Each committed learner step also wakes the feeder, so flow control never waits on the next publish
   // (publish_every > 1) and the run is marked complete as soon as the learner says done.

@@ -205,6 +205,8 @@ class LearnerConfig:
     temperature: float = 1.0
     max_total_response_length: int = 1024
     tensorboard: bool = True
+    # `logging.progress_interval_s`: how often the warm start's progress is written to learner/warm-start.json.
+    progress_interval_s: float = 2.0
     wandb_project: str | None = None
     wandb_entity: str | None = None
 
@@ -317,6 +319,8 @@ class LearnerConfig:
                 if "target_modules" in clora:
                     kw["critic_lora_target_modules"] = tuple(clora["target_modules"])
         kw["tensorboard"] = logging.get("tensorboard", True)
+        if "progress_interval_s" in logging:
+            kw["progress_interval_s"] = float(logging["progress_interval_s"])
         if logging.get("wandb"):
             kw.update(wandb_project=logging["wandb"]["project"], wandb_entity=logging["wandb"].get("entity"))
         return cls(**kw)

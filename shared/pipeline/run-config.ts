@@ -53,6 +53,7 @@ export function referencedFiles(
       : []),
     ...config.reward.modules,
     ...config.reward.functions.flatMap((f) => (f.path !== undefined ? [f.path] : [])),
+    ...(config.rollout.agent ? [config.rollout.agent.path] : []),
     ...promptTemplateFiles(config),
   ];
   return { train, val, other: [...new Set(other)] };

@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import type { AgentRunner } from '#shared/agent/runner';
 import { ConfigError, resolveRun, toolsFilesOf } from '#shared/config/resolve';
 import { readDatasetObject } from '#shared/data/dataset-file';
 import { chatTemplateRefusal } from '#shared/policy/chat-templates';
@@ -61,6 +62,7 @@ export class RunResources {
   private readonly tokenCounters = new Map<string, Promise<TokenCounter | undefined>>();
   private readonly templateChecks = new Map<string, Promise<string | null | undefined>>();
   private readonly statefulTools = new Map<string, Promise<boolean>>();
+  private readonly agents = new Map<string, Promise<AgentRunner | undefined>>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -224,15 +226,35 @@ export class RunResources {
     return (await this.baseDir(runId)) === (await this.runStatus(runId)).input.sourceDir;
   }
 
-  /** Closes tool registries (servers, sandboxes, Python hosts) and the rewards' Python hosts. */
+  /**
+   * The run's agent (`rollout.agent`, per stage), loaded here once: undefined when the run has none. As the reward's
+   * code, from the config's own folder for an embedded run, otherwise the copy the run uploaded. Throws
+   * AgentLoadError when the file or its function cannot be loaded.
+   */
+  agent(runId: string, stage: string | null): Promise<AgentRunner | undefined> {
+    return memo(this.agents, `${runId}\u0000${stage}`, async () => {
+      const spec = (await this.config(runId, stage)).rollout.agent;
+      if (!spec) return undefined;
+      const base = await this.baseDir(runId);
+      const fromSource = await this.fromSource(runId);
+      const { resolveUserFile } = await import('#shared/tools/python/tool');
+      const { loadAgent } = await import('#shared/agent/runner');
+      return loadAgent(spec, resolveUserFile(base, fromSource ? spec.path : inputName(spec.path)), base);
+    });
+  }
+
+  /** Closes tool registries (servers, sandboxes, Python hosts), the rewards' and the agents' Python hosts. */
   async close(): Promise<void> {
     const all = [...this.tools.values()];
     const rewards = [...this.rewards.values()];
+    const agents = [...this.agents.values()];
     this.tools.clear();
     this.rewards.clear();
+    this.agents.clear();
     await Promise.allSettled([
       ...all.map(async (p) => (await p).close()),
       ...rewards.map(async (p) => (await p).close?.()),
+      ...agents.map(async (p) => (await p)?.close()),
     ]);
   }
 }

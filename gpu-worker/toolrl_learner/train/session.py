@@ -35,7 +35,7 @@ from .model_work import ModelWork
 from .no_signal import COUNTED, NoSignalWatch
 from .ordered import OrderedBatches
 from .policy import Policy
-from .progress import RunDoc, read_run, write_state
+from .progress import RunDoc, WarmStartProgress, read_run, write_state
 from .publish import Publisher
 from .timing import PREFIX, PhaseTimer
 
@@ -203,10 +203,13 @@ class LearnerSession:
         return None
 
     def _run_sft(self, cfg: LearnerConfig, stage: str | None = None) -> None:
+        progress = WarmStartProgress(self.store, self.run_id, stage, cfg.progress_interval_s)
+
         def on_step(m: dict[str, float]) -> None:
             self.emit(
                 {"type": "sft", "step": int(m["sft_step"]), "steps": cfg.sft_steps, "loss": m["sft_loss"]}
             )
+            progress.step(int(m["sft_step"]), cfg.sft_steps, m["sft_loss"])
 
         self.model.sft(cfg, stage, on_step)
 

@@ -53,12 +53,17 @@ export async function handlePolicyEvent(ctx: FeederContext, event: PolicyEvent):
 
 /** One feeder pass over a run; safe to repeat (a lost race re-sends groups, which later stages dedupe). */
 export async function feedRun(ctx: FeederContext, runId: string): Promise<void> {
-  const run = await readRunStatus(ctx.blobs, runId);
+  // The three reads at once: on S3 each is a request on the way from a learner step to the next rollouts.
+  const [run, pointer, learnerState] = await Promise.all([
+    readRunStatus(ctx.blobs, runId),
+    readJson(ctx.blobs, keys.policyLatest(runId), PolicyPointerSchema),
+    readJson(ctx.blobs, keys.learnerState(runId), LearnerStateSchema),
+  ]);
   if (!run?.config || (run.status !== 'running' && run.status !== 'starting')) {
     ctx.log.info('run is not running; nothing to feed', { runId, status: run?.status });
     return;
   }
-  const latest = (await readJson(ctx.blobs, keys.policyLatest(runId), PolicyPointerSchema))?.value;
+  const latest = pointer?.value;
   if (!latest) {
     ctx.log.info('no policy published yet', { runId });
     return;
@@ -70,7 +75,7 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
     ctx.log.error('run failed: its chat template drops tool use', { runId, reason: refusal });
     return;
   }
-  const learner = (await readJson(ctx.blobs, keys.learnerState(runId), LearnerStateSchema))?.value;
+  const learner = learnerState?.value;
   if (learner?.done && learner.failed !== undefined) {
     // The learner stopped a run that cannot learn: fail it with its reason; nothing more to sample or validate.
     await maybeCompleteRun(ctx, runId, learner);

@@ -49,6 +49,7 @@ export function createStageHandler<F extends FunctionName>(fn: F, ctx: StageCont
     name: fn,
     schema: stage.schema,
     maxReceiveCount: QUEUES[consumedQueue(fn)].maxReceiveCount,
+    queue: consumedQueue(fn),
     handle: (message, meta) => stage.handle(ctx, message, meta),
   });
 }

@@ -29,6 +29,8 @@ const COMPUTED_IMPORTS: readonly string[] = [
   'shared/cli/main.ts',
   'shared/rewards/modules.ts',
   'shared/tools/module.ts',
+  // A user's TypeScript agent (`rollout.agent.path`).
+  'shared/agent/runner.ts',
 ];
 
 interface Unit {

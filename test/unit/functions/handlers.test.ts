@@ -52,6 +52,7 @@ describe('functions/<stage>/index.ts cold start', () => {
     Object.assign(process.env, {
       [FUNCTION_ENV.bucket]: 'toolrl-dev-123456789012-us-east-1',
       [FUNCTION_ENV.queueUrl('rollout')]: 'http://127.0.0.1:9/000000000000/toolrl-dev-rollout',
+      [FUNCTION_ENV.queueUrl('policy-events')]: 'http://127.0.0.1:9/000000000000/toolrl-dev-policy-events',
       [FUNCTION_ENV.deadLetterQueueUrl('policy-events')]:
         'http://127.0.0.1:9/000000000000/toolrl-dev-policy-events-dlq',
       AWS_ENDPOINT_URL: 'http://127.0.0.1:9',

@@ -1,6 +1,6 @@
 """The Python host's methods on the JSON-lines RPC (rpc.py): hello, stats, load_tool, execute, calc_reward,
-release, load_reward, score, and cancel. A request's `timeout` (seconds) bounds each call into user code. Requests
-run concurrently. Error types: bad_request, load_error, user_error (the user's code raised), timeout, internal. The
+release, load_reward, score, load_agent, run_agent, and cancel. A request's `timeout` (seconds) bounds each call
+into user code. Requests run concurrently. Error types: bad_request, load_error, user_error (the user's code raised), timeout, internal. The
 TypeScript side (shared/pyhost/protocol.ts) holds the same shapes as zod schemas. EOF on stdin releases every live
 instance and ends the process."""
 
@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any
 
+from .agents import Agents
 from .errors import BadRequest, HostError
 from .rewards import Rewards
 from .rpc import RpcServer
@@ -34,9 +35,10 @@ def _error_of(e: BaseException) -> tuple[str, str]:
 
 
 class Host:
-    def __init__(self, tools: Tools, rewards: Rewards):
+    def __init__(self, tools: Tools, rewards: Rewards, agents: Agents | None = None):
         self.tools = tools
         self.rewards = rewards
+        self.agents = agents or Agents()
 
     async def handle(self, method: str, p: dict, request: dict) -> Any:
         timeout = request.get("timeout")
@@ -45,7 +47,7 @@ class Host:
         if method == "hello":
             return {"python": sys.version.split()[0], "pid": os.getpid(), "verl": _verl_version()}
         if method == "stats":
-            return {**self.tools.stats, **self.rewards.stats, "live": self.tools.live()}
+            return {**self.tools.stats, **self.rewards.stats, **self.agents.stats, "live": self.tools.live()}
         if method == "load_tool":
             return self.tools.load(p)
         if method == "execute":
@@ -58,6 +60,10 @@ class Host:
             return self.rewards.load(p)
         if method == "score":
             return await self.rewards.score(p, timeout)
+        if method == "load_agent":
+            return self.agents.load(p)
+        if method == "run_agent":
+            return await self.agents.run(p, timeout)
         raise BadRequest(f"unknown method {method!r}")
 
 
