@@ -28,7 +28,11 @@ export interface RunReport {
   readonly runId: string;
   readonly env: string;
   readonly bucket: string;
-  readonly status: 'starting' | 'running' | 'completed' | 'failed';
+  /**
+   * run.json's status, except `interrupted`: an embedded run that run.json calls starting or running whose
+   * `toolrl train` process is gone (killed, or stopped with Ctrl-C); `resumeCommand` continues it.
+   */
+  readonly status: 'starting' | 'running' | 'completed' | 'failed' | 'interrupted';
   readonly reason: string | null;
   readonly createdAt: string;
   readonly updatedAt: string;
@@ -48,6 +52,10 @@ export interface RunReport {
   readonly redriven: number;
   /** An embedded run's folder (else null: the run is in `bucket`). */
   readonly runDir: string | null;
+  /** An embedded run: the `toolrl train` process that holds it (or held it last), else null. */
+  readonly process: { readonly pid: number; readonly host: string; readonly since: string } | null;
+  /** An interrupted embedded run: the command that resumes it. */
+  readonly resumeCommand: string | null;
 }
 
 export class RunNotFoundError extends Error {
@@ -126,6 +134,8 @@ export async function reportOf(
     queues,
     deadLetters: summariseDeadLetters(deadLetters),
     redriven: redriven.length,
+    process: null,
+    resumeCommand: null,
   };
 }
 
@@ -137,6 +147,7 @@ export function formatRunReport(r: RunReport): string {
   const lines = [
     `run       ${r.runId}  (${embedded ? `embedded, ${r.runDir}` : `environment ${r.env}, s3://${r.bucket}/${keys.runPrefix(r.runId)}`})`,
     `status    ${r.status}${r.reason ? `: ${r.reason}` : ''}  (created ${r.createdAt}, updated ${r.updatedAt})`,
+    ...(r.resumeCommand ? [`resume    ${r.resumeCommand}`] : []),
     `learner   step ${fmt(r.step)}  policy v${fmt(r.policyVersion)}  reward ${fmt(r.rewardMean, 3)}  ` +
       `groups ${fmt(r.groupsConsumed)}/${fmt(r.groupsPlanned)} trained, ${fmt(r.groupsDropped)} dropped` +
       (r.learnerJobId ? `  (job ${r.learnerJobId})` : ''),
@@ -155,7 +166,7 @@ export function formatRunReport(r: RunReport): string {
   const redriven = r.redriven ? ` (${r.redriven} sent back by toolrl redrive before)` : '';
   if (train + val === 0) lines.push(`dead      none for this run${redriven}`);
   else {
-    const live = r.status === 'running' || r.status === 'starting';
+    const live = r.status === 'running' || r.status === 'starting' || r.status === 'interrupted';
     const where = embedded ? `--workdir ${r.runDir!.replace(/\/runs\/[^/]+\/?$/, '')}` : `--env ${r.env}`;
     lines.push(
       `dead      ${train} train and ${val} validation group${train + val === 1 ? '' : 's'} dropped${redriven}; ` +

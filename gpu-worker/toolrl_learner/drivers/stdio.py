@@ -8,7 +8,8 @@ Under torchrun (`python -m toolrl_learner launch`) rank 0 speaks the protocol an
 (dist/session.py); they never read stdin or write stdout.
 
 stdin is read on a thread, so the session ticks every TICK_S while no line comes: it then sees dead-lettered
-groups and a failed run even when nothing more will ever arrive on stdin.
+groups and a failed run even when nothing more will ever arrive on stdin, and says what it waits for (a
+`waiting` line, once per idle spell: the embedded runtime fails a run that waits with nothing on its way).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def _lead(args, world: World, out: LineWriter) -> int:
 
     def feed(session: LearnerSession, guard: SignalGuard) -> None:
         lines = lines_with_ticks(sys.stdin)
+        announced = -1  # out.count when the last `waiting` line went out
         while True:
             # an idle tick (None) is waiting too: the learner's time between groups
             with session.timer.phase("wait"):
@@ -103,7 +105,11 @@ def _lead(args, world: World, out: LineWriter) -> int:
                     session.tick()
                 if session.done:
                     return
+                if announced != out.count:  # idle, and something happened since it last said so
+                    out({"type": "waiting", "waitingFor": session.waiting_for()})
+                    announced = out.count
                 continue
+            announced = -1
             if not raw or session.done:
                 return
             if not raw.strip():
