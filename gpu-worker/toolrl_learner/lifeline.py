@@ -18,6 +18,7 @@ import time
 ENV = "TOOLRL_DIE_WITH_PARENT"
 PR_SET_PDEATHSIG = 1
 POLL_S = 0.5
+_tied = False
 
 
 def _prctl_pdeathsig() -> bool:
@@ -33,11 +34,12 @@ def _prctl_pdeathsig() -> bool:
 def _watch(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(POLL_S)
-    os._exit(128 + signal.SIGKILL)
+    parent_gone()
 
 
 def die_with_parent() -> None:
     """When TOOLRL_DIE_WITH_PARENT names this process's parent: be killed when it dies (see the module doc)."""
+    global _tied
     raw = os.environ.get(ENV)
     if not raw:
         return
@@ -46,9 +48,21 @@ def die_with_parent() -> None:
         parent = int(raw)
     except ValueError:
         return
+    _tied = True
     if os.getppid() != parent:  # it died already, before the kernel could be told
-        os._exit(128 + signal.SIGKILL)
+        parent_gone()
     if not _prctl_pdeathsig():
         threading.Thread(target=_watch, args=(parent,), daemon=True, name="lifeline").start()
     if os.getppid() != parent:  # it died while we were arranging it
-        os._exit(128 + signal.SIGKILL)
+        parent_gone()
+
+
+def tied() -> bool:
+    """Whether this process lives only as long as its parent (its parent never ends stdin on purpose then: the
+    end of stdin is its death, which closes the pipe an instant before the kernel's signal arrives)."""
+    return _tied
+
+
+def parent_gone() -> None:
+    """Die as the parent's death would have it: at once, writing nothing more."""
+    os._exit(128 + signal.SIGKILL)

@@ -2,7 +2,8 @@
 lines (shared/schemas/learner-stdio.ts): groups in on stdin, events out on stdout, logs on stderr.
 
 Exit codes (common.py): 0 done (stop, EOF, planned groups seen or max steps), 143 after SIGTERM (checkpoint
-written first), 1 on a fatal error (an `error` line is printed first).
+written first), 1 on a fatal error (an `error` line is printed first). A learner tied to `toolrl train`
+(lifeline.py) takes EOF for that process's death and exits at once (137), finishing nothing.
 
 Under torchrun (`python -m toolrl_learner launch`) rank 0 speaks the protocol and the other ranks follow it
 (dist/session.py); they never read stdin or write stdout.
@@ -22,6 +23,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from .. import lifeline
 from ..contracts import ContractError, validate
 from .common import LineWriter, SignalGuard, base_parser, drive, lead_or_follow, parse_args, protocol_stdout
 
@@ -110,6 +112,8 @@ def _lead(args, world: World, out: LineWriter) -> int:
                     announced = out.count
                 continue
             announced = -1
+            if not raw and lifeline.tied():
+                lifeline.parent_gone()  # `toolrl train` died: finishing now would write into a run it no longer runs
             if not raw or session.done:
                 return
             if not raw.strip():

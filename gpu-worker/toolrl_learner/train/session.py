@@ -338,9 +338,8 @@ class LearnerSession:
         version_before = self.state.policy_version
         t0 = time.perf_counter()
         metrics = self.model.train_step(self.state.step + 1, groups, version_before)
-        if (
-            self.versions.lineage.anchors
-        ):  # after a republish, staleness counts along the lineage (versions.py)
+        # After a republish, staleness counts along the learner's lineage (versions.py), as its drops do.
+        if self.versions.lineage.anchors:
             ages = [group_staleness(g, version_before, self.versions.lineage) for g in groups]
             metrics = {**metrics, "staleness_mean": sum(ages) / len(ages), "staleness_max": float(max(ages))}
         inner = self.model.trainer.last_phases
