@@ -51,8 +51,13 @@ async function writeRun(name: string, deterministic: boolean): Promise<string> {
   writeDataset(join(at, 'train.parquet'), train);
   writeDataset(join(at, 'val.parquet'), val);
   copyFileSync(join(REPO_ROOT, 'examples', 'quickstart', 'data', 'sft.parquet'), join(at, 'sft.parquet'));
+  const base = tinyConfig();
+  const [calculator] = (base.tools as { tools: Record<string, unknown>[] }).tools;
   const config = tinyConfig({
     data: { val: 'val.parquet' },
+    // No wall-clock limit a loaded machine could trip: a calculator call cut at its default 1 s would make the
+    // run's tokens depend on the load, in the straight run and the killed one alike.
+    tools: { tools: [{ ...calculator, config: { max_eval_ms: 600_000, timeout: 600 } }] },
     rollout: { n: 2, val_kwargs: { n: 2, temperature: 1.0 } },
     trainer: {
       batch_prompts: 2,
