@@ -131,6 +131,36 @@ def test_a_deterministic_resume_replays_the_versions_published_after_its_checkpo
     assert json.loads(store.get_bytes(f"runs/{RUN}/learner/state.json"))["batches"]["versions"][-1] == 4
 
 
+def test_a_version_cut_short_by_the_kill_is_published_whole_on_cpu(tmp_path):
+    model_dir, vocab = _tiny(tmp_path)
+    groups = _groups(vocab)
+    straight, _ = _start(tmp_path / "straight", model_dir, [])
+    _offer(straight, groups, range(PLANNED))
+
+    # GIVEN a learner killed while it published v3: some of its files written, no manifest, LATEST still at v2
+    root = tmp_path / "crashed"
+    _offer(_start(root, model_dir, [])[0], groups, range(6))
+    policy = root / "runs" / RUN / "policy"
+    (policy / "v3" / "manifest.json").unlink()
+    (policy / "v3" / "model.onnx.data").write_bytes(b"cut short")
+    latest = json.loads((policy / "LATEST.json").read_text())
+    (policy / "LATEST.json").write_text(
+        json.dumps({**latest, "version": 2, "prefix": latest["prefix"][:-3] + "v2/"})
+    )
+
+    # WHEN a new learner resumes and trains the rest
+    events: list[dict] = []
+    s, _ = _start(root, model_dir, events)
+    _offer(s, groups, range(4, PLANNED))
+
+    # THEN v3 is published whole (it was never announced), and the run ends as the straight run
+    assert [e["version"] for e in events if e["type"] == "published"] == [3, 4]
+    manifest = json.loads((policy / "v3" / "manifest.json").read_text())
+    assert manifest["files"]["model.onnx.data"]["bytes"] == (policy / "v3" / "model.onnx.data").stat().st_size
+    wa, wb = _weights(straight), _weights(s)
+    assert all(torch.equal(wa[n], wb[n]) for n in wa)
+
+
 def test_a_replay_that_trains_other_weights_goes_on_under_new_numbers_on_cpu(tmp_path):
     model_dir, vocab = _tiny(tmp_path)
     groups = _groups(vocab)

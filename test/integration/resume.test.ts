@@ -301,4 +301,26 @@ describe('toolrl train --resume after a kill', () => {
     expect(result.reason).toContain(`missing ${position}`);
     expect(result.reason).toContain('no queue held a message that could bring them');
   });
+
+  it('a run killed while its inputs were uploaded (no run.json yet) resumes by uploading them again', {
+    timeout: 1_800_000,
+  }, async () => {
+    // GIVEN a run folder holding only its config, as a kill right after the first upload leaves it
+    const at = join(dir, 'early');
+    mkdirSync(at, { recursive: true });
+    writeDataset(join(at, 'train.parquet'), (await quickstartRows('train')).slice(0, 4));
+    const configPath = join(at, 'run.yaml');
+    writeFileSync(configPath, toYaml(tinyConfig({ trainer: { batch_prompts: 2 } })));
+    const workdir = join(at, 'work');
+    const input = join(workdir, 'runs', 'early-run', 'input');
+    mkdirSync(input, { recursive: true });
+    copyFileSync(configPath, join(input, 'config.yaml'));
+
+    // WHEN it is resumed
+    const result = await train({ configPath, workdir, resume: 'early-run', ortThreads: 1 });
+
+    // THEN it runs from the start to the end
+    expect(result.status, result.reason ?? '').toBe('completed');
+    expect(result.learner).toMatchObject({ step: 2, groupsConsumed: 4, done: true });
+  });
 });
