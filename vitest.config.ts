@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { HANG_MS } from './test/helpers/hang.ts';
 
 // Two projects: `unit` (unit, embedded integration and CDK assertion tests; no server needed)
 // and `e2e` (needs LocalStack at AWS_ENDPOINT_URL, started by scripts/e2e.sh; its global setup synthesizes the
@@ -10,8 +11,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/infra/**/*.test.ts'],
-          testTimeout: 60_000,
-          hookTimeout: 120_000,
+          testTimeout: HANG_MS,
+          hookTimeout: HANG_MS,
           pool: 'forks',
           globalSetup: ['test/helpers/global-setup.ts'],
         },
@@ -20,8 +21,8 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
-          testTimeout: 600_000,
-          hookTimeout: 600_000,
+          testTimeout: HANG_MS,
+          hookTimeout: HANG_MS,
           pool: 'forks',
           fileParallelism: false,
           globalSetup: ['test/e2e/support/global-setup.ts'],

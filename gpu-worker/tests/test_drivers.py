@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hang import HANG_S
 
 from toolrl_learner.contracts import validate
 from toolrl_learner.model.tiny import TinySpec, build_tiny
@@ -234,7 +235,7 @@ def test_stdio_protocol_and_sigterm_checkpoint_on_cpu(tiny_dir, tmp_path):
     p.send_signal(signal.SIGTERM)
     lines = _read_until(p, "committed")
     assert lines[-1] == {"type": "committed", "step": 1, "groupIds": ["e0-p0", "e0-p1"]}
-    assert p.wait(timeout=120) == 143
+    assert p.wait(timeout=HANG_S) == 143
     marker = json.loads((tmp_path / f"runs/{RUN}/checkpoints/step-1/COMPLETE.json").read_text())
     assert marker["trainerState"]["consumed_group_ids"] == ["e0-p0", "e0-p1"]
 

@@ -17,6 +17,7 @@ import time
 import uuid
 
 import pytest
+from hang import HANG_S
 
 from toolrl_learner.model.tiny import TinySpec, build_tiny
 from toolrl_learner.train.synthetic import group, trajectory
@@ -139,7 +140,7 @@ def test_commit_deletes_and_bad_messages_are_dead_lettered_on_localstack(aws):
     # a visibility lease shorter than the run: only the heartbeat keeps the messages from coming back
     p = _learner(aws, "--visibility", "6", "--idle-exit", "8")
     lines = _lines_until(p, lambda m: m["type"] == "done")
-    assert p.wait(timeout=60) == 0
+    assert p.wait(timeout=HANG_S) == 0
     kinds = [(m["type"], m.get("groupId")) for m in lines if m["type"] in ("dropped", "committed")]
     assert ("dropped", "e0-p8") in kinds
     assert not [m for m in lines if m["type"] == "dropped" and m["reason"] == "duplicate"]
@@ -170,12 +171,12 @@ def test_killed_learner_gets_its_uncommitted_groups_back_on_localstack(aws):
     _lines_until(p, lambda m: m["type"] == "committed" and m["step"] == 2)
     _lines_until(p, lambda m: m["type"] == "step" and m["step"] == 3)  # trained, not committed
     p.send_signal(signal.SIGKILL)
-    p.wait(timeout=30)
+    p.wait(timeout=HANG_S)
     time.sleep(6)  # the lease of the uncommitted messages runs out
     assert sum(_count(aws, aws["queue"])) == 2  # e0-p4 and e0-p5 only: the first four were deleted
     p = _learner(aws, "--visibility", "30")
     lines = _lines_until(p, lambda m: m["type"] == "done")
-    assert p.wait(timeout=60) == 0
+    assert p.wait(timeout=HANG_S) == 0
     assert (
         lines[0] == {"type": "ready", "policyVersion": 1, "resumedFromStep": 2} or lines[1]["type"] == "ready"
     )
@@ -220,7 +221,7 @@ def test_two_runs_share_the_queue_and_neither_strands_the_others_groups_on_local
         a = _learner(aws, "--visibility", "30", run="run-a")
         lines_a = _lines_until(a, lambda m: m["type"] == "done")
         lines_b = _lines_until(b, lambda m: m["type"] == "done")
-        assert a.wait(timeout=60) == 0 and b.wait(timeout=60) == 0
+        assert a.wait(timeout=HANG_S) == 0 and b.wait(timeout=HANG_S) == 0
     finally:
         for p in (b, a):
             if p is not None and p.poll() is None:

@@ -145,3 +145,41 @@ def test_lora_checkpoint_round_trip_on_cpu(tiny_dir, tmp_path):
         policy.named_trainable_parameters(), fresh.named_trainable_parameters(), strict=True
     ):
         assert torch.equal(a, b), n
+
+
+def test_lora_on_chosen_layers_trains_only_those_and_steps_on_cpu(tiny_dir):
+    # model.lora.layers_to_transform: [1] puts adapters on the top layer alone; the bottom layer's weights, and
+    # every base weight, are frozen, and a step moves only the top layer's adapters.
+    policy = Policy(
+        _cfg(tiny_dir, lora_rank=4, lora_alpha=8.0, lora_layers_to_transform=(1,)),
+        tiny_dir,
+        torch.device("cpu"),
+    )
+    names = [n for n, _ in policy.named_trainable_parameters()]
+    assert names and all(".layers.1." in n and ".lora_" in n for n in names)
+    trainer = Trainer(policy.cfg, policy)
+    before = {n: p.detach().clone() for n, p in policy.base.named_parameters()}
+    trainer.step(_groups(), 0)
+    moved = {n for n, p in policy.base.named_parameters() if not torch.equal(p, before[n])}
+    assert moved and moved <= set(names) and any("lora_B" in n for n in moved)
+
+
+def test_a_lora_checkpoint_merges_into_the_weights_rollouts_get_on_cpu(tiny_dir, tmp_path):
+    # `toolrl eval/generate --policy checkpoints/step-<S>` on a LoRA run: export --adapter merges the adapter into
+    # the base its adapter_config.json names, giving exactly the weights the run published.
+    from toolrl_learner.model.hf_io import load_pretrained
+    from toolrl_learner.model.merge import merged_folder
+    from toolrl_learner.train.checkpoint import _save_adapter
+
+    policy = Policy(_cfg(tiny_dir, lora_rank=4, lora_alpha=8.0), tiny_dir, torch.device("cpu"))
+    with torch.no_grad():
+        for n, p in policy.base.named_parameters():
+            if "lora_B" in n:
+                p.normal_(generator=torch.Generator().manual_seed(0))
+    _save_adapter(policy, tmp_path / "step-1" / "adapter")
+    out = merged_folder(tmp_path / "step-1" / "adapter", None, tmp_path / "merged")
+    want = policy.rollout_model().state_dict()
+    got = load_pretrained(out).state_dict()
+    assert got.keys() == want.keys()
+    assert all(torch.equal(got[k], want[k]) for k in got)
+    assert (out / "tokenizer.json").is_file()

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from hang import HANG_S
 from remote_store import RemoteFolderStore
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -57,6 +58,11 @@ def test_reward_components_reach_jsonl_and_tensorboard_on_cpu(tiny_dir, tmp_path
 
     rows = [json.loads(x) for x in (tmp_path / f"runs/{RUN}/metrics/metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
+    batches = tmp_path / f"runs/{RUN}/metrics/batches.jsonl"
+    assert [json.loads(x) for x in batches.read_text().splitlines()] == [
+        {"step": 1, "policy_version": 0, "stage": None, "group_ids": ["e0-p0"]},
+        {"step": 2, "policy_version": 1, "stage": None, "group_ids": ["e0-p1"]},
+    ]
     for r in rows:
         assert r["reward/task"] == pytest.approx(0.5)
         assert r["reward/format"] == pytest.approx(0.4)
@@ -143,7 +149,7 @@ def test_wandb_logs_offline_and_is_imported_only_when_configured_on_cpu(tmp_path
         "m.log({'step': 1, 'reward_mean': 0.0}); m.close()\n"
         "assert 'wandb' not in sys.modules, 'wandb imported without logging.wandb'\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=HANG_S)
 
 
 def test_plot_command_redraws_with_a_validation_written_after_the_learner_finished_on_cpu(tmp_path):
@@ -163,3 +169,35 @@ def test_plot_command_redraws_with_a_validation_written_after_the_learner_finish
     assert plot_main(["--root", str(tmp_path), "--run-id", RUN]) == 0
     assert png.read_bytes() != before  # the final validation is in it now
     assert jsonl.read_text() == rows  # the step metrics are untouched
+
+
+def test_batches_jsonl_names_each_steps_groups_and_keeps_them_across_a_resume_on_cpu(tmp_path):
+    store = FolderBlobStore(tmp_path)
+    logger = MetricsLogger(store, RUN, tmp_path / "work", tensorboard=False)
+    for step in (1, 2, 3):
+        logger.log_batch(
+            step, step - 1, "format" if step < 3 else None, [f"e0-p{2 * step}", f"e0-p{2 * step + 1}"]
+        )
+        logger.log(_row(step))
+    logger.close()
+    path = tmp_path / f"runs/{RUN}/metrics/batches.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    assert rows == [
+        {"step": 1, "policy_version": 0, "stage": "format", "group_ids": ["e0-p2", "e0-p3"]},
+        {"step": 2, "policy_version": 1, "stage": "format", "group_ids": ["e0-p4", "e0-p5"]},
+        {"step": 3, "policy_version": 2, "stage": None, "group_ids": ["e0-p6", "e0-p7"]},
+    ]
+    # A learner resumed from step 2 redoes step 3: its old record goes, as its metrics row does.
+    resumed = MetricsLogger(store, RUN, tmp_path / "work", resume_step=2, tensorboard=False)
+    resumed.close()
+    assert [json.loads(x)["step"] for x in path.read_text().splitlines()] == [1, 2]
+
+
+def test_batches_jsonl_reaches_a_remote_store_every_step_on_cpu(tmp_path):
+    store = RemoteFolderStore(tmp_path / "bucket")
+    logger = MetricsLogger(store, RUN, tmp_path / "work", tensorboard=False)
+    logger.log_batch(1, 0, None, ["e0-p0"])
+    logger.log(_row(1))
+    text = store.get_bytes(f"runs/{RUN}/metrics/batches.jsonl").decode()
+    assert [json.loads(x)["group_ids"] for x in text.splitlines()] == [["e0-p0"]]
+    logger.close()

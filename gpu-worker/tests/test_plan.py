@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from hang import HANG_S
 
 from toolrl_learner.config import LearnerConfig
 from toolrl_learner.model.config import ModelConfig
@@ -55,7 +56,7 @@ def test_lora_parameters_are_what_peft_trains_on_cpu(tmp_path):
 def test_seven_billion_full_fine_tuning_is_refused_on_one_24gb_gpu_and_fits_8x80gb_on_cpu():
     def plan(*flags):
         cmd = [sys.executable, "-m", "toolrl_learner", "plan", str(EXAMPLE_7B), *flags]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_S)
 
     one = plan("--gpus", "1", "--gpu-memory-gb", "24")
     assert one.returncode == 3, one.stderr

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import torch
+from hang import HANG_S
 from safetensors.torch import load_file
 
 from toolrl_learner.model.tiny import TinySpec, build_tiny
@@ -78,7 +79,7 @@ class Learner:
     def finish(self) -> None:
         self.proc.stdin.close()
         self.wait_for(lambda m: m["type"] == "done")
-        assert self.proc.wait(timeout=120) == 0
+        assert self.proc.wait(timeout=HANG_S) == 0
 
 
 def _final(root: Path):
@@ -116,7 +117,7 @@ def test_kill_and_resume_equals_straight_run_on_cpu(tmp_path):
     assert committed == {"type": "committed", "step": 2, "groupIds": ["e0-p0", "e0-p1"]}
     b.wait_for(lambda m: m["type"] == "step" and m["step"] == 3)  # trained, not committed
     b.proc.send_signal(signal.SIGKILL)
-    b.proc.wait(timeout=60)
+    b.proc.wait(timeout=HANG_S)
 
     c = Learner(resumed)
     assert c.wait_for(lambda m: m["type"] == "ready")["resumedFromStep"] == 2

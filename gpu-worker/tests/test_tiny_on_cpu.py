@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
+from hang import HANG_S
 
 from toolrl_learner.model.config import ModelConfig
 from toolrl_learner.model.tiny import PRESETS, TinySpec, build_tiny
@@ -178,7 +179,7 @@ def test_chat_template_renders_identically_in_huggingface_jinja_on_cpu(tiny):
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=120,
+        timeout=HANG_S,
         check=True,
     )
     js = json.loads(proc.stdout)

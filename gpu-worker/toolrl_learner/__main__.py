@@ -8,6 +8,10 @@ import sys
 # command -> (module with `main(argv) -> int`, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "tiny": ("toolrl_learner.model.tiny_cli", "write a tiny model folder (HF format, tokenizer included)"),
+    "model": (
+        "toolrl_learner.model.model_cli",
+        "install a built-in pretrained model (smollm2-135m-instruct) or convert a .gguf file",
+    ),
     "export": ("toolrl_learner.export.cli", "export a model folder as an ONNX rollout bundle"),
     "logprobs": (
         "toolrl_learner.model.logprobs_cli",

@@ -45,6 +45,9 @@ class LearnerConfig:
         estimators also groups of one) - DAPO's dynamic sampling filter (arXiv:2503.14476).
     refill_filtered_groups (False): keep reading groups until the batch has batch_prompts groups with
         signal (DAPO); False trains on what is left of the batch_prompts groups received.
+    max_num_gen_batches (10): batches (batch_prompts groups each) in a row that may train nothing (every group
+        dropped: no signal, or stale) before the learner fails the run with a reason naming the cause; 0 or less is
+        no bound (verl's algorithm.filter_groups.max_num_gen_batches, DAPO's dynamic sampling).
     gamma (1.0), lam (1.0): discount and GAE lambda (gae, reinforce_pp).
     vf_coef (0.5), cliprange_value (0.2): value loss weight and clip range (PPO).
 
@@ -93,7 +96,8 @@ class LearnerConfig:
     gradient_checkpointing (False): recompute layer activations in backward.
     lora_rank, lora_alpha, lora_dropout (0.0), lora_target_modules: LoRA through peft
         (arXiv:2106.09685); None rank = full fine-tuning. With LoRA the reference policy is the base
-        without adapters and published weights are merged.
+        without adapters and published weights are merged. lora_layers_to_transform (None: every layer): only
+        these decoder layers get adapters (peft's layers_to_transform); the backward stops below the lowest.
     rollout_quantization ("none"): weight-only quantisation of the published bundle.
     rollout_quantization_block_size (32): weights per quantisation block (int8/int4); larger decodes faster on CPU.
     chat_template (None): Jinja text replacing the model's chat template (`model.chat_template`, resolved to its
@@ -134,6 +138,7 @@ class LearnerConfig:
     rollout_is_threshold: float = 2.0
     filter_groups: bool = True
     refill_filtered_groups: bool = False
+    max_num_gen_batches: int = 10
     gamma: float = 1.0
     lam: float = 1.0
     vf_coef: float = 0.5
@@ -178,6 +183,7 @@ class LearnerConfig:
     lora_alpha: float | None = None
     lora_dropout: float = 0.0
     lora_target_modules: tuple[str, ...] = LORA_TARGET_MODULES
+    lora_layers_to_transform: tuple[int, ...] | None = None
     rollout_quantization: str = "none"
     rollout_quantization_block_size: int = 32
     chat_template: str | None = None
@@ -286,6 +292,8 @@ class LearnerConfig:
             kw.update(lora_rank=lora["rank"], lora_alpha=lora["alpha"], lora_dropout=lora.get("dropout", 0.0))
             if "target_modules" in lora:
                 kw["lora_target_modules"] = tuple(lora["target_modules"])
+            if "layers_to_transform" in lora:
+                kw["lora_layers_to_transform"] = tuple(lora["layers_to_transform"])
         if "temperature" in rollout:
             kw["temperature"] = rollout["temperature"]
         mt = rollout.get("multi_turn") or {}

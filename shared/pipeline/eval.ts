@@ -265,8 +265,9 @@ export function toolCallValidity(trajs: readonly Scored[]): number | null {
 const IssuedEvalsSchema = z.object({ evalVersions: z.array(z.number().int().nonnegative()) }).loose();
 
 /**
- * Completes the run once the learner is done and (with validation) its final version and every version that got
- * validation groups are evaluated: an earlier version's groups may still be in flight when the final one's
+ * Fails the run when the learner says it stopped it (state.json `failed`). Otherwise completes the run once the
+ * learner is done and (with validation) its final version and every version that got validation groups are
+ * evaluated: an earlier version's groups may still be in flight when the final one's
  * summary lands (both issued in one feeder pass), and completing then would drop that summary.
  */
 export async function maybeCompleteRun(
@@ -278,6 +279,12 @@ export async function maybeCompleteRun(
   if (!state?.done) return false;
   const run = await readRunStatus(ctx.blobs, runId);
   if (!run || run.status === 'completed' || run.status === 'failed') return false;
+  if (state.failed !== undefined) {
+    // The learner stopped a run that cannot learn (nothing trained for max_num_gen_batches batches, or at all).
+    await transitionRun(ctx.blobs, runId, 'failed', ctx.now(), () => ({ reason: state.failed ?? null }));
+    ctx.log.error('run failed: the learner stopped it', { runId, reason: state.failed });
+    return false;
+  }
   if (evalEnabled(run)) {
     const issued = (await readJson(ctx.blobs, keys.feederState(runId), IssuedEvalsSchema))?.value
       .evalVersions;

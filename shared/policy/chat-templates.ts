@@ -14,9 +14,10 @@ const TEMPLATES_DIR =
 /**
  * Built-in templates by name. `chatml`: Qwen2.5's ChatML with tools (schemas in the system turn, Hermes
  * `<tool_call>` calls, results in `<tool_response>`), append-only so rollouts can add each turn's delta; the tiny
- * test model's own template.
+ * test model's own template. `smollm2`: the same tool format for SmolLM2-Instruct, whose own template has no tools,
+ * with SmolLM2's default system prompt (a conversation without tools renders as SmolLM2's own template does).
  */
-export const NAMED_CHAT_TEMPLATES = ['chatml'] as const;
+export const NAMED_CHAT_TEMPLATES = ['chatml', 'smollm2'] as const;
 
 const isJinja = (s: string): boolean => s.includes('{%') || s.includes('{{');
 const looksLikeFile = (s: string): boolean => /\.(jinja2?|j2|txt)$/i.test(s) || s.includes('/');
@@ -100,5 +101,5 @@ export function chatTemplateRefusal(modelPath: string, tok: Renderer, overridden
   const problems = chatTemplateProblems(tok);
   if (problems.length === 0) return null;
   const whose = overridden ? 'the chat template of model.chat_template' : `the chat template of ${modelPath}`;
-  return `${whose} drops ${problems.join(' and ')}: the model would never see its tools or what they return. Set model.chat_template to a template that renders tools (the built-in \`chatml\`, or a .jinja file), e.g. \`npx toolrl train CONFIG model.chat_template=chatml\``;
+  return `${whose} drops ${problems.join(' and ')}: the model would never see its tools or what they return. Set model.chat_template to a template that renders tools (a built-in: ${NAMED_CHAT_TEMPLATES.map((n) => `\`${n}\``).join(', ')}; or a .jinja file), e.g. \`npx toolrl train CONFIG model.chat_template=chatml\``;
 }

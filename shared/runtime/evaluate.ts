@@ -171,25 +171,27 @@ async function deadLetters(pipeline: EmbeddedPipeline): Promise<never> {
   }
 }
 
-/** A bundle folder as it is; a Hugging Face model folder exported into the scratch folder first. */
-async function asBundle(dir: string, scratch: string, python?: string): Promise<string> {
+/**
+ * A bundle folder as it is; a Hugging Face model folder, or a checkpoint (`checkpoints/step-<S>/`: its full model, or
+ * its LoRA adapter merged into the base model it names), exported into the scratch folder first.
+ */
+export async function asBundle(dir: string, scratch: string, python?: string): Promise<string> {
   if (existsSync(join(dir, 'manifest.json')) && existsSync(join(dir, 'model.onnx'))) return dir;
-  const model = existsSync(join(dir, 'config.json'))
-    ? dir
+  const source = existsSync(join(dir, 'config.json'))
+    ? ['--model', dir]
     : existsSync(join(dir, 'model', 'config.json'))
-      ? join(dir, 'model') // a checkpoint folder: checkpoints/step-<S>/
-      : null;
-  if (!model)
+      ? ['--model', join(dir, 'model')] // a checkpoint folder: checkpoints/step-<S>/
+      : existsSync(join(dir, 'adapter', 'adapter_config.json'))
+        ? ['--adapter', join(dir, 'adapter')] // a LoRA checkpoint: merged into its base_model_name_or_path
+        : null;
+  if (!source)
     throw new Error(
-      `${dir} is neither a rollout bundle (manifest.json + model.onnx) nor a Hugging Face model folder (config.json)${
-        existsSync(join(dir, 'adapter'))
-          ? '; a LoRA checkpoint: merge it or evaluate the published policy/v<N> instead'
-          : ''
-      }`,
+      `${dir} is neither a rollout bundle (manifest.json + model.onnx), a checkpoint (model/ or adapter/) nor a Hugging Face model folder (config.json)`,
     );
+  const model = source[1]!;
   const out = join(scratch, 'bundle');
   try {
-    await run(python ?? learnerPython(), ['-m', 'toolrl_learner', 'export', '--model', model, '--out', out], {
+    await run(python ?? learnerPython(), ['-m', 'toolrl_learner', 'export', ...source, '--out', out], {
       maxBuffer: 64 << 20,
     });
   } catch (err) {

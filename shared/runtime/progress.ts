@@ -47,6 +47,8 @@ export class TrainProgress {
   private reward: number | null = null;
   private toolCalls: number | null = null;
   private phase = 'starting the learner';
+  /** Groups dropped since the last step, by reason (no_signal, stale): a run that trains nothing says why. */
+  private dropped: Record<string, number> = {};
   private depths = '';
   private queues: QueueSet | undefined;
 
@@ -78,7 +80,10 @@ export class TrainProgress {
           this.phase = `${this.step > 0 ? 'stage SFT' : 'SFT warm start'} ${e.line.step}/${e.line.steps}, loss ${fmt(e.line.loss)}`;
         if (e.line.type === 'ready') this.phase = `training from policy v${e.line.policyVersion}`;
         if (e.line.type === 'published') this.version = e.line.version;
+        if (e.line.type === 'dropped' && (e.line.reason === 'no_signal' || e.line.reason === 'stale'))
+          this.dropped[e.line.reason] = (this.dropped[e.line.reason] ?? 0) + 1;
         if (e.line.type === 'step') {
+          this.dropped = {};
           this.phase = 'training';
           this.step = e.line.step;
           this.reward = e.line.metrics.reward_mean ?? null;
@@ -153,8 +158,21 @@ export class TrainProgress {
       rps: (this.trajectories / Math.max(1, secs)).toFixed(2),
       tools: fmt(this.toolCalls, 2),
       queues: this.depths || '-',
-      phase: this.phase,
+      phase: this.phase + this.droppedNote(),
     };
+  }
+
+  /** `; 16 groups dropped since step 3 (16 no signal: all rewards of a group equal)`, or nothing. */
+  private droppedNote(): string {
+    const noSignal = this.dropped.no_signal ?? 0;
+    const stale = this.dropped.stale ?? 0;
+    if (noSignal + stale === 0) return '';
+    const why = [
+      ...(noSignal ? [`${noSignal} no signal: all rewards of a group equal`] : []),
+      ...(stale ? [`${stale} stale`] : []),
+    ].join(', ');
+    const since = this.step > 0 ? `since step ${this.step}` : 'before the first step';
+    return `; ${noSignal + stale} groups dropped ${since} (${why})`;
   }
 
   private line(): string {

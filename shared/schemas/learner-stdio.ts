@@ -114,6 +114,11 @@ export const LearnerStateSchema = z.object({
   /** Mean reward of the last step's trajectories; null before the first step. */
   rewardMean: z.number().nullable(),
   done: z.boolean(),
+  /**
+   * Why the learner stopped the run without finishing it (done is true): no batch trained in
+   * `algorithm.max_num_gen_batches` in a row, or the run ended having trained nothing. The run fails with it.
+   */
+  failed: z.string().optional(),
   updatedAt: z.string(),
   /**
    * Deterministic runs (`trainer.deterministic`): whole batches settled (trained or dropped) and the policy version

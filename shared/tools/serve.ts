@@ -55,15 +55,35 @@ function hostName(header: string): string {
   return h.split(':')[0] ?? '';
 }
 
+/**
+ * The host names a server bound to `bind` answers to: loopback names, the bound address and `extra`; null (any)
+ * for a wildcard bind given no names, whose names are unknown.
+ */
+export function allowedHostSet(bind: string, extra: readonly string[] = []): Set<string> | null {
+  if (WILDCARDS.has(bind) && extra.length === 0) return null;
+  return new Set(
+    [...LOOPBACK_NAMES, ...(WILDCARDS.has(bind) ? [] : [bind]), ...extra].map((h) =>
+      h.toLowerCase().replace(/^\[|\]$/g, ''),
+    ),
+  );
+}
+
+/** Why the request's Host is refused (a DNS-rebound name, say), or null when it is one the server answers to. */
+export function hostRefusal(req: IncomingMessage, allowed: Set<string> | null): string | null {
+  const host = hostName(req.headers.host ?? '');
+  if (allowed && !allowed.has(host))
+    return `Host ${JSON.stringify(req.headers.host ?? '')} is not one this server answers to`;
+  return null;
+}
+
 /** Why a request may not be served (status and message), or null. */
 function refusal(
   req: IncomingMessage,
   opts: ServeOptions,
   allowed: Set<string> | null,
 ): [number, string] | null {
-  const host = hostName(req.headers.host ?? '');
-  if (allowed && !allowed.has(host))
-    return [403, `Host ${JSON.stringify(req.headers.host ?? '')} is not one this server answers to`];
+  const badHost = hostRefusal(req, allowed);
+  if (badHost) return [403, badHost];
   if (req.headers.origin !== undefined)
     return [403, 'requests from web pages (with an Origin header) are refused'];
   const isHealth = req.method === 'GET' && (req.url ?? '/').split('?')[0] === '/health';
@@ -87,14 +107,7 @@ export async function serveJson(
 ): Promise<RunningServer> {
   const maxBody = opts.maxBodyBytes ?? 8 * 1024 * 1024;
   const bind = opts.host ?? '127.0.0.1';
-  const allowed =
-    WILDCARDS.has(bind) && !opts.allowedHosts?.length
-      ? null
-      : new Set(
-          [...LOOPBACK_NAMES, ...(WILDCARDS.has(bind) ? [] : [bind]), ...(opts.allowedHosts ?? [])].map((h) =>
-            h.toLowerCase().replace(/^\[|\]$/g, ''),
-          ),
-        );
+  const allowed = allowedHostSet(bind, opts.allowedHosts);
   const server: Server = createServer(async (req, res) => {
     const send = (status: number, body: unknown) => {
       const text = JSON.stringify(body);

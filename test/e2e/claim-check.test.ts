@@ -59,5 +59,5 @@ describe('claim check (LocalStack)', () => {
       expect(Buffer.from(body).toString('utf8')).toContain(bulky);
     }
     await s.expectNoDeadLetters(['rollout', 'tool-calls', 'reward']);
-  }, 900_000);
+  });
 });

@@ -51,5 +51,5 @@ describe.runIf(slow)('concurrent runs (LocalStack)', () => {
       expect([...ckpt.consumedGroupIds, ...ckpt.droppedGroupIds].sort()).toEqual(['e0-p0', 'e0-p1', 'e0-p2']);
     }
     await s.expectNoDeadLetters(['reward', 'scored-groups']);
-  }, 900_000);
+  });
 });

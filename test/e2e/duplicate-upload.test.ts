@@ -54,5 +54,5 @@ describe('duplicate upload events (LocalStack)', () => {
     const ckpt = await s.lastCheckpoint(runId);
     expect([...ckpt.consumedGroupIds, ...ckpt.droppedGroupIds].sort()).toEqual(['e0-p0', 'e0-p1']);
     await s.expectNoDeadLetters(['run-events']);
-  }, 900_000);
+  });
 });

@@ -1,7 +1,7 @@
 // The whole run on LocalStack: `toolrl submit` -> S3 notification -> run-starter -> feeder -> rollout ->
 // tool-call -> reward -> scored groups -> the learner (SQS driver, tiny model, a real process) -> policy
-// versions published -> later trajectories sampled by newer versions -> the run completes and
-// `toolrl status` says so.
+// versions published -> later trajectories sampled by newer versions -> the run completes, `toolrl status` says
+// so, and `toolrl view --env` serves it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetObjectTaggingCommand } from '@aws-sdk/client-s3';
@@ -10,9 +10,12 @@ import { s3Client } from '#shared/adapters/aws/clients';
 import { readJson } from '#shared/pipeline/blob-json';
 import { ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { keys, QUEUES, type QueueName } from '#shared/topology';
-import { Scenario } from './support/harness.ts';
+import type { RunInfo, TrajectoryDetail, TrajectoryPage } from '#shared/viewer/api';
+import { lastSftLoss } from '../helpers/demonstrations.ts';
+import { Scenario, until } from './support/harness.ts';
 import { assertLocalStackUp, localstack } from './support/localstack.ts';
-import { writeRun } from './support/run-fixture.ts';
+import { learnerLines, writeRun } from './support/run-fixture.ts';
+import { getJson, startViewer } from './support/viewer.ts';
 
 let s: Scenario;
 beforeAll(async () => {
@@ -26,8 +29,8 @@ afterAll(async () => {
 describe('LocalStack end to end', () => {
   it('trains a submitted run to completion through S3, SQS, the five stages and the learner', async () => {
     // GIVEN a worker running the stages on a fresh environment, and a run of 8 prompts, 4 samples each,
-    // 2 groups per learner step (so up to 4 steps, policy v1..v4), after 60 SFT steps on the quickstart's
-    // demonstrations (about a minute on 2 cores) so that the tiny model calls the calculator. The feeder keeps
+    // 2 groups per learner step (so up to 4 steps, policy v1..v4), after an SFT warm start that memorises the 8
+    // rows' correct calls (checked below), so that the tiny model calls the calculator on any CPU. The feeder keeps
     // batch_prompts x (1 + max_staleness) = 4 groups in flight, so p0..p3 are sampled by v0, p4 and p5 are fed
     // after step 1 and p6 and p7 after step 2 (v2 is published before the learner state that frees their
     // slots). v2 is certain: after step 1, p4..p7 (sampled by v1 or later) cannot be stale before v3, so at
@@ -38,8 +41,7 @@ describe('LocalStack end to end', () => {
       prompts: 8,
       groupSize: 4,
       batchPrompts: 2,
-      sftSteps: 60,
-      sftBatchSize: 4,
+      memorise: true,
       maxNewTokens: 48,
     });
 
@@ -61,6 +63,7 @@ describe('LocalStack end to end', () => {
     // THEN the run completes
     const final = await s.waitForEnd(runId);
     expect(final.status, final.reason ?? '').toBe('completed');
+    expect(lastSftLoss(learnerLines(s.dir, runId)), 'the warm start memorised the rows').toBeLessThan(0.02);
     expect(final.totals.groupsPlanned).toBe(8);
 
     // and `toolrl status` says so, with the learner's step and version. Every group is settled once: trained, or
@@ -159,5 +162,28 @@ describe('LocalStack end to end', () => {
     const all = Object.keys(QUEUES) as QueueName[];
     await s.expectDrained(all);
     await s.expectNoDeadLetters(all);
-  }, 900_000);
+
+    // `toolrl view --env` serves the run from the bucket: every group and trajectory, the step that trained each
+    // trained group (metrics/batches.jsonl), and a trajectory's tokens through the tokenizer of its bundle.
+    const viewer = await startViewer(s, runId);
+    try {
+      let info = await getJson<RunInfo>(`${viewer.url}/api/run`);
+      await until(async () => {
+        info = await getJson<RunInfo>(`${viewer.url}/api/run`);
+        return info.indexing.read >= info.indexing.listed;
+      }, 'the viewer to index every group');
+      expect(info).toMatchObject({
+        status: 'completed',
+        counts: { groups: 8, trajectories: 32, metricRows: step },
+      });
+      expect(info.problems).toEqual([]);
+      const page = await getJson<TrajectoryPage>(`${viewer.url}/api/trajectories?limit=50`);
+      expect(page.total).toBe(32);
+      expect(page.rows.filter((r) => r.step !== null)).toHaveLength(4 * trained);
+      const t = await getJson<TrajectoryDetail>(`${viewer.url}/api/trajectories/e0-p0/0`);
+      expect(t.pieces).toHaveLength(t.trajectory.tokenIds.length);
+    } finally {
+      expect(await viewer.stop()).toBe(0);
+    }
+  });
 });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readJson } from '#shared/pipeline/blob-json';
 import { LearnerStateSchema } from '#shared/schemas/learner-stdio';
 import { keys } from '#shared/topology';
+import { HANG_MS } from '../helpers/hang.ts';
 import { Scenario, until } from './support/harness.ts';
 import { assertLocalStackUp } from './support/localstack.ts';
 import { writeRun } from './support/run-fixture.ts';
@@ -46,7 +47,7 @@ describe('the learner killed mid-run (LocalStack)', () => {
         return st !== undefined && st.step >= 1 && !st.done;
       },
       'the learner to commit a step',
-      600_000,
+      HANG_MS,
       () => s.tails(),
     );
     const attempt1 = await worker.waitFor(
@@ -99,5 +100,5 @@ describe('the learner killed mid-run (LocalStack)', () => {
     expect(state).toMatchObject({ step: 4, groupsConsumed: 8, groupsDropped: 0, done: true });
     await s.expectDrained(['scored-groups']);
     await s.expectNoDeadLetters(['scored-groups']);
-  }, 900_000);
+  });
 });

@@ -5,6 +5,7 @@ import { sqsClient } from '#shared/adapters/aws/clients';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { listDeadLetters } from '#shared/pipeline/dead-letters';
 import { ATTR } from '#shared/ports/queue';
+import { HANG_MS } from '../helpers/hang.ts';
 import { Scenario, until } from './support/harness.ts';
 import { assertLocalStackUp, localstack } from './support/localstack.ts';
 import { writeRun } from './support/run-fixture.ts';
@@ -27,7 +28,7 @@ describe('poison messages (LocalStack)', () => {
     await until(
       async () => (await s.runStatus(runId))?.status === 'running',
       'the run to start',
-      300_000,
+      HANG_MS,
       () => s.tails(),
     );
 
@@ -54,7 +55,7 @@ describe('poison messages (LocalStack)', () => {
         (await dlqCount('reward')) === 1 &&
         (await dlqCount('tool-calls')) === 1,
       'the three poison messages in their dead-letter queues',
-      180_000,
+      HANG_MS,
       () => s.tails(),
     );
     const [rollout] = await deadLetters('rollout');
@@ -88,5 +89,5 @@ describe('poison messages (LocalStack)', () => {
     );
     // poison names no group, so no group of the run was recorded as dropped for it
     expect(await listDeadLetters(s.blobs, runId)).toEqual([]);
-  }, 900_000);
+  });
 });

@@ -11,10 +11,10 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { encodeDataset, readDataset } from '#shared/data/dataset';
 import { keys } from '#shared/topology';
 import { REPO_ROOT } from '../../infra/lib/docker-context.ts';
-import { correctDemonstrations } from '../helpers/demonstrations.ts';
+import { lastSftLoss, memoriseSft, rowDemonstrations } from '../helpers/demonstrations.ts';
 import { Scenario } from './support/harness.ts';
 import { assertLocalStackUp } from './support/localstack.ts';
-import { writeRun } from './support/run-fixture.ts';
+import { learnerLines, writeRun } from './support/run-fixture.ts';
 
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures');
 
@@ -63,7 +63,7 @@ describe('Python tools and rewards on LocalStack', () => {
     const tools = parseYaml(readFileSync(join(dir, 'tools.yaml'), 'utf8')) as {
       tools: { tool_schema: unknown }[];
     };
-    writeFileSync(join(dir, 'sft.jsonl'), await correctDemonstrations(320, tools.tools[0]!.tool_schema));
+    writeFileSync(join(dir, 'sft.jsonl'), rowDemonstrations(rows, tools.tools[0]!.tool_schema));
     const config = parseYaml(readFileSync(files.configPath, 'utf8'));
     config.tools = { config_file: 'tools.yaml' };
     config.reward = {
@@ -75,7 +75,7 @@ describe('Python tools and rewards on LocalStack', () => {
     config.trainer = {
       ...config.trainer,
       save_every: 100,
-      sft: { data: 'sft.jsonl', steps: 60, lr: 5.0e-3, batch_size: 16 },
+      sft: memoriseSft('sft.jsonl'),
     };
     writeFileSync(files.configPath, toYaml(config));
     await worker.waitFor((e) => e.worker === 'ready', 'the worker to start');
@@ -87,8 +87,9 @@ describe('Python tools and rewards on LocalStack', () => {
 
     // THEN the tool's module went up with the run (the tools environment has only verl), and the run completes
     expect(await s.blobs.head(`${keys.inputPrefix(runId)}calc_tool.py`)).toBeDefined();
-    const final = await s.waitForEnd(runId, 1_080_000);
+    const final = await s.waitForEnd(runId);
     expect(final.status, final.reason ?? '').toBe('completed');
+    expect(lastSftLoss(learnerLines(s.dir, runId)), 'the warm start memorised the rows').toBeLessThan(0.02);
 
     const trajectories = [...(await s.groups(runId)).values()].flatMap((g) => g.trajectories);
     const ran = trajectories.flatMap((t) =>
@@ -118,5 +119,5 @@ describe('Python tools and rewards on LocalStack', () => {
       .map((l) => JSON.parse(l) as Record<string, number>);
     expect(metrics.map((m) => m.step)).toEqual([1, 2]);
     for (const m of metrics) expect(m['reward/verl_reward.compute_score']).toEqual(expect.any(Number));
-  }, 1_200_000);
+  });
 });

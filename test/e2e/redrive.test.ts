@@ -101,5 +101,5 @@ describe('toolrl status and toolrl redrive (LocalStack)', () => {
     const late = await s.toolrl(['redrive', 'r-other', '--env', s.env]);
     expect(late.code).toBe(2);
     expect(late.stderr).toMatch(/run r-other is failed: nothing would train its groups any more/);
-  }, 120_000);
+  });
 });

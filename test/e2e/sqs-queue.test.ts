@@ -39,7 +39,7 @@ describe('SqsQueue on LocalStack', () => {
     const ids = await q.sendBatch(trajectories());
     // THEN all eight are there (counted, not received)
     expect(new Set(ids.map((x) => x.messageId)).size).toBe(8);
-    await until(async () => (await q.depth()).visible === 8, 'eight messages on the queue', 30_000);
+    await until(async () => (await q.depth()).visible === 8, 'eight messages on the queue');
   });
 
   it('refuses a message over 256 KiB before any request, naming the queue', async () => {

@@ -37,11 +37,11 @@ beforeAll(async () => {
     client: localstack(),
     template: { env, template: synthesized },
   });
-}, 300_000);
+});
 
 afterAll(async () => {
   if (resources) await destroyLocalStackEnvironment(env, localstack());
-}, 180_000);
+});
 
 describe('the synthesized template on LocalStack CloudFormation', () => {
   it('is what every other e2e environment deploys: the suite-wide synthesis renamed equals this one', () => {

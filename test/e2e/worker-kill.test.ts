@@ -2,6 +2,7 @@
 // visibility timeout, a second worker handles them, and every effect happens once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '#shared/topology';
+import { HANG_MS } from '../helpers/hang.ts';
 import { E2E_VISIBILITY_SEC, Scenario, until } from './support/harness.ts';
 import { assertLocalStackUp } from './support/localstack.ts';
 import { writeRun } from './support/run-fixture.ts';
@@ -31,7 +32,7 @@ describe('a worker killed mid-batch (LocalStack)', () => {
         return held > 0;
       },
       'worker A to hold a rollout message',
-      300_000,
+      HANG_MS,
       () => s.tails(),
     );
     await a.kill('SIGKILL');
@@ -63,5 +64,5 @@ describe('a worker killed mid-batch (LocalStack)', () => {
     expect(new Set(ckpt.consumedGroupIds).size).toBe(ckpt.consumedGroupIds.length);
     expect([...ckpt.consumedGroupIds, ...ckpt.droppedGroupIds].sort()).toEqual([...groups.keys()].sort());
     await s.expectNoDeadLetters(['rollout', 'tool-calls', 'reward', 'scored-groups']);
-  }, 900_000);
+  });
 });

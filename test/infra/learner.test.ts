@@ -9,9 +9,7 @@ import { build, logicalId } from './app.ts';
 
 describe('learner on AWS Batch', () => {
   // Two synths, the first in this worker paying the CDK app's cold start: over a minute on a loaded 2-core machine.
-  it('runs dev on spot g5/g6 hosts with the NVIDIA AL2023 image and prod on on-demand p4d/p5', {
-    timeout: 300_000,
-  }, () => {
+  it('runs dev on spot g5/g6 hosts with the NVIDIA AL2023 image and prod on on-demand p4d/p5', () => {
     build().pipelineTemplate.hasResourceProperties('AWS::Batch::ComputeEnvironment', {
       Type: 'managed',
       ComputeResources: Match.objectLike({

@@ -14,6 +14,7 @@ import { BUILTIN_PROMPTS_DIR } from '#shared/data/prompts/templates';
 import { FUNCTIONS, type FunctionName } from '#shared/topology';
 import { REPO_ROOT } from '../../infra/lib/docker-context.ts';
 import { addEnvironment } from '../../infra/lib/toolrl-app.ts';
+import { HANG_MS } from '../helpers/hang.ts';
 import { environments } from './app.ts';
 
 /** Placeholder values for a stage's environment schema (the handlers only parse them at cold start). */
@@ -45,7 +46,7 @@ function invoke(
       '-e',
       `const m = await import('./${module}'); process.stdout.write(JSON.stringify(await m.handler(${JSON.stringify(event)}, { getRemainingTimeInMillis: () => 60000 })));`,
     ],
-    { cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin', ...env }, encoding: 'utf8', timeout: 120_000 },
+    { cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin', ...env }, encoding: 'utf8', timeout: HANG_MS },
   );
   return JSON.parse(out);
 }
@@ -93,7 +94,7 @@ beforeAll(() => {
       command: r.Properties.ImageConfig?.Command,
     });
   }
-}, 300_000);
+});
 
 describe('function packaging', () => {
   it('bundles run-starter and feeder with the local esbuild; each bundle answers an empty batch', () => {
@@ -101,7 +102,7 @@ describe('function packaging', () => {
     expect(bundled.map((a) => a.stage).sort()).toEqual(['feeder', 'run-starter']);
     for (const a of bundled)
       expect(invoke(a.path, stageEnv(a.stage as FunctionName))).toEqual({ batchItemFailures: [] });
-  }, 120_000);
+  });
 
   it('ships the built-in prompt templates next to each bundle, where the bundled loader looks', () => {
     // GIVEN the templates `data.prompt_type: toolcall` (and the others) name
@@ -120,7 +121,7 @@ describe('function packaging', () => {
       expect(bundle).toContain('import.meta.url');
       expect(bundle).not.toContain(BUILTIN_PROMPTS_DIR);
     }
-  }, 120_000);
+  });
 
   it('stages only the allow-listed build context of each image, never node_modules', () => {
     const images = assets.filter((a) => a.packaging !== 'esbuild');

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../infra/lib/docker-context.ts';
+import { HANG_MS } from '../helpers/hang.ts';
 
 const home = mkdtempSync(join(tmpdir(), 'toolrl-nohome-'));
 const out = mkdtempSync(join(tmpdir(), 'toolrl-cdk-cli-'));
@@ -24,7 +25,7 @@ describe('cdk synth (CLI)', () => {
         cwd: REPO_ROOT,
         env,
         encoding: 'utf8',
-        timeout: 280_000,
+        timeout: HANG_MS,
       },
     );
     expect(r.status, r.stderr).toBe(0);
@@ -35,5 +36,5 @@ describe('cdk synth (CLI)', () => {
     const template = JSON.parse(readFileSync(join(out, 'toolrl-prod-pipeline.template.json'), 'utf8'));
     expect(JSON.stringify(template)).toContain('p4d.24xlarge');
     expect(readdirSync(out)).toContain('toolrl-prod-storage.template.json');
-  }, 300_000);
+  });
 });

@@ -12,6 +12,7 @@ import { ensureBfclEnv } from '#shared/bfcl/env';
 import { readDataset, writeDataset } from '#shared/data/dataset';
 import { parseRunConfig } from '#shared/pipeline/run-config';
 import { ScoredGroupSchema } from '#shared/schemas/scored-group';
+import { HANG_MS } from '../helpers/hang.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const EXAMPLE = join(ROOT, 'examples', 'bfcl');
@@ -55,7 +56,7 @@ describe('examples/bfcl', () => {
     );
   });
 
-  it('trains through format, base and full on the embedded default', { timeout: 1_500_000 }, async () => {
+  it('trains through format, base and full on the embedded default', async () => {
     await ensureBfclEnv();
     const config = parse(readFileSync(join(EXAMPLE, 'run.yaml'), 'utf8'));
     for (const name of ['format', 'base', 'full']) {
@@ -88,7 +89,7 @@ describe('examples/bfcl', () => {
         '3',
         '--json',
       ],
-      { cwd: ROOT, encoding: 'utf8', timeout: 1_400_000, maxBuffer: 64 << 20 },
+      { cwd: ROOT, encoding: 'utf8', timeout: HANG_MS, maxBuffer: 64 << 20 },
     );
     expect(run.status, run.stderr.slice(-3000)).toBe(0);
     const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);

@@ -9,9 +9,7 @@ const run = tinyRun('curriculum');
 afterAll(() => run.close());
 
 describe('curriculum stages on the embedded default', () => {
-  it('walks format (2 epochs) then full (1 epoch), stage by stage, with each stage’s overrides', {
-    timeout: 900_000,
-  }, async () => {
+  it('walks format (2 epochs) then full (1 epoch), stage by stage, with each stage’s overrides', async () => {
     const rows = await quickstartRows('train');
     run.dataset('format.parquet', [rows[0]!]);
     run.dataset('full.parquet', [rows[1]!]);

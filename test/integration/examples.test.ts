@@ -237,28 +237,22 @@ const written = (parsed: RunConfig, call: Call): string => {
 };
 
 describe('examples: shipped data', () => {
-  it.each([...new Set(CASES.map((c) => c.dir))])(
-    '%s/make-data.sh regenerates it byte for byte',
-    {
-      timeout: 120_000,
-    },
-    (dir) => {
-      const out = mkdtempSync(join(tmpdir(), `toolrl-make-data-${dir}-`));
-      scratch.push(out);
-      const made = spawnSync('bash', [join(EXAMPLES, dir, 'make-data.sh'), out], { encoding: 'utf8' });
-      expect(made.status, made.stderr).toBe(0);
-      for (const split of ['train', 'val'])
-        expect(
-          readFileSync(join(out, `${split}.parquet`)).equals(
-            readFileSync(join(EXAMPLES, dir, 'data', `${split}.parquet`)),
-          ),
-          split,
-        ).toBe(true);
-    },
-  );
+  it.each([...new Set(CASES.map((c) => c.dir))])('%s/make-data.sh regenerates it byte for byte', (dir) => {
+    const out = mkdtempSync(join(tmpdir(), `toolrl-make-data-${dir}-`));
+    scratch.push(out);
+    const made = spawnSync('bash', [join(EXAMPLES, dir, 'make-data.sh'), out], { encoding: 'utf8' });
+    expect(made.status, made.stderr).toBe(0);
+    for (const split of ['train', 'val'])
+      expect(
+        readFileSync(join(out, `${split}.parquet`)).equals(
+          readFileSync(join(EXAMPLES, dir, 'data', `${split}.parquet`)),
+        ),
+        split,
+      ).toBe(true);
+  });
 
   // BFCL's subset comes from bfcl-eval's own data through its loader (the BFCL environment, made on first use).
-  it('bfcl/make-data.ts regenerates it byte for byte', { timeout: 600_000 }, () => {
+  it('bfcl/make-data.ts regenerates it byte for byte', () => {
     const out = mkdtempSync(join(tmpdir(), 'toolrl-make-data-bfcl-'));
     scratch.push(out);
     const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
@@ -278,7 +272,7 @@ describe('examples: shipped data', () => {
 });
 
 describe('examples: data, tools and reward fit together', () => {
-  it.each(NAMED)('%s', { timeout: 120_000 }, async (_name, { dir, config, demo, rewardParts, fullMarks }) => {
+  it.each(NAMED)('%s', async (_name, { dir, config, demo, rewardParts, fullMarks }) => {
     const base = join(EXAMPLES, dir);
     const parsed = parseRunConfig(
       toYaml(withServer(parseYaml(readFileSync(join(base, config), 'utf8')))),
@@ -341,7 +335,7 @@ describe('examples: data, tools and reward fit together', () => {
 });
 
 describe('examples run on the embedded default with the tiny model', () => {
-  it.each(NAMED)('%s', { timeout: 600_000 }, async (_name, { dir, config, rewardParts, stepMetrics }) => {
+  it.each(NAMED)('%s', async (_name, { dir, config, rewardParts, stepMetrics }) => {
     const work = mkdtempSync(join(tmpdir(), `toolrl-example-${dir}-`));
     scratch.push(work);
     const copy = join(work, dir);

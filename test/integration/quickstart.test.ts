@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RunStatusSchema } from '#shared/schemas/run-status';
 import { REPO_ROOT } from '../../bench/support/tiny-model.ts';
+import { HANG_MS } from '../helpers/hang.ts';
 
 const STEPS = 16;
 /** Accuracy (mean@4) and reward the 16 RL steps must add at least (seed 0 measured +28 to +30 points at v16). */
@@ -22,9 +23,7 @@ const work = mkdtempSync(join(tmpdir(), 'toolrl-quickstart-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('examples/quickstart/run.yaml', () => {
-  it('--max-steps 16 trains, validates, writes every output the README lists and improves the policy', {
-    timeout: 1_200_000,
-  }, () => {
+  it('--max-steps 16 trains, validates, writes every output the README lists and improves the policy', () => {
     const run = spawnSync(
       process.execPath,
       [
@@ -37,7 +36,7 @@ describe('examples/quickstart/run.yaml', () => {
         work,
         '--json',
       ],
-      { cwd: REPO_ROOT, encoding: 'utf8', timeout: 1_100_000, maxBuffer: 64 << 20 },
+      { cwd: REPO_ROOT, encoding: 'utf8', timeout: HANG_MS, maxBuffer: 64 << 20 },
     );
     expect(run.status, run.stderr.slice(-3000)).toBe(0);
     const result = JSON.parse(run.stdout.trim().split('\n').at(-1)!);

@@ -39,6 +39,8 @@ interface SeedRun {
   /** The run config's text. */
   readonly config: string;
   readonly overrides: readonly string[];
+  /** Prompts per step (data.train_batch_size in the overrides); 1 unless given. */
+  readonly prompts?: number;
 }
 
 /** Lays the seed's files out as its user has them and trains 2 steps with the command-line overrides. */
@@ -61,10 +63,11 @@ async function trainSeed(tag: string, seed: SeedRun): Promise<{ result: TrainRes
   });
   expect(result.status, result.reason ?? '').toBe('completed');
   const status = RunStatusSchema.parse(JSON.parse(readFileSync(join(result.runDir, 'run.json'), 'utf8')));
-  // 2 steps of one prompt and 2 samples, each trajectory scored by the seed's reward
+  // 2 steps of `prompts` prompts and 2 samples each, each trajectory scored by the seed's reward
+  const perStep = 2 * (seed.prompts ?? 1);
   expect(stepMetrics(result).map((s) => [s.step, s.trajectories])).toEqual([
-    [1, 2],
-    [2, 2],
+    [1, perStep],
+    [2, perStep],
   ]);
   const reward = status.config!.reward.functions[0]!.name;
   for (const g of scoredGroups(result).values())
@@ -76,9 +79,7 @@ const seedFile = (...p: string[]) => join(SEEDS, ...p);
 const seedText = (...p: string[]) => readFileSync(seedFile(...p), 'utf8');
 
 describe('seed projects train 2 steps on the embedded default, their files as they are', () => {
-  it('MindSpeed-RL ReTool: dapo_qwen25_7b_A2_multi_turn.yaml and retool_config.yaml verbatim, DAPO-math rows', {
-    timeout: 600_000,
-  }, async () => {
+  it('MindSpeed-RL ReTool: dapo_qwen25_7b_A2_multi_turn.yaml and retool_config.yaml verbatim, DAPO-math rows', async () => {
     const { status } = await trainSeed('mindspeed', {
       // configs/ as in the MindSpeed-RL repository: the run config names ./configs/tools/retool_config.yaml
       files: {
@@ -109,9 +110,7 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     expect(c.algorithm).toMatchObject({ adv_estimator: 'grpo', clip_ratio_low: 0.2, clip_ratio_high: 0.28 });
   });
 
-  it("verl: its rollout multi_turn block and sandbox_fusion_tool_config.yaml verbatim, GSM8K rows, verl's overrides", {
-    timeout: 600_000,
-  }, async () => {
+  it("verl: its rollout multi_turn block and sandbox_fusion_tool_config.yaml verbatim, GSM8K rows, verl's overrides", async () => {
     // verl's multi_turn block sits under actor_rollout_ref.rollout in a verl config; the rest is the command line
     // of verl's examples/sglang_multiturn scripts.
     const block = seedText('verl', 'rollout-multi_turn.yaml')
@@ -150,9 +149,7 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     expect(c.tools.config_file).toBe('sandbox_fusion_tool_config.yaml');
   });
 
-  it('EnvTuning: multi_turn_fc_grpo_stage1.yaml verbatim, BFCL rows in the form EnvTuning ships them, its script overrides', {
-    timeout: 600_000,
-  }, async () => {
+  it('EnvTuning: multi_turn_fc_grpo_stage1.yaml verbatim, BFCL rows in the form EnvTuning ships them, its script overrides', async () => {
     // EnvTuning's rows list every function of the row's classes in the system prompt (~20k characters, 17k of the
     // tiny model's tokens: a learner step of minutes on CPU). Here each lists only the functions its ground truth
     // calls; every other field is the row as shipped.
@@ -192,9 +189,7 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     expect(c.rollout.multi_turn.tool_parser_format).toBe('hermes');
   });
 
-  it('the ToolBench seed: grpo_toolbench_trainer.yaml verbatim, rows from its converter, its grpo.sh overrides', {
-    timeout: 600_000,
-  }, async () => {
+  it('the ToolBench seed: grpo_toolbench_trainer.yaml verbatim, rows from its converter, its grpo.sh overrides', async () => {
     const rows = await readDataset(join(DATA, 'toolbench-seed.parquet'));
     expect(rows.length).toBeGreaterThan(0);
     const { status } = await trainSeed('toolbench', {
@@ -220,5 +215,33 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     expect(c.tools.tools).toEqual([
       expect.objectContaining({ kind: 'toolbench', config: { toolbench_url: toolbench.url } }),
     ]);
+  });
+
+  it("the ToolBench seed's first converter: its output from ToolLLaMA conversations (role `function` messages) as it is", async () => {
+    // Written by the seed's own scripts/convert_toolbench_to_verl.py (test/fixtures/seeds/README.md)
+    const file = join(SEEDS, 'toolbench-seed', 'converter-output', 'toolllama.parquet');
+    const rows = await readDataset(file);
+    expect(rows.map((r) => r.prompt.at(-1)!.role)).toEqual(['user', 'tool', 'user']);
+    const { result } = await trainSeed('toolbench-toolllama', {
+      files: { 'train.parquet': file },
+      config: seedText('toolbench-seed', 'grpo_toolbench_trainer.yaml'),
+      prompts: 3,
+      overrides: [
+        'data.train_files=train.parquet',
+        '~data.val_files',
+        'data.train_batch_size=3',
+        'data.max_response_length=32',
+        'actor_rollout_ref.model.path=tiny',
+        'actor_rollout_ref.model.enable_gradient_checkpointing=false',
+        'actor_rollout_ref.rollout.n_agent=2',
+        'max_turns=2',
+        `toolbench_url=${toolbench.url}`,
+        'model.dtype=fp32',
+        'algorithm.filter_groups=false',
+      ],
+    });
+    // every row trained in each step, the one whose prompt ends with the seed's function message included
+    const prompts = [...scoredGroups(result).values()].map((g) => g.promptId);
+    expect(new Set(prompts)).toEqual(new Set(rows.map((r) => `p${r.extra_info.index}`)));
   });
 });

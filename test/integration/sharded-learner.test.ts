@@ -30,9 +30,7 @@ const config = (numGpus: number) =>
   });
 
 describe.runIf(process.env['TOOLRL_SLOW_TESTS'] === '1')('the sharded learner in an embedded run', () => {
-  it('trains with trainer.num_gpus 2 on CPU ranks and matches the one-process first-step loss', {
-    timeout: 1_200_000,
-  }, async () => {
+  it('trains with trainer.num_gpus 2 on CPU ranks and matches the one-process first-step loss', async () => {
     const rows = (await quickstartRows('train')).slice(0, 8);
     one.dataset('train.parquet', rows);
     two.dataset('train.parquet', rows);

@@ -7,18 +7,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
+from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="python -m toolrl_learner export", description=(__doc__ or "").partition("\n")[0]
     )
-    source = p.add_mutually_exclusive_group(required=True)
+    source = p.add_mutually_exclusive_group()
     source.add_argument("--model", help="Hugging Face model folder (config.json, safetensors, tokenizer)")
     source.add_argument(
         "--random-preset",
         help="a preset's shape (tiny --preset) with random weights, written tensor by tensor (no model folder)",
+    )
+    p.add_argument(
+        "--adapter",
+        help="a peft LoRA adapter folder (a checkpoint's adapter/) merged into the model first; without --model, "
+        "its base_model_name_or_path is the model",
     )
     p.add_argument("--out", required=True, help="bundle folder to write")
     p.add_argument(
@@ -44,6 +51,8 @@ def main(argv: list[str]) -> int:
         help="previous bundle: republish only model.onnx.data for its graph (layout hash checked)",
     )
     args = p.parse_args(argv)
+    if not (args.model or args.random_preset or args.adapter):
+        p.error("one of the arguments --model --random-preset --adapter is required")
     if args.version < 0:
         p.error("--version must be >= 0")
     t0 = time.perf_counter()
@@ -57,8 +66,13 @@ def main(argv: list[str]) -> int:
                 args.random_preset, args.out, args.quantization, args.block_size, args.accuracy_level
             )
         else:
+            model = args.model
+            if args.adapter:
+                from ..model.merge import merged_folder
+
+                model = str(merged_folder(args.adapter, args.model, Path(args.out).parent / ".merged"))
             manifest = export_bundle(
-                args.model,
+                model,
                 args.out,
                 args.version,
                 args.quantization,
@@ -69,6 +83,9 @@ def main(argv: list[str]) -> int:
             )
     except (ValueError, FileNotFoundError) as e:
         p.error(str(e))
+    finally:
+        if args.adapter:
+            shutil.rmtree(Path(args.out).parent / ".merged", ignore_errors=True)
     print(
         json.dumps(
             {

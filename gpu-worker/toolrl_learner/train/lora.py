@@ -10,8 +10,13 @@ if TYPE_CHECKING:
 
 
 def lora_config(
-    rank: int, alpha: float | None, dropout: float, target_modules: tuple[str, ...]
+    rank: int,
+    alpha: float | None,
+    dropout: float,
+    target_modules: tuple[str, ...],
+    layers_to_transform: tuple[int, ...] | None = None,
 ) -> LoraConfig:
+    """layers_to_transform: only these decoder layers get adapters (peft's name); None: all of them."""
     from peft import LoraConfig  # only LoRA runs pay for importing peft
 
     if alpha is None:
@@ -23,5 +28,6 @@ def lora_config(
         lora_alpha=alpha,  # pyright: ignore[reportArgumentType]
         lora_dropout=dropout,
         target_modules=list(target_modules),
+        layers_to_transform=list(layers_to_transform) if layers_to_transform is not None else None,
         bias="none",
     )

@@ -1,8 +1,9 @@
-"""Step metrics: `metrics/metrics.jsonl` (one JSON object per step), TensorBoard event files, W&B when
-configured, and `metrics/reward_curve.png` (the reward and, below it, validation accuracy from the pipeline's
+"""Step metrics: `metrics/metrics.jsonl` (one JSON object per step), `metrics/batches.jsonl` (which groups each
+step trained, and their curriculum stage: what `toolrl view` filters trajectories by), TensorBoard event files,
+W&B when configured, and `metrics/reward_curve.png` (the reward and, below it, validation accuracy from the pipeline's
 `metrics/eval/v<N>.json` summaries), refreshed as training goes.
 
-On S3 the JSONL is uploaded every step, the plot and the event files every `plot_every_s` seconds and
+On S3 the JSONL files are uploaded every step, the plot and the event files every `plot_every_s` seconds and
 at close, so a killed learner (SIGKILL, no close) loses at most that much of its TensorBoard curves. The
 periodic plot is drawn on a thread of its own: drawing it (and importing matplotlib the first time, ~2 s) on
 the step's path held a quickstart's learner step up by up to 2.2 s, 10% of its RL stage."""
@@ -22,6 +23,7 @@ from ..storage import BlobNotFound, BlobStore, keys
 
 log = logging.getLogger(__name__)
 JSONL = "metrics.jsonl"
+BATCHES = "batches.jsonl"
 PLOT = "reward_curve.png"
 
 
@@ -49,8 +51,10 @@ class MetricsLogger:
         self.remote = local is None
         self.dir = Path(local).parent if local is not None else Path(workdir) / "metrics"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.rows: list[dict[str, Any]] = self._load_rows(resume_step)
-        self._write_jsonl()
+        self.rows: list[dict[str, Any]] = self._load_rows(JSONL, resume_step)
+        self.batches: list[dict[str, Any]] = self._load_rows(BATCHES, resume_step)
+        self._write_jsonl(JSONL, self.rows)
+        self._write_jsonl(BATCHES, self.batches)
         self.plot_every_s = plot_every_s
         self.publish_every = publish_every
         self._last_plot = -math.inf  # the first row refreshes at once
@@ -76,21 +80,30 @@ class MetricsLogger:
                 project=wandb_project, entity=wandb_entity, id=run_id, resume="allow", dir=str(workdir)
             )
 
-    def _load_rows(self, resume_step: int) -> list[dict[str, Any]]:
+    def _load_rows(self, name: str, resume_step: int) -> list[dict[str, Any]]:
         """Rows of steps up to the resumed one (later ones are redone and would be duplicated)."""
         try:
             if self.remote:
-                self.store.get_file(self.prefix + JSONL, self.dir / JSONL)
-            text = (self.dir / JSONL).read_text()
+                self.store.get_file(self.prefix + name, self.dir / name)
+            text = (self.dir / name).read_text()
         except (BlobNotFound, FileNotFoundError):
             return []
         rows = [json.loads(line) for line in text.splitlines() if line.strip()]
         return [r for r in rows if r.get("step", 0) <= resume_step]
 
-    def _write_jsonl(self) -> None:
-        tmp = self.dir / (".tmp-" + JSONL)  # the TS folder store skips .tmp- files
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
-        tmp.replace(self.dir / JSONL)
+    def _write_jsonl(self, name: str, rows: list[dict[str, Any]]) -> None:
+        tmp = self.dir / (".tmp-" + name)  # the TS folder store skips .tmp- files
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        tmp.replace(self.dir / name)
+
+    def log_batch(self, step: int, policy_version: int, stage: str | None, group_ids: list[str]) -> None:
+        """The groups step `step` trained (in batch order) and the curriculum stage whose config trained them."""
+        row = {"step": step, "policy_version": policy_version, "stage": stage, "group_ids": group_ids}
+        self.batches.append(row)
+        with open(self.dir / BATCHES, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self.remote:
+            self.store.put_file(self.prefix + BATCHES, self.dir / BATCHES)
 
     def log(self, metrics: dict[str, Any]) -> None:
         row = {k: _clean(v) for k, v in metrics.items()}

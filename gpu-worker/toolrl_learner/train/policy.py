@@ -39,7 +39,8 @@ class ForwardOut:
 
 def resolve_model_dir(model_path: str, workdir: Path, seed: int = 0) -> Path:
     """A model folder for `model.path`: `tiny` / `tiny:<variant or preset>` are built (deterministically) under
-    workdir, their random weights drawn with the run's seed (the tokenizer is the same for every seed)."""
+    workdir, their random weights drawn with the run's seed (the tokenizer is the same for every seed); a built-in
+    name (smollm2-135m-instruct) or a .gguf file is converted once into the model cache (model/model_store.py)."""
     if model_path == "tiny" or model_path.startswith("tiny:"):
         from ..model.tiny import VARIANTS, TinySpec, build_tiny
 
@@ -61,14 +62,20 @@ def resolve_model_dir(model_path: str, workdir: Path, seed: int = 0) -> Path:
         if not (out / "config.json").is_file():
             build_tiny(out, spec)
         return out
+    from ..model.model_store import NAMED_MODELS, gguf_model_dir, named_model_dir
+
     path = Path(model_path)
     if (path / "config.json").is_file():
         return path
+    if model_path in NAMED_MODELS and not path.exists():
+        return named_model_dir(model_path)
+    if path.suffix.lower() == ".gguf":
+        return gguf_model_dir(path)
     if _HUB_ID.fullmatch(model_path) and not path.exists():
         return _download(model_path, workdir)
     raise FileNotFoundError(
-        f"model.path {model_path!r}: no config.json there "
-        "(a Hugging Face model folder, a Hub id such as Qwen/Qwen2.5-0.5B-Instruct, or `tiny`)"
+        f"model.path {model_path!r}: no config.json there (a Hugging Face model folder, a Hub id such as "
+        f"Qwen/Qwen2.5-0.5B-Instruct, a .gguf file, a built-in model: {', '.join(NAMED_MODELS)}, or `tiny`)"
     )
 
 
@@ -152,7 +159,13 @@ class Policy:
         if cfg.lora_rank is not None:
             from peft import get_peft_model
 
-            lora = lora_config(cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout, cfg.lora_target_modules)
+            lora = lora_config(
+                cfg.lora_rank,
+                cfg.lora_alpha,
+                cfg.lora_dropout,
+                cfg.lora_target_modules,
+                cfg.lora_layers_to_transform,
+            )
             # Injects LoRA layers into self.base in place; self.base.forward_hidden then runs them.
             self.peft = get_peft_model(self.base, lora)
         elif cfg.needs_reference:

@@ -38,9 +38,15 @@ def read_run(store: BlobStore, run_id: str) -> RunDoc | None:
 
 
 def write_state(
-    store: BlobStore, run_id: str, state: TrainerState, *, done: bool, ordered: OrderedBatches | None
+    store: BlobStore,
+    run_id: str,
+    state: TrainerState,
+    *,
+    done: bool,
+    ordered: OrderedBatches | None,
+    failed: str | None = None,
 ) -> dict[str, Any]:
-    """Writes state.json (the learner-state contract) and returns it."""
+    """Writes state.json (the learner-state contract) and returns it; `failed`: why the learner stops the run."""
     doc: dict[str, Any] = {
         "step": state.step,
         "policyVersion": state.policy_version,
@@ -52,6 +58,8 @@ def write_state(
     }
     if ordered is not None and ordered.versions:
         doc["batches"] = ordered.state()
+    if failed is not None:
+        doc["failed"] = failed
     validate("learner-state", doc)
     store.put_bytes(keys.learner_state(run_id), (json.dumps(doc) + "\n").encode())
     return doc

@@ -33,6 +33,7 @@ from .intake import refusal, resolve_group
 from .ledger import GroupLedger
 from .metrics import MetricsLogger
 from .model_work import ModelWork
+from .no_signal import COUNTED, NoSignalWatch
 from .ordered import OrderedBatches
 from .policy import Policy
 from .progress import RunDoc, read_run, write_state
@@ -82,6 +83,8 @@ class LearnerSession:
         self.last_checkpoint_step = -1
         self.groups_planned: int | None = None
         self.run_failed: str | None = None  # run.json's reason once it says `failed`
+        self.failure: str | None = None  # why this learner stops the run (no batch trained: no_signal.py)
+        self.gen_offered = 0  # refill_filtered_groups: groups offered since the last batch boundary
         self.dead_letters = DeadLetterWatch(store, run_id)
         self._totals_read_at = 0.0
         self.lines_offered = 0  # the offline driver's position in its file
@@ -115,6 +118,7 @@ class LearnerSession:
         }
         self.stage_sft = LearnerConfig.stages_with_own_sft(config)
         self.cfg = cfg
+        self.no_signal = NoSignalWatch(cfg.batch_prompts, cfg.max_num_gen_batches)
         model_dir = self.model.build(cfg, self.stage_cfgs)
         self.model.trainer.total_steps = self._total_steps()
         self.publisher = Publisher(
@@ -265,9 +269,15 @@ class LearnerSession:
             self.ledger.in_flight.add(gid)
             self.batch_arrivals += 1
         else:
-            self._drop(gid, *refused)
+            self._drop(gid, *refused, group=group)
             if refused[0] == "no_signal" and not self.cfg.refill_filtered_groups:
                 self.batch_arrivals += 1  # refill off: a filtered group still takes its place in the batch
+        if self.cfg.refill_filtered_groups and (refused is None or refused[0] in COUNTED):
+            # Refill: a batch of arrivals that did not fill the batch is a generation batch that trained nothing.
+            self.gen_offered += 1
+            if self.gen_offered >= self.cfg.batch_prompts and len(self.buffer) < self.cfg.batch_prompts:
+                self.gen_offered = 0
+                self._empty_batch()
         if len(self.buffer) >= self.cfg.batch_prompts or self.batch_arrivals >= self.cfg.batch_prompts:
             self.step()
         if self._should_stop():
@@ -292,17 +302,27 @@ class LearnerSession:
                 if refused is None:
                     self.buffer.append(g)
                 else:
-                    self._drop(g["groupId"], *refused)
+                    self._drop(g["groupId"], *refused, group=g)
             self.step()  # settles the batch (before a checkpoint at this step records how many are settled)
             if self._should_stop():
                 break
         if self._should_stop():
             self.finish()
 
-    def _drop(self, gid: str, reason: str, message: str) -> None:
+    def _drop(self, gid: str, reason: str, message: str, group: ScoredGroup | None = None) -> None:
         self.ledger.pending.append(gid)
         self.emit({"type": "dropped", "groupId": gid, "reason": reason, "message": message})
+        self.no_signal.dropped(reason, group)
         self._record_drop(gid)
+
+    def _empty_batch(self) -> None:
+        """A batch's groups were all dropped: say so in the metrics, and stop the run once that has gone on for
+        algorithm.max_num_gen_batches batches in a row."""
+        row = self.no_signal.batch_empty(self.state.step, self.state.policy_version)
+        self._metrics().log(row)
+        if self.no_signal.exhausted() and self.failure is None:
+            self.failure = self.no_signal.reason()
+            log.warning("run %s cannot learn; stopping: %s", self.run_id, self.failure)
 
     def _record_drop(self, gid: str) -> None:
         self.ledger.dropped(gid)
@@ -329,8 +349,9 @@ class LearnerSession:
         )  # the batch's config (Trainer.config_for)
         if stage in self.stage_sft and stage not in self.state.sft_done_stages:
             self._stage_sft(stage)  # before the batch leaves the buffer: the checkpoint re-reads it on resume
-        groups, self.buffer, self.batch_arrivals = self.buffer, [], 0
+        groups, self.buffer, self.batch_arrivals, self.gen_offered = self.buffer, [], 0, 0
         if not groups:
+            self._empty_batch()
             if self.ordered is not None:  # a released batch whose groups were all dropped
                 self.ordered.settle(self.state.policy_version)
                 self._write_state()
@@ -358,6 +379,7 @@ class LearnerSession:
             "groups_consumed": st.groups_consumed,
             "groups_dropped": st.groups_dropped,
             "duplicate_groups": self.ledger.duplicates,
+            **self.no_signal.trained(),
             **metrics,
             **self.timer.take(),
         }
@@ -367,6 +389,7 @@ class LearnerSession:
             )  # peak RSS (KiB -> GiB)
         self.ledger.dropped_since_step = 0
         with self.timer.phase("metrics"):
+            self._metrics().log_batch(st.step, version_before, stage, [g["groupId"] for g in groups])
             self._metrics().log(row)  # the JSONL line, TensorBoard, and every so often the reward plot
         self.emit({"type": "step", "step": st.step, "metrics": row})
         if st.step % self.cfg.publish_every == 0:
@@ -418,7 +441,9 @@ class LearnerSession:
         self.emit({"type": "committed", "step": self.state.step, "groupIds": ids})
 
     def _write_state(self) -> None:
-        doc = write_state(self.store, self.run_id, self.state, done=self.done, ordered=self.ordered)
+        doc = write_state(
+            self.store, self.run_id, self.state, done=self.done, ordered=self.ordered, failed=self.failure
+        )
         # What the state file's S3 notification is on AWS: the embedded runtime wakes the feeder on it, after the
         # consumed counts are on record (a `published` line comes before them, and a top-up then would see none).
         self.emit({"type": "state", "state": doc})
@@ -428,7 +453,7 @@ class LearnerSession:
             return True
         if time.monotonic() - self._totals_read_at > 5:
             self._read_run()
-        if self.run_failed is not None:
+        if self.run_failed is not None or self.failure is not None:
             return True
         if self.dead_letters.due():
             self._poll_dead_letters()
@@ -458,8 +483,12 @@ class LearnerSession:
         meanwhile, only keep what is trained (a checkpoint) and say done: no more steps for a dead run."""
         if self.done:
             return
-        if self.run_failed is not None:
-            log.warning("run %s has failed; stopping: %s", self.run_id, self.run_failed)
+        if self.run_failed is None and self.failure is None and self.state.step == 0 and self.groups_planned:
+            if not self.buffer:
+                # No step, and none to come: completing would report a run that learned nothing as done.
+                self.failure = self.no_signal.never_trained(self.groups_planned)
+        if self.run_failed is not None or self.failure is not None:
+            log.warning("run %s has failed; stopping: %s", self.run_id, self.run_failed or self.failure)
             self.interrupt()
             self.done = True
             self._write_state()

@@ -1,5 +1,10 @@
 // `toolrl generate`: sample G completions of one prompt from a rollout bundle with the rollout engine itself
-// (shared prefill, batched decode, seedable), printing token ids and log-probs for parity checks and debugging.
+// (shared prefill, batched decode, seedable), printing token ids and log-probs for parity checks and debugging. A
+// checkpoint or model folder is exported to a bundle first; inside a run folder, the run's model.chat_template
+// renders the prompt, as the run's rollouts rendered it.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { z } from 'zod';
 import { UsageError } from '../errors.ts';
@@ -18,6 +23,7 @@ interface GenerateFlags {
   seed: string;
   stopOnToolCall: boolean;
   threads?: string;
+  chatTemplate?: string;
   json?: boolean;
 }
 
@@ -34,7 +40,10 @@ export function register(program: Command): void {
   program
     .command('generate')
     .description('Sample G completions of a prompt from a rollout bundle (the rollout engine, seedable)')
-    .requiredOption('--policy <dir>', 'rollout bundle folder (manifest.json, model.onnx, tokenizer)')
+    .requiredOption(
+      '--policy <dir>',
+      'rollout bundle folder (manifest.json, model.onnx, tokenizer), or a checkpoint / model folder (exported first)',
+    )
     .option('--prompt <text>', 'a single user message')
     .option('--messages <file>', 'JSON/YAML chat messages ([{role, content}, ...] or {messages: [...]})')
     .option(
@@ -49,6 +58,10 @@ export function register(program: Command): void {
     .option('--seed <S>', 'seed: sample i draws from the stream (S, i, 0)', '0')
     .option('--no-stop-on-tool-call', 'do not stop a sample at </tool_call>')
     .option('--threads <N>', 'onnxruntime intra-op threads (default: all cores)')
+    .option(
+      '--chat-template <name|file>',
+      "chat template instead of the bundle's (a built-in name, a .jinja file); default: the run's model.chat_template when the policy is in a run folder",
+    )
     .option(
       '--json',
       'print {"prompt_token_ids", "samples": [{"text", "token_ids", "logprobs", "finish_reason"}]}',
@@ -93,10 +106,28 @@ export function register(program: Command): void {
 
       const { BundleError } = await import('#shared/policy/bundle');
       const { loadPolicy } = await import('#shared/policy/policy');
+      const { asBundle, runConfigBeside } = await import('#shared/runtime/evaluate');
+      const { resolveChatTemplate, ChatTemplateError } = await import('#shared/policy/chat-templates');
+      let chatTemplate: string | undefined;
+      try {
+        chatTemplate =
+          flags.chatTemplate !== undefined
+            ? resolveChatTemplate(flags.chatTemplate, process.cwd())
+            : runConfigBeside(flags.policy)?.config.model.chat_template;
+      } catch (err) {
+        if (err instanceof ChatTemplateError) throw new UsageError(err.message);
+        throw err;
+      }
+      const scratch = mkdtempSync(join(tmpdir(), 'toolrl-generate-'));
       let policy: Awaited<ReturnType<typeof loadPolicy>>;
       try {
-        policy = await loadPolicy(flags.policy, threads !== undefined ? { threads } : {});
+        const dir = await asBundle(resolve(flags.policy), scratch);
+        policy = await loadPolicy(dir, {
+          ...(threads !== undefined ? { threads } : {}),
+          ...(chatTemplate !== undefined ? { chatTemplate } : {}),
+        });
       } catch (err) {
+        rmSync(scratch, { recursive: true, force: true });
         if (err instanceof BundleError) throw new UsageError(err.message);
         throw err;
       }
@@ -133,6 +164,7 @@ export function register(program: Command): void {
         );
       } finally {
         await policy.dispose();
+        rmSync(scratch, { recursive: true, force: true });
       }
     });
 }

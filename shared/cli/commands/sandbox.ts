@@ -16,6 +16,18 @@ export function register(program: Command): void {
     .option('--isolation <mode>', 'auto, bwrap or process', 'auto')
     .option('--python <path>', 'interpreter to run (default: the system python3)')
     .option('--concurrency <n>', 'runs at once (default: the number of CPUs)')
+    // Default maxima: room for ReTool-style programs (verl's and MindSpeed-RL's configs ask 30 s and 1024 MB)
+    // with a bound on what one request may hold.
+    .option(
+      '--max-timeout <seconds>',
+      "the most a request's run_timeout may ask (longer asks are clamped to it); a request without one gets 10 s",
+      '300',
+    )
+    .option(
+      '--max-memory-mb <MB>',
+      "the most a request's memory_limit_MB may ask (clamped to it); a request without one gets this",
+      '4096',
+    )
     .option(
       '--token <token>',
       `require "Authorization: Bearer <token>" on every request (default: $${TOKEN_VAR} when set)`,
@@ -31,6 +43,8 @@ export function register(program: Command): void {
         isolation: string;
         python?: string;
         concurrency?: string;
+        maxTimeout: string;
+        maxMemoryMb: string;
         token?: string;
         allowedHost?: string[];
       }) => {
@@ -42,6 +56,12 @@ export function register(program: Command): void {
         const concurrency = opts.concurrency === undefined ? undefined : Number(opts.concurrency);
         if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency > 0))
           throw new UsageError(`--concurrency must be a positive integer, not ${opts.concurrency}`);
+        const maxTimeout = Number(opts.maxTimeout);
+        if (!(Number.isFinite(maxTimeout) && maxTimeout > 0))
+          throw new UsageError(`--max-timeout must be a positive number of seconds, not ${opts.maxTimeout}`);
+        const maxMemoryMb = Number(opts.maxMemoryMb);
+        if (!(Number.isInteger(maxMemoryMb) && maxMemoryMb > 0))
+          throw new UsageError(`--max-memory-mb must be a positive integer, not ${opts.maxMemoryMb}`);
         const { PythonSandbox } = await import('#shared/tools/code/sandbox');
         const { findPython } = await import('#shared/tools/code/isolation');
         const { serveSandbox } = await import('#shared/tools/code/server');
@@ -49,6 +69,9 @@ export function register(program: Command): void {
         const box = new PythonSandbox({
           isolation: opts.isolation as 'auto' | 'bwrap' | 'process',
           python: opts.python,
+          // The server's maxima; each request runs under its own run_timeout and memory_limit_MB up to them, its
+          // CPU time bounded by its own run_timeout (the sandbox takes the smaller).
+          limits: { wallS: maxTimeout, cpuS: maxTimeout, memoryMb: maxMemoryMb },
         });
         let isolation: string;
         try {
@@ -75,7 +98,8 @@ export function register(program: Command): void {
         });
         await serveUntilSignal(
           server,
-          `toolrl sandbox: ${server.url}/run_code (isolation: ${isolation})`,
+          `toolrl sandbox: ${server.url}/run_code (isolation: ${isolation}; run_timeout up to ${maxTimeout} s, ` +
+            `memory_limit_MB up to ${maxMemoryMb})`,
           () => box.close(),
         );
       },

@@ -16,7 +16,8 @@ import { chatMessages } from './messages.ts';
 import { type ApiRoute, apiFunctionName, type RapidApi, rapidApiToTool } from './toolbench-apis.ts';
 import type { ConvertContext, ConvertedRow, Converter, ConvertResult, RowDraft } from './types.ts';
 
-const API_LIST_MARKER = 'Specifically, you have access to the following APIs:';
+/** What precedes the API list (a Python literal) in ToolLLaMA's system prompt. */
+export const TOOLLLAMA_API_LIST_MARKER = 'Specifically, you have access to the following APIs:';
 const ROLE_OF: Record<string, ChatMessage['role']> = {
   system: 'system',
   user: 'user',
@@ -119,12 +120,14 @@ function fromConversation(
   const system = raw.find((t) => t.from === 'system');
   const user = raw.find((t) => t.from === 'user');
   if (!system || !user) throw new InputError(`${where}: conversations need a system and a user message`);
-  const cut = system.value.indexOf(API_LIST_MARKER);
+  const cut = system.value.indexOf(TOOLLLAMA_API_LIST_MARKER);
   if (cut < 0)
-    throw new InputError(`${where}: the system message has no API list ("${API_LIST_MARKER} [...]")`);
+    throw new InputError(
+      `${where}: the system message has no API list ("${TOOLLLAMA_API_LIST_MARKER} [...]")`,
+    );
   let apis: unknown;
   try {
-    apis = parsePythonLiteral(system.value.slice(cut + API_LIST_MARKER.length));
+    apis = parsePythonLiteral(system.value.slice(cut + TOOLLLAMA_API_LIST_MARKER.length));
   } catch (err) {
     throw new InputError(
       `${where}: the API list in the system message does not parse: ${(err as Error).message}`,

@@ -71,6 +71,11 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
     return;
   }
   const learner = (await readJson(ctx.blobs, keys.learnerState(runId), LearnerStateSchema))?.value;
+  if (learner?.done && learner.failed !== undefined) {
+    // The learner stopped a run that cannot learn: fail it with its reason; nothing more to sample or validate.
+    await maybeCompleteRun(ctx, runId, learner);
+    return;
+  }
   const config = run.config;
   const rowCounts = new Map<string, number>();
   for (const s of planStages(config, () => 0))

@@ -37,6 +37,12 @@ export const AlgorithmConfigSchema = z
     /** Drop groups whose rewards are all equal (no signal); refill the batch from the queue (DAPO). */
     filter_groups: z.boolean().default(true),
     refill_filtered_groups: z.boolean().default(false),
+    /**
+     * Batches (batch_prompts groups each) in a row that may train nothing, every group dropped (no signal, or
+     * stale), before the learner fails the run naming the cause; 0 or less: no bound (verl's max_num_gen_batches;
+     * MindSpeed-RL's filter_groups_max_batches, whose -1 is its "no bound").
+     */
+    max_num_gen_batches: z.number().int().default(10),
     /** PPO/GAE only. */
     gamma: z.number().min(0).max(1).default(1.0),
     lam: z.number().min(0).max(1).default(1.0),

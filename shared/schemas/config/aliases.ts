@@ -173,7 +173,8 @@ function keyAliases(): KeyAlias[] {
     origin: 'MindSpeed-RL',
     note: "DAPO's overlong penalty is not implemented; responses stop at max_total_response_length",
   });
-  add(['filter_groups_metric', 'filter_groups_max_batches', 'filter_groups_train_batch_size'], {
+  add('filter_groups_max_batches', { to: 'algorithm.max_num_gen_batches', origin: 'MindSpeed-RL' });
+  add(['filter_groups_metric', 'filter_groups_train_batch_size'], {
     to: null,
     origin: 'MindSpeed-RL',
     note: 'filter_groups drops groups whose rewards are all equal; refill_filtered_groups keeps reading until the batch is full',
@@ -204,7 +205,8 @@ function keyAliases(): KeyAlias[] {
   });
   // verl's DAPO recipe nests the switch: algorithm.filter_groups: {enable, metric, max_num_gen_batches}.
   add('algorithm.filter_groups.enable', { to: 'algorithm.filter_groups', origin: 'verl' });
-  add(['algorithm.filter_groups.metric', 'algorithm.filter_groups.max_num_gen_batches'], {
+  add('algorithm.filter_groups.max_num_gen_batches', { to: 'algorithm.max_num_gen_batches', origin: 'verl' });
+  add('algorithm.filter_groups.metric', {
     to: null,
     origin: 'verl',
     note: 'filter_groups drops groups whose rewards (the trajectory score) are all equal; refill_filtered_groups keeps reading until the batch is full',

@@ -9,12 +9,22 @@ export const LoraConfigSchema = z
     target_modules: z
       .array(z.string())
       .default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']),
+    /**
+     * Only these decoder layers (0-based) get adapters (peft's layers_to_transform); unset: every layer. With the
+     * top layers only, the backward pass stops at the lowest adapted layer: a step costs the forward plus the
+     * backward of those layers.
+     */
+    layers_to_transform: z.array(z.number().int().nonnegative()).min(1).optional(),
   })
   .strict();
 
 export const ModelConfigSchema = z
   .object({
-    /** A Hugging Face model folder (config.json + safetensors + tokenizer), or `tiny` for the built-in test model. */
+    /**
+     * A Hugging Face model folder (config.json + safetensors + tokenizer), a Hub id, a `.gguf` file (converted once
+     * into .cache/models), the built-in `smollm2-135m-instruct` (installed by npm run setup), or `tiny` for the
+     * built-in test model.
+     */
     path: z.string().min(1),
     /** Learner compute dtype (bf16 autocast keeps fp32 master weights). */
     dtype: z.enum(['bf16', 'fp32']).default('bf16'),
@@ -22,7 +32,7 @@ export const ModelConfigSchema = z
     gradient_checkpointing: z.boolean().default(false),
     /**
      * A chat template used instead of the model's own, in rollouts and in the SFT warm start: a built-in name
-     * (`chatml`), a .jinja file relative to the config, or the Jinja text. toolrl train and submit put the text
+     * (`chatml`, `smollm2`), a .jinja file relative to the config, or the Jinja text. toolrl train and submit put the text
      * in the uploaded config. Needed for models whose template drops tool schemas or tool results (a run with
      * such a template is refused when its first policy is published).
      */

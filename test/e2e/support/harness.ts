@@ -19,6 +19,7 @@ import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { keys, type QueueName } from '#shared/topology';
 import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
+import { HANG_MS } from '../../helpers/hang.ts';
 import { deployTestEnvironment, destroyTestEnvironment } from './environment.ts';
 import { localstack } from './localstack.ts';
 
@@ -79,7 +80,7 @@ export class Worker {
   }
 
   /** Waits for an event; fails at once (with the log's tail) if the process exits first. */
-  async waitFor(pred: (e: WorkerEvent) => boolean, what: string, ms = 120_000): Promise<WorkerEvent> {
+  async waitFor(pred: (e: WorkerEvent) => boolean, what: string, ms = HANG_MS): Promise<WorkerEvent> {
     let found: WorkerEvent | undefined;
     await until(
       () => {
@@ -215,7 +216,7 @@ export class Scenario {
   /** Runs `toolrl ARGS` against this environment; resolves with its exit code and output. */
   toolrl(
     args: string[],
-    timeoutMs = 120_000,
+    timeoutMs = HANG_MS,
   ): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve, reject) => {
       const child = spawn(
@@ -301,7 +302,7 @@ export class Scenario {
    * Waits until the queues hold nothing, visible, in flight or delayed, in two reads `settleMs` apart (a message
    * a worker still holds is in flight, not gone; SQS's counts are approximate and settle within seconds).
    */
-  async expectDrained(names: readonly QueueName[], ms = 120_000, settleMs = 2_000): Promise<void> {
+  async expectDrained(names: readonly QueueName[], ms = HANG_MS, settleMs = 2_000): Promise<void> {
     const counts = async () =>
       Promise.all(names.map(async (q) => ({ q, d: await this.depth(q) }))).then((all) =>
         all.filter(({ d }) => d.visible + d.inFlight + d.delayed > 0),
@@ -341,7 +342,7 @@ export class Scenario {
   }
 
   /** Waits until the run is completed or failed; returns run.json then. Fails at once if no worker is left. */
-  async waitForEnd(runId: string, ms = 600_000): Promise<RunStatus> {
+  async waitForEnd(runId: string, ms = HANG_MS): Promise<RunStatus> {
     let last: RunStatus | undefined;
     await until(
       async () => {
@@ -440,7 +441,7 @@ export class Scenario {
 export async function until(
   cond: () => boolean | Promise<boolean>,
   what: string,
-  ms = 120_000,
+  ms = HANG_MS,
   context?: () => string,
 ): Promise<void> {
   const end = Date.now() + ms;

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { encodeDataset, readDataset } from '#shared/data/dataset';
 import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
+import { memoriseSft, rowDemonstrations } from '../../helpers/demonstrations.ts';
 
 const QUICKSTART = join(REPO_ROOT, 'examples/quickstart');
 
@@ -27,6 +28,11 @@ export interface RunOptions {
   readonly sftSteps?: number;
   /** Demonstrations per SFT step. */
   readonly sftBatchSize?: number;
+  /**
+   * Instead of `sftSteps` on the quickstart's demonstrations, memorise the run's own rows' correct calls
+   * (`rowDemonstrations`, `memoriseSft`), so that the tiny model calls the calculator on any CPU.
+   */
+  readonly memorise?: boolean;
   /** Policy versions a group may lag before the learner drops it (the feeder keeps batchPrompts x (1 + this) in flight). */
   readonly maxStaleness?: number;
   /** Rows to add to the dataset's first row's extra_info (e.g. a large field that forces a claim check). */
@@ -43,6 +49,8 @@ export async function writeRun(dir: string, o: RunOptions = {}): Promise<RunFile
   const datasetPath = join(dir, 'train.parquet');
   writeFileSync(datasetPath, encodeDataset(rows));
   const quickstart = (await import('yaml')).parse(readFileSync(join(QUICKSTART, 'run.yaml'), 'utf8'));
+  if (o.memorise)
+    writeFileSync(join(dir, 'sft.jsonl'), rowDemonstrations(rows, quickstart.tools.tools[0].tool_schema));
   const config = {
     name: 'e2e',
     model: { path: 'tiny', dtype: 'fp32' },
@@ -73,16 +81,18 @@ export async function writeRun(dir: string, o: RunOptions = {}): Promise<RunFile
       publish_every: 1,
       save_every: 1,
       seed: 0,
-      ...(o.sftSteps
-        ? {
-            sft: {
-              data: join(QUICKSTART, 'data/sft.parquet'),
-              steps: o.sftSteps,
-              lr: 5.0e-3,
-              batch_size: o.sftBatchSize ?? 16,
-            },
-          }
-        : {}),
+      ...(o.memorise
+        ? { sft: memoriseSft('sft.jsonl') }
+        : o.sftSteps
+          ? {
+              sft: {
+                data: join(QUICKSTART, 'data/sft.parquet'),
+                steps: o.sftSteps,
+                lr: 5.0e-3,
+                batch_size: o.sftBatchSize ?? 16,
+              },
+            }
+          : {}),
     },
     logging: { tensorboard: false },
     ...o.overrides,
@@ -91,3 +101,10 @@ export async function writeRun(dir: string, o: RunOptions = {}): Promise<RunFile
   writeFileSync(configPath, toYaml(config));
   return { configPath, datasetPath, prompts };
 }
+
+/** The local learner's protocol lines for a run the harness started (`<dir>/learners/<runId>/learner.out.jsonl`). */
+export const learnerLines = (dir: string, runId: string): { type: string; loss?: number }[] =>
+  readFileSync(join(dir, 'learners', runId, 'learner.out.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { type: string; loss?: number });

@@ -15,6 +15,7 @@ import type { DatasetRowInput } from '#shared/schemas/dataset-row';
 import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { keys, type QueueName } from '#shared/topology';
 import { tinyBundle } from '../../../bench/support/tiny-model.ts';
+import { HANG_MS } from '../../helpers/hang.ts';
 
 export const RUN_ID = 'it-run';
 
@@ -120,7 +121,7 @@ export async function pipelineFixture(opts: Partial<EmbeddedPipelineOptions> = {
 export async function until(
   cond: () => boolean | Promise<boolean>,
   what: string,
-  ms = 50_000,
+  ms = HANG_MS,
 ): Promise<void> {
   const end = Date.now() + ms;
   while (!(await cond())) {

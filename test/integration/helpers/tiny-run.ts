@@ -1,7 +1,7 @@
 // A whole `train()` run on the embedded default with the tiny model, small enough for the suite: the
 // quickstart's calculator questions and demonstrations, two samples, short turns, one prompt per step.
 // Tests pass their own datasets and config changes and read back the run's metrics and scored groups.
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -9,6 +9,7 @@ import { readDataset, writeDataset } from '#shared/data/dataset';
 import { deepMerge } from '#shared/pipeline/run-resources';
 import { type TrainResult, train } from '#shared/runtime/train';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
+import type { LearnerOutputLine } from '#shared/schemas/learner-stdio';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { REPO_ROOT } from '../../../bench/support/tiny-model.ts';
 
@@ -75,25 +76,30 @@ export interface TinyRun {
   readonly dir: string;
   /** Writes a dataset next to the config (`name` as the config names it). */
   dataset(name: string, rows: readonly DatasetRow[]): void;
-  /** The quickstart's SFT demonstrations as `sft.parquet`, for a warm start that makes the model call tools. */
-  demonstrations(): void;
   run(config: Record<string, unknown>, maxSteps?: number): Promise<TrainResult>;
+  /** The learner's output lines of the last `run` (its SFT steps, publishes, commits...). */
+  readonly learnerLines: LearnerOutputLine[];
   close(): void;
 }
 
 export function tinyRun(tag: string): TinyRun {
   const dir = mkdtempSync(join(tmpdir(), `toolrl-${tag}-`));
+  const learnerLines: LearnerOutputLine[] = [];
   return {
     dir,
+    learnerLines,
     dataset: (name, rows) => writeDataset(join(dir, name), rows),
-    demonstrations: () => copyFileSync(join(QUICKSTART, 'data', 'sft.parquet'), join(dir, 'sft.parquet')),
     run: (config, maxSteps) => {
       const configPath = join(dir, 'run.yaml');
       writeFileSync(configPath, toYaml(config));
+      learnerLines.length = 0;
       return train({
         configPath,
         workdir: join(dir, 'work'),
         ortThreads: 1,
+        onEvent: (e) => {
+          if (e.kind === 'learner') learnerLines.push(e.line);
+        },
         ...(maxSteps !== undefined ? { maxSteps } : {}),
       });
     },

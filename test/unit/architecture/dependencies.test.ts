@@ -1,8 +1,9 @@
 // One version per package family in the lock. Powertools releases all its packages under one version and they share
-// `commons`: two versions put two copies of it in every Lambda bundle. The AWS SDK v3 publishes each client only
-// when that service changes (client-batch's latest can be months older than client-s3's), so its clients differ by
-// design; what must be one is each package they share (@aws-sdk/core, the middleware, @smithy/*). Pins in
-// package.json are exact, as Renovate keeps them.
+// `commons`: two versions put two copies of it in every Lambda bundle. The AWS SDK v3 clients come from one release
+// train too (one version number per release), but a release publishes only the clients it changed, so client-batch
+// may lack a version client-s3 has: the clients are pinned to the newest version every one of them is published at
+// (`npm view @aws-sdk/client-<name> versions`), and what they share (@aws-sdk/core, the middleware, @smithy/*) must
+// be one copy. Pins in package.json are exact, as Renovate keeps them.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -10,8 +11,17 @@ import { describe, expect, it } from 'vitest';
 const ROOT = join(import.meta.dirname, '../../..');
 
 /** A family: its packages are released together under one version number. */
-const FAMILIES: readonly { name: string; test: (pkg: string) => boolean }[] = [
-  { name: 'Powertools for AWS Lambda', test: (p) => p.startsWith('@aws-lambda-powertools/') },
+const FAMILIES: readonly { name: string; test: (pkg: string) => boolean; fix: string }[] = [
+  {
+    name: 'Powertools for AWS Lambda',
+    test: (p) => p.startsWith('@aws-lambda-powertools/'),
+    fix: 'pin them to one with npm install --save-exact',
+  },
+  {
+    name: 'AWS SDK v3 clients',
+    test: (p) => p.startsWith('@aws-sdk/client-'),
+    fix: 'pin them with npm install --save-exact to the newest version every client is published at',
+  },
 ];
 
 /** Packages of which one copy must be installed: what the AWS SDK v3 clients share. */
@@ -44,7 +54,7 @@ function familyVersionConflicts(lock: LockFile): string[] {
       problems.push(
         `${family.name} at ${byVersion.size} versions: ` +
           [...byVersion].map(([v, pkgs]) => `${v} (${[...pkgs].sort().join(', ')})`).join('; ') +
-          '; pin them to one with npm install --save-exact',
+          `; ${family.fix}`,
       );
   }
   const copies = new Map<string, Set<string>>();
@@ -95,6 +105,8 @@ describe('package-lock.json', () => {
     expect(familyVersionConflicts(lock)).toEqual([
       'Powertools for AWS Lambda at 2 versions: 2.35.0 (@aws-lambda-powertools/batch, @aws-lambda-powertools/commons); ' +
         '2.36.0 (@aws-lambda-powertools/commons); pin them to one with npm install --save-exact',
+      'AWS SDK v3 clients at 2 versions: 3.1169.0 (@aws-sdk/client-s3); 3.1138.0 (@aws-sdk/client-batch); pin them ' +
+        'with npm install --save-exact to the newest version every client is published at',
       '@aws-sdk/core at 2 versions (3.899.0, 3.900.0): the AWS SDK clients disagree on a package they share; move ' +
         'them to releases that use one',
     ]);

@@ -10,6 +10,7 @@ import { AWS_TIMEOUTS, s3Client, sqsClient } from '#shared/adapters/aws/clients'
 import { awsSetupError } from '#shared/operator/environment';
 import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
 import { writeRun } from '../../e2e/support/run-fixture.ts';
+import { HANG_MS } from '../../helpers/hang.ts';
 
 const home = mkdtempSync(join(tmpdir(), 'toolrl-no-aws-'));
 /** A shell with no AWS configuration at all: no variables, no ~/.aws, no instance metadata to ask. */
@@ -22,7 +23,7 @@ const bareEnv = (extra: Record<string, string> = {}) => ({
   ...extra,
 });
 const run = (args: string[], env: Record<string, string>) => {
-  const r = spawnSync(process.execPath, args, { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, args, { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: HANG_MS });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 const toolrl = (args: string[], env: Record<string, string>) =>

@@ -58,7 +58,7 @@ print(json.dumps({
 `;
 
 // Python start-ups and conversions of a 4 MB model: seconds when quiet, far longer on the loaded 2 cores.
-describe('gguf_from_hf.py', { timeout: 300_000 }, () => {
+describe('gguf_from_hf.py', () => {
   let python: string;
   let modelDir: string;
   let work: string;

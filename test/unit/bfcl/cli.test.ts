@@ -54,7 +54,7 @@ describe('toolrl bfcl', () => {
     expect(toolrl(['bfcl', 'dataset', '--ids', 'multi_turn_base_3']).code).toBe(2); // --out is required
   });
 
-  it('eval scores a policy greedily with BFCL’s checker', { timeout: 600_000 }, async () => {
+  it('eval scores a policy greedily with BFCL’s checker', async () => {
     const { bundleDir } = await tinyBundle();
     // multi_turn_base_153: TravelAPI alone (a short prompt), five user turns.
     const data = join(dir, 'one.parquet');

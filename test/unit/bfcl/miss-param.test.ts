@@ -30,7 +30,7 @@ beforeAll(async () => {
   row = await fixtureRow('multi_turn_miss_param_0'); // 5 user turns; turn 3's ground truth is []
   truth = await Promise.all(groundTruthOf(row.reward_model.ground_truth).map(parse));
   reward = await buildReward({ functions: [{ name: 'bfcl' }] }, { baseDir: '.' });
-}, 600_000);
+});
 
 afterAll(async () => {
   await env?.close();

@@ -3,15 +3,16 @@
 // the numbers and what would help; accepted on 8 x 80 GB (FSDP); `--env prod` plans for cdk.json's prod learner.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { HANG_MS } from '../../helpers/hang.ts';
 
 const bin = new URL('../../../bin/toolrl.mjs', import.meta.url).pathname;
 const EXAMPLE = new URL('../../../examples/quickstart/run-qwen2.5-7b-8gpu.yaml', import.meta.url).pathname;
 const toolrl = (args: string[]) => {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 300_000 });
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: HANG_MS });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 
-describe('toolrl plan', { timeout: 600_000 }, () => {
+describe('toolrl plan', () => {
   it('refuses a 7B full fine-tune on one 24 GB GPU, naming the parts and what would make it fit', () => {
     const r = toolrl(['plan', EXAMPLE, '--gpus', '1', '--gpu-memory', '24']);
     expect(r.code, r.stderr).toBe(3);

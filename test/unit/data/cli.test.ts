@@ -78,6 +78,14 @@ describe('toolrl dataset', () => {
     expect(JSON.parse(j.stdout).problems).toHaveLength(5);
   });
 
+  it("validate passes the ToolBench seed's converter output as it is (role `function` messages, `from` beside `role`)", () => {
+    for (const file of ['toolllama.parquet', 'queries.parquet']) {
+      const r = toolrl('validate', join(ROOT, 'test/fixtures/seeds/toolbench-seed/converter-output', file));
+      expect(r.stdout + r.stderr).toMatch(/rows, ok\n$/);
+      expect(r.code).toBe(0);
+    }
+  });
+
   it('convert fails on bad input with the line, exit 1, and writes nothing', () => {
     const out = join(tmp, 'never.parquet');
     const r = toolrl('convert', '--from', 'jsonl', join(FIXTURES, 'toolcall-bad-role.jsonl'), '--out', out);

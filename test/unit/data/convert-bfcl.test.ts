@@ -33,7 +33,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 beforeAll(async () => {
   await ensureBfclEnv(); // a no-op once `npm run setup` / `toolrl bfcl setup` made it
-}, 600_000);
+});
 
 let n = 0;
 async function convert(input: string, extra: Partial<ConvertOptions> = {}): Promise<DatasetRow[]> {

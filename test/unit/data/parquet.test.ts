@@ -14,6 +14,8 @@ import {
 import type { DatasetRowInput } from '#shared/schemas/dataset-row';
 
 const FIXTURES = new URL('../../fixtures/data/', import.meta.url).pathname;
+const SEED_OUTPUT = new URL('../../fixtures/seeds/toolbench-seed/converter-output/', import.meta.url)
+  .pathname;
 const PYTHON = new URL('../../../gpu-worker/.venv/bin/python', import.meta.url).pathname;
 const tmp = mkdtempSync(join(tmpdir(), 'toolrl-parquet-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -109,6 +111,87 @@ describe('reading what pyarrow and pandas write (verl files)', () => {
       'current_weather_for_weatherapi',
       'Finish',
     ]);
+  });
+
+  it("reads the ToolBench seed's first converter's output: `function` messages are tool results, the demonstration's answer leaves the prompt", async () => {
+    // Written by the seed's own converter (test/fixtures/seeds/README.md) from ToolLLaMA conversations: each
+    // message {"role", "from", "content"}, tool results as role `function`, the whole demonstration in `prompt`.
+    const rows = await readDataset(join(SEED_OUTPUT, 'toolllama.parquet'));
+    expect(rows.map((r) => r.prompt.map((m) => m.role))).toEqual([
+      ['system', 'user'],
+      ['system', 'user', 'assistant', 'tool'],
+      ['system', 'user'],
+    ]);
+    const raw = await readParquetRows(await openParquet(join(SEED_OUTPUT, 'toolllama.parquet')));
+    const rawPrompt = raw[1]!.prompt as { role: string; content: string }[];
+    expect(rawPrompt.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'function', 'assistant']);
+    // the tool result is the seed's function message, word for word; the answer it led to is kept aside
+    expect(rows[1]!.prompt[3]!.content).toBe(rawPrompt[3]!.content);
+    expect(rows[1]!.extra_info.demonstration).toEqual([{ ...rawPrompt[4], role: 'assistant' }]);
+    expect(rows[1]!.extra_info).toMatchObject({ index: 1, category: 'G1_category' });
+    // ToolLLaMA's API list (a Python literal in the system prompt) is the row's tools
+    expect(rows[1]!.extra_info.tools?.map((t) => t.function.name)).toEqual([
+      'songkick_concert_for_theclique',
+      'Finish',
+    ]);
+  });
+
+  it("reads the ToolBench seed's current converter's output (role and from on each message) as it is", async () => {
+    const rows = await readDataset(join(SEED_OUTPUT, 'queries.parquet'));
+    expect(rows).toHaveLength(16);
+    expect(rows[0]!.prompt.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(rows[0]!.extra_info.demonstration).toBeUndefined();
+    expect(rows[0]!.extra_info.tools?.at(-1)?.function.name).toBe('Finish');
+  });
+
+  it('maps role `function` to `tool` and keeps its name, in rows without `from` too', async () => {
+    const rows = await readDataset(
+      encodeParquet([
+        {
+          data_source: 'x',
+          prompt: [
+            { role: 'user', content: 'weather?' },
+            { role: 'assistant', content: 'calling' },
+            { role: 'function', name: 'get_weather', content: '{"temp": 21}' },
+          ],
+        },
+      ]),
+    );
+    expect(rows[0]!.prompt[2]).toEqual({ role: 'tool', name: 'get_weather', content: '{"temp": 21}' });
+    expect(rows[0]!.extra_info.demonstration).toBeUndefined();
+  });
+
+  it('keeps the demonstration of a ShareGPT row that has no extra_info', async () => {
+    const rows = await readDataset(
+      encodeParquet([
+        {
+          data_source: 'x',
+          prompt: [
+            { from: 'human', value: 'q' },
+            { from: 'gpt', value: 'a' },
+          ],
+        },
+      ]),
+    );
+    expect(rows[0]!.prompt).toEqual([{ role: 'user', content: 'q' }]);
+    expect(rows[0]!.extra_info).toEqual({ index: 0, demonstration: [{ role: 'assistant', content: 'a' }] });
+  });
+
+  it('still refuses a prompt of role messages that ends with an assistant message', async () => {
+    const err = await readDataset(
+      encodeParquet([
+        {
+          data_source: 'x',
+          prompt: [
+            { role: 'user', content: 'q' },
+            { role: 'function', content: 'r' },
+            { role: 'assistant', content: 'a' },
+          ],
+        },
+      ]),
+    ).catch((e) => e);
+    expect(err).toBeInstanceOf(DatasetError);
+    expect(err.message).toMatch(/row 0: prompt\[2\]\.role: the prompt ends with an assistant message/);
   });
 
   it("reads EnvTuning's BFCL rows: BFCL's fields lifted from interaction_kwargs, the functions from the prompt", async () => {

@@ -1,10 +1,11 @@
 // `toolrl parse` as a user runs it: the real command in a child process, the model's text on stdin.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { HANG_MS } from '../../helpers/hang.ts';
 
 const bin = new URL('../../../bin/toolrl.mjs', import.meta.url).pathname;
 const toolrl = (args: string[], input?: string) => {
-  const r = spawnSync(process.execPath, [bin, ...args], { input, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [bin, ...args], { input, encoding: 'utf8', timeout: HANG_MS });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 

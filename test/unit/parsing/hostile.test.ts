@@ -1,13 +1,14 @@
-// Hostile input must parse in linear time. Each input below is ~8 MiB with ~10^5-10^6 tags: an
-// implementation that rescans the rest of the text per tag does ~N * n / 2 >= 10^11 character steps
-// (minutes to hours), so it cannot finish inside the timeout; the linear parser takes well under a second.
+// Hostile input must parse in linear time. Each input below is ~8 MiB with ~10^5-10^6 tags and must give the
+// right errors; the last tests count the characters the parse examines (an implementation that rescans the rest
+// of the text per tag examines ~N * n / 2 of them, ~10^4 times the input's length here), not its time.
 import { describe, expect, it } from 'vitest';
 import { parseToolCalls } from '#shared/parsing/index';
+import { expectLinear } from '../../helpers/linear.ts';
 
 const MiB = 1 << 20;
 const repeatTo = (unit: string, chars: number) => unit.repeat(Math.ceil(chars / unit.length));
 
-describe('hermes parser on hostile input', { timeout: 30_000 }, () => {
+describe('hermes parser on hostile input', () => {
   it('megabytes of unclosed opening tags: one error, nothing executed', () => {
     const text = repeatTo('<tool_call>', 8 * MiB); // ~763k tags
     const r = parseToolCalls(text);
@@ -78,5 +79,16 @@ describe('hermes parser on hostile input', { timeout: 30_000 }, () => {
     const r = parseToolCalls(unit.repeat(n));
     expect(r.calls).toHaveLength(n);
     expect(r.errors).toEqual([]);
+  });
+
+  it.each([
+    ['unclosed opening tags', '<tool_call>'],
+    ['opening tags closed once at the end', '<tool_call>', '</tool_call>'],
+    ['stray closing tags', 'x</tool_call>'],
+    ['alternating quotes and tags', '</tool_call><tool_call>"', '', '<tool_call>"'],
+    ['valid calls', '<tool_call>{"name": "calculator", "arguments": {"expression": "1+1"}}</tool_call>\n'],
+  ])('%s: each character is examined a bounded number of times', (_name, unit, tail = '', head = '') => {
+    const text = `${head}${repeatTo(unit, MiB)}${tail}`;
+    expectLinear(() => parseToolCalls(text), text.length);
   });
 });

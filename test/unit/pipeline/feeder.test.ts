@@ -232,6 +232,28 @@ describe('feeder: run completion', () => {
   });
 });
 
+describe('feeder: a run the learner stopped', () => {
+  it("fails with the learner's reason, sending nothing (no final validation of a run that cannot learn)", async () => {
+    const { ctx, latest, drain, blobs, status } = await setup();
+    await latest(0);
+    const reason =
+      'no group had different rewards in 10 batches in a row (20 groups, algorithm.max_num_gen_batches=10): ...';
+    await putJson(blobs, keys.learnerState('r'), {
+      step: 0,
+      policyVersion: 0,
+      groupsConsumed: 0,
+      groupsDropped: 20,
+      rewardMean: null,
+      done: true,
+      failed: reason,
+      updatedAt: '',
+    });
+    await feedRun(ctx, 'r');
+    expect(await drain()).toEqual([]);
+    expect(await status()).toMatchObject({ status: 'failed', reason });
+  });
+});
+
 describe('feeder: curriculum stages', () => {
   const stages = [
     {

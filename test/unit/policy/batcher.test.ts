@@ -28,7 +28,7 @@ let bundleDir: string;
 beforeAll(async () => {
   ({ bundleDir } = await tinyBundle());
   policy = await loadPolicy(bundleDir, { threads: 1 });
-}, 120_000);
+});
 afterAll(async () => policy?.dispose());
 
 describe('SlotBatch', () => {

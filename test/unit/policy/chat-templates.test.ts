@@ -11,6 +11,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Template } from '@huggingface/jinja';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { putJson } from '#shared/pipeline/blob-json';
@@ -18,6 +19,7 @@ import { loadRunConfig } from '#shared/pipeline/run-config';
 import { RunResources } from '#shared/pipeline/run-resources';
 import { chatTemplateProblems, resolveChatTemplate } from '#shared/policy/chat-templates';
 import { ChatTokenizer } from '#shared/policy/tokenizer';
+import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 import type { RunStatus } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
 import { tinyBundle } from '../../../bench/support/tiny-model.ts';
@@ -58,7 +60,7 @@ describe('model.chat_template', () => {
     expect(() => resolveChatTemplate('zephyr.jinja')).toThrow(
       /names a file, which only toolrl train and toolrl submit can read/,
     );
-    expect(() => resolveChatTemplate('llama9')).toThrow(/neither a built-in template \(chatml\)/);
+    expect(() => resolveChatTemplate('llama9')).toThrow(/neither a built-in template \(chatml, smollm2\)/);
     const { config, effective } = loadRunConfig(
       'model: {path: tiny, chat_template: zephyr.jinja}\ndata: {train: t.parquet}\n',
       'run.yaml',
@@ -138,7 +140,7 @@ describe('a run whose template drops tool use', () => {
     expect(await resources.chatTemplateRefusal('r')).toBeUndefined(); // no v0 yet: nothing to check
     publishV0(blobs, ZEPHYR);
     expect(await resources.chatTemplateRefusal('r')).toBe(
-      'the chat template of TinyLlama/TinyLlama-1.1B-Chat-v1.0 drops the tool schemas and the tool results: the model would never see its tools or what they return. Set model.chat_template to a template that renders tools (the built-in `chatml`, or a .jinja file), e.g. `npx toolrl train CONFIG model.chat_template=chatml`',
+      'the chat template of TinyLlama/TinyLlama-1.1B-Chat-v1.0 drops the tool schemas and the tool results: the model would never see its tools or what they return. Set model.chat_template to a template that renders tools (a built-in: `chatml`, `smollm2`; or a .jinja file), e.g. `npx toolrl train CONFIG model.chat_template=chatml`',
     );
   });
 
@@ -146,5 +148,79 @@ describe('a run whose template drops tool use', () => {
     const { blobs, resources } = await runWith('chatml');
     publishV0(blobs, ZEPHYR);
     expect(await resources.chatTemplateRefusal('r')).toBeNull();
+  });
+});
+
+describe('the built-in smollm2 template', () => {
+  // SmolLM2-135M-Instruct's own template, verbatim from its GGUF (tokenizer.chat_template): no tools.
+  const own = new Template(
+    readFileSync(
+      new URL('../../fixtures/chat-templates/smollm2-135m-instruct.jinja', import.meta.url),
+      'utf8',
+    ),
+  );
+  const ours = new Template(resolveChatTemplate('smollm2'));
+  const render = (t: Template, messages: ChatMessage[], tools: ToolSchema[], gen: boolean) =>
+    t.render({ messages, tools: tools.length ? tools : undefined, add_generation_prompt: gen });
+  const calculator: ToolSchema = {
+    type: 'function',
+    function: {
+      name: 'calculator',
+      description: 'Evaluate an arithmetic expression.',
+      parameters: {
+        type: 'object',
+        properties: { expression: { type: 'string' } },
+        required: ['expression'],
+      },
+    },
+  };
+
+  it('renders a conversation without tools as SmolLM2-Instruct renders it', () => {
+    const conversations: ChatMessage[][] = [
+      [{ role: 'user', content: 'What is 4512 minus 1208?' }],
+      [
+        { role: 'system', content: 'You answer in one word.' },
+        { role: 'user', content: 'Capital of France?' },
+        { role: 'assistant', content: 'Paris' },
+        { role: 'user', content: 'And of Italy?' },
+      ],
+    ];
+    for (const messages of conversations)
+      for (const gen of [false, true])
+        expect(render(ours, messages, [], gen)).toBe(render(own, messages, [], gen));
+  });
+
+  it("renders tools, calls and results as Qwen2.5 writes them, each turn's rendering a prefix of the next", () => {
+    const messages: ChatMessage[] = [
+      { role: 'user', content: 'A shop had 4512 pens and sold 1208. How many are left?' },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [
+          { type: 'function', function: { name: 'calculator', arguments: { expression: '4512 - 1208' } } },
+        ],
+      },
+      { role: 'tool', name: 'calculator', content: '3304' },
+      { role: 'assistant', content: '\\boxed{3304}' },
+    ];
+    const full = render(ours, messages, [calculator], false);
+    expect(full).toBe(
+      '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face\n\n# Tools\n\n' +
+        'You may call one or more functions to assist with the user query.\n\nYou are provided with function ' +
+        'signatures within <tools></tools> XML tags:\n<tools>\n{"type": "function", "function": {"name": ' +
+        '"calculator", "description": "Evaluate an arithmetic expression.", "parameters": {"type": "object", ' +
+        '"properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}\n</tools>\n\n' +
+        'For each function call, return a json object with function name and arguments within ' +
+        '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}' +
+        '\n</tool_call><|im_end|>\n<|im_start|>user\nA shop had 4512 pens and sold 1208. How many are left?' +
+        '<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{"name": "calculator", "arguments": {"expression": ' +
+        '"4512 - 1208"}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n3304\n</tool_response>' +
+        '<|im_end|>\n<|im_start|>assistant\n\\boxed{3304}<|im_end|>\n',
+    );
+    for (let k = 1; k < messages.length; k++) {
+      // The generation prompt comes before an assistant turn; a tool result follows the assistant's turn directly.
+      const before = render(ours, messages.slice(0, k), [calculator], messages[k]!.role === 'assistant');
+      expect(render(ours, messages.slice(0, k + 1), [calculator], false).startsWith(before)).toBe(true);
+    }
   });
 });

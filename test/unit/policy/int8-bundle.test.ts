@@ -20,7 +20,7 @@ let policy: Policy;
 beforeAll(async () => {
   ({ bundleDir } = await tinyBundle({ quantization: 'int8' }));
   policy = await loadPolicy(bundleDir, { threads: 1 });
-}, 120_000);
+});
 afterAll(async () => policy?.dispose());
 
 function pythonLogprobs(req: { temperature: number; prompt: number[]; samples: number[][] }) {

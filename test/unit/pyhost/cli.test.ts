@@ -5,18 +5,17 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../../bench/support/tiny-model.ts';
+import { HANG_MS } from '../../helpers/hang.ts';
 import { TOOLRL } from '../tools/cli-server.ts';
 
 const toolrl = (...args: string[]) => {
-  const r = spawnSync(process.execPath, [TOOLRL, ...args], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [TOOLRL, ...args], { encoding: 'utf8', timeout: HANG_MS });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 const fixture = (...p: string[]) => join(REPO_ROOT, 'test', 'fixtures', ...p);
 
 describe('toolrl tools with a Python tool class', () => {
-  it('lists its schema and calls it as one trajectory, printing the step reward and calc_reward', {
-    timeout: 300_000,
-  }, () => {
+  it('lists its schema and calls it as one trajectory, printing the step reward and calc_reward', () => {
     const tools = fixture('pytools', 'tools.yaml');
     const list = toolrl('tools', 'list', '--tools', tools, '--json');
     expect(list.code).toBe(0);
@@ -50,7 +49,7 @@ describe('toolrl tools with a Python tool class', () => {
 });
 
 describe('toolrl reward score with a Python compute_score', () => {
-  it('scores with a reward config naming the function by path', { timeout: 300_000 }, () => {
+  it('scores with a reward config naming the function by path', () => {
     const r = toolrl(
       'reward',
       'score',
@@ -66,7 +65,7 @@ describe('toolrl reward score with a Python compute_score', () => {
     });
   });
 
-  it('scores the one function with --reward', { timeout: 300_000 }, () => {
+  it('scores the one function with --reward', () => {
     const r = toolrl(
       'reward',
       'score',

@@ -7,6 +7,8 @@ export const TOOLRL = fileURLToPath(new URL('../../../bin/toolrl.mjs', import.me
 export interface CliServer {
   url: string;
   child: ChildProcess;
+  /** What the process wrote to stdout so far. */
+  stdout(): string;
   /** What the process wrote to stderr so far. */
   stderr(): string;
   stop(): Promise<void>;
@@ -22,7 +24,7 @@ export function startCliServer(args: string[]): Promise<CliServer> {
     const timer = setTimeout(() => {
       child.kill('SIGKILL'); // never leave a server behind when the test gives up on it
       reject(new Error(`no URL from toolrl ${args.join(' ')} in 60 s: ${err}`));
-    }, 60_000);
+    });
     child.stderr!.on('data', (c: Buffer) => {
       err += c.toString();
     });
@@ -35,6 +37,7 @@ export function startCliServer(args: string[]): Promise<CliServer> {
       resolve({
         url: m[1]!,
         child,
+        stdout: () => out,
         stderr: () => err,
         stop: () =>
           new Promise<void>((done) => {

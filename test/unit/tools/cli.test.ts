@@ -8,10 +8,11 @@ import { ChatTokenizer } from '#shared/policy/tokenizer';
 import { ToolSchemaSchema } from '#shared/schemas/chat';
 import { ToolResultSchema } from '#shared/schemas/tool-result';
 import { tinyBundle } from '../../../bench/support/tiny-model.ts';
+import { HANG_MS } from '../../helpers/hang.ts';
 import { TOOLRL } from './cli-server.ts';
 
 const toolrl = (...args: string[]) => {
-  const r = spawnSync(process.execPath, [TOOLRL, ...args], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [TOOLRL, ...args], { encoding: 'utf8', timeout: HANG_MS });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 

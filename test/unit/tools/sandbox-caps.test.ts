@@ -62,36 +62,32 @@ time.sleep(600)
 `;
 
 // Wall clocks and test timeouts far beyond the work: only the limit under test can end these runs.
-describe.each(['bwrap', 'process'] as const)(
-  'caps for the whole process tree (%s)',
-  { timeout: 600_000 },
-  (isolation) => {
-    const box = (limits: Record<string, number>) =>
-      new PythonSandbox({ isolation, workRoot, limits: { wallS: 300, cpuS: 300, ...limits } });
+describe.each(['bwrap', 'process'] as const)('caps for the whole process tree (%s)', (isolation) => {
+  const box = (limits: Record<string, number>) =>
+    new PythonSandbox({ isolation, workRoot, limits: { wallS: 300, cpuS: 300, ...limits } });
 
-    it('stops four processes that together pass the memory limit, each one under it', async () => {
-      const r = await box({ memoryMb: 128, maxProcesses: 8 }).run({ code: FOUR_PROCESSES });
-      expect(r.limit).toBe('memory'); // not its 600 s sleep, not the 300 s wall clock
-      expect(r.exitCode).not.toBe(0);
-    });
+  it('stops four processes that together pass the memory limit, each one under it', async () => {
+    const r = await box({ memoryMb: 128, maxProcesses: 8 }).run({ code: FOUR_PROCESSES });
+    expect(r.limit).toBe('memory'); // not its 600 s sleep, not the 300 s wall clock
+    expect(r.exitCode).not.toBe(0);
+  });
 
-    it('stops a disk fill at the disk limit, files in the work dir and in TMPDIR alike', async () => {
-      const before = hostBytes(workRoot);
-      const r = await box({ maxDiskMb: 8, maxFileMb: 4 }).run({ code: DISK_FILL });
-      expect(r.limit).toBe('disk');
-      // TMPDIR is the sandbox's own (a tmpfs under bwrap, a measured folder of the run without namespaces)
-      const tmp = /tmp (\S+)/.exec(r.stdout)?.[1];
-      expect(isolation === 'bwrap' ? tmp : tmp?.startsWith(workRoot)).toBe(
-        isolation === 'bwrap' ? '/tmp' : true,
-      );
-      // under bwrap the tmpfs refuses past its size (ENOSPC); without namespaces the watcher stops the program
-      if (isolation === 'bwrap') expect(Number(/written (\d+)/.exec(r.stdout)?.[1])).toBeLessThanOrEqual(4);
-      expect(hostBytes(workRoot)).toBe(before); // the run's folder is gone
-    });
-  },
-);
+  it('stops a disk fill at the disk limit, files in the work dir and in TMPDIR alike', async () => {
+    const before = hostBytes(workRoot);
+    const r = await box({ maxDiskMb: 8, maxFileMb: 4 }).run({ code: DISK_FILL });
+    expect(r.limit).toBe('disk');
+    // TMPDIR is the sandbox's own (a tmpfs under bwrap, a measured folder of the run without namespaces)
+    const tmp = /tmp (\S+)/.exec(r.stdout)?.[1];
+    expect(isolation === 'bwrap' ? tmp : tmp?.startsWith(workRoot)).toBe(
+      isolation === 'bwrap' ? '/tmp' : true,
+    );
+    // under bwrap the tmpfs refuses past its size (ENOSPC); without namespaces the watcher stops the program
+    if (isolation === 'bwrap') expect(Number(/written (\d+)/.exec(r.stdout)?.[1])).toBeLessThanOrEqual(4);
+    expect(hostBytes(workRoot)).toBe(before); // the run's folder is gone
+  });
+});
 
-describe('what bwrap keeps off the host', { timeout: 600_000 }, () => {
+describe('what bwrap keeps off the host', () => {
   it('writes nothing the program makes to the host disk, and its inputs count against its disk', async () => {
     const box = new PythonSandbox({ isolation: 'bwrap', workRoot, limits: { maxDiskMb: 2, wallS: 300 } });
     const seen: number[] = [];

@@ -98,12 +98,10 @@ describe('the sandbox serve command', () => {
   it('warns on a non-loopback bind, and the code_interpreter client sends its token', async () => {
     server = await startCliServer(['sandbox', 'serve', '--host', '0.0.0.0', '--token', 'tok-1']);
     // stderr and stdout are separate pipes: the warning, written first, may be read after the URL
-    await vi.waitFor(
-      () =>
-        expect(server!.stderr()).toMatch(
-          /toolrl sandbox: warning: bound to 0\.0\.0\.0, not loopback: anyone who can reach this port runs code here as \S+\n/,
-        ),
-      { timeout: 30_000 },
+    await vi.waitFor(() =>
+      expect(server!.stderr()).toMatch(
+        /toolrl sandbox: warning: bound to 0\.0\.0\.0, not loopback: anyone who can reach this port runs code here as \S+\n/,
+      ),
     );
     const { buildToolRegistry } = await import('#shared/tools/registry');
     const tools = (tokenEnv: string) => ({

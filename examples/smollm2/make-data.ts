@@ -1,0 +1,252 @@
+// Writes the SmolLM2 example's data (deterministic): word problems with one or two operations on multi-digit
+// numbers, which SmolLM2-135M-Instruct gets wrong without a calculator ("347 + 281 = 717"), as train/val Parquet
+// datasets, and mixed-quality SFT demonstrations (messages and tools as JSON strings) for the warm start.
+//
+// The model has to turn the words into the expression (`gave away` is a minus, `each of 37 crates holds 48` a
+// product) and copy four-digit numbers into the call. Validation asks in phrasings that training never uses
+// (VAL_TEMPLATES), with other names and objects, so its accuracy measures the skill, not the sentences.
+//
+// The demonstrations teach the call format and reading the result, but not reliably when and how to call: like
+// demonstrations gathered from people, some answer from memory without the tool (and are wrong) and some write
+// the wrong expression (an operator swapped, a digit miscopied) and then faithfully box the wrong result. The
+// RL stage's outcome reward (the `toolcall` reward pays a call only when its result reaches the answer) is what
+// teaches the model to call every time and to write the right expression.
+// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR]
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { writeDataset } from '#shared/data/dataset';
+import { writeParquetFile } from '#shared/data/parquet';
+import { parseRunConfig } from '#shared/pipeline/run-config';
+import { samplingStream } from '#shared/policy/rng';
+import type { ChatMessage } from '#shared/schemas/chat';
+import { buildToolRegistry } from '#shared/tools/registry';
+
+/** Shares of the demonstrations: a correct call, a call with the wrong expression, no call at all. */
+export const DEMONSTRATION_MIX = { correct: 0.5, wrongExpression: 0.25, noCall: 0.25 } as const;
+
+const rng = samplingStream(20251129, 0, 0);
+const next = () => rng.next();
+const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
+
+/** The problem's numbers and operators: `a op1 b` or `a op1 b op2 c`, evaluated left to right. */
+interface Problem {
+  kind: 'add' | 'sub' | 'mul' | 'sub-add' | 'add-sub' | 'mul-add';
+  a: number;
+  b: number;
+  c?: number;
+}
+
+function draw(kind: Problem['kind']): Problem {
+  switch (kind) {
+    case 'add':
+      return { kind, a: int(1000, 8999), b: int(100, 999) };
+    case 'sub': {
+      const a = int(2000, 9999);
+      return { kind, a, b: int(100, a - 1000) };
+    }
+    case 'mul':
+      return { kind, a: int(12, 99), b: int(102, 999) };
+    case 'sub-add': {
+      const a = int(2000, 9999);
+      return { kind, a, b: int(100, a - 1000), c: int(100, 999) };
+    }
+    case 'add-sub': {
+      const a = int(1000, 8999);
+      const b = int(100, 999);
+      return { kind, a, b, c: int(100, a + b - 100) };
+    }
+    case 'mul-add':
+      return { kind, a: int(12, 99), b: int(102, 999), c: int(10, 99) };
+  }
+}
+
+const OPS: Record<Problem['kind'], [string, string?]> = {
+  add: ['+'],
+  sub: ['-'],
+  mul: ['*'],
+  'sub-add': ['-', '+'],
+  'add-sub': ['+', '-'],
+  'mul-add': ['*', '+'],
+};
+
+const expression = (p: Problem, ops = OPS[p.kind]): string =>
+  ops[1] === undefined ? `${p.a} ${ops[0]} ${p.b}` : `${p.a} ${ops[0]} ${p.b} ${ops[1]} ${p.c}`;
+
+function evaluate(expr: string): number {
+  const t = expr.split(' ');
+  const apply = (x: number, op: string, y: number) => (op === '+' ? x + y : op === '-' ? x - y : x * y);
+  if (t.length === 3) return apply(Number(t[0]), t[1]!, Number(t[2]));
+  // a op b op c: multiplication first, as the calculator does
+  const [a, o1, b, o2, c] = [Number(t[0]), t[1]!, Number(t[2]), t[3]!, Number(t[4])];
+  if (o2 === '*' && o1 !== '*') return apply(a, o1, b * c);
+  return apply(apply(a, o1, b), o2, c);
+}
+
+const NAMES = {
+  train: ['Maria', 'Tom', 'Aisha', 'Ken', 'Lucia', 'Omar', 'Emma', 'Ravi'],
+  val: ['Sofia', 'Jonas', 'Mei', 'Diego', 'Hana', 'Peter'],
+};
+const THINGS = {
+  train: ['stickers', 'marbles', 'coins', 'stamps', 'books', 'pencils'],
+  val: ['shells', 'cards', 'beads', 'screws', 'buttons', 'tickets'],
+};
+
+type Template = (p: Problem, name: string, things: string) => string;
+
+// Training phrasings, several per kind.
+const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
+  add: [
+    (p, n, t) => `${n} has ${p.a} ${t}. ${n} gets ${p.b} more. How many ${t} does ${n} have now?`,
+    (p, _n, t) => `A shop had ${p.a} ${t} and received ${p.b} more. How many ${t} does the shop have?`,
+  ],
+  sub: [
+    (p, n, t) => `${n} had ${p.a} ${t} and gave away ${p.b}. How many ${t} are left?`,
+    (p, _n, t) => `A warehouse stored ${p.a} ${t}. ${p.b} of them were shipped out. How many ${t} remain?`,
+  ],
+  mul: [
+    (p, _n, t) => `Each box holds ${p.b} ${t}. How many ${t} are in ${p.a} boxes?`,
+    (p, n, t) => `${n} buys ${p.a} packs of ${t} with ${p.b} in each pack. How many ${t} is that?`,
+  ],
+  'sub-add': [
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, gave away ${p.b} and then bought ${p.c} more. How many ${t} does ${n} have now?`,
+  ],
+  'add-sub': [
+    (p, _n, t) =>
+      `A shop had ${p.a} ${t}, received ${p.b} more and then sold ${p.c}. How many ${t} are left?`,
+  ],
+  'mul-add': [
+    (p, n, t) =>
+      `${n} has ${p.a} boxes of ${p.b} ${t} each and ${p.c} loose ${t}. How many ${t} does ${n} have in all?`,
+  ],
+};
+
+// Held-out phrasings: other sentence shapes and verbs, for validation only.
+const VAL_TEMPLATES: Record<Problem['kind'], Template[]> = {
+  add: [
+    (p, n, t) =>
+      `${n} started with ${p.a} ${t} and was given another ${p.b}. What is the total number of ${t}?`,
+  ],
+  sub: [
+    (p, _n, t) =>
+      `There were ${p.a} ${t} in a jar. After ${p.b} were taken out, how many ${t} stayed in the jar?`,
+  ],
+  mul: [(p, _n, t) => `${p.a} children each collect ${p.b} ${t}. How many ${t} do they collect together?`],
+  'sub-add': [
+    (p, _n, t) =>
+      `A stall began the day with ${p.a} ${t}. It sold ${p.b} in the morning and restocked ${p.c} at noon. How many ${t} does it have?`,
+  ],
+  'add-sub': [
+    (p, n, t) =>
+      `${n} owned ${p.a} ${t}, found ${p.b} more and lost ${p.c}. How many ${t} does ${n} own now?`,
+  ],
+  'mul-add': [
+    (p, _n, t) =>
+      `${p.a} crates hold ${p.b} ${t} apiece and ${p.c} ${t} lie beside them. How many ${t} are there?`,
+  ],
+};
+
+const KINDS: Problem['kind'][] = ['add', 'sub', 'mul', 'sub-add', 'add-sub', 'mul-add'];
+
+interface Question {
+  text: string;
+  expr: string;
+  answer: number;
+  problem: Problem;
+}
+
+function question(split: 'train' | 'val'): Question {
+  const problem = draw(pick(KINDS));
+  const templates = (split === 'train' ? TRAIN_TEMPLATES : VAL_TEMPLATES)[problem.kind];
+  const text = pick(templates)(problem, pick(NAMES[split]), pick(THINGS[split]));
+  const expr = expression(problem);
+  return { text, expr, answer: evaluate(expr), problem };
+}
+
+const row = (q: Question, index: number, split: string) => ({
+  data_source: 'smollm2/word-problems',
+  prompt: [{ role: 'user' as const, content: q.text }],
+  ability: 'arithmetic',
+  reward_model: { style: 'rule', ground_truth: String(q.answer) },
+  extra_info: { index, split, expression: q.expr },
+});
+
+/** `n` with one of its digits replaced by another (never a leading zero). */
+function miscopy(n: number): number {
+  const digits = String(n).split('');
+  const at = int(0, digits.length - 1);
+  let d: string;
+  do d = String(int(at === 0 ? 1 : 0, 9));
+  while (d === digits[at]);
+  digits[at] = d;
+  return Number(digits.join(''));
+}
+
+/** A wrong expression a person might write: an operator swapped (+ for -, + for *), or one digit miscopied. */
+function wrongExpression(q: Question): string {
+  const p = q.problem;
+  const ops = OPS[p.kind];
+  if (next() < 0.5) {
+    const swap = (op: string) => (op === '+' ? '-' : '+');
+    const i = ops[1] !== undefined && next() < 0.5 ? 1 : 0;
+    const changed: [string, string?] = i === 0 ? [swap(ops[0]), ops[1]] : [ops[0], swap(ops[1]!)];
+    const e = expression(p, changed);
+    if (evaluate(e) > 0) return e;
+  }
+  const slip = { ...p };
+  if (next() < 0.5) slip.a = miscopy(p.a);
+  else slip.b = miscopy(p.b);
+  return expression(slip);
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+const config = parseRunConfig(readFileSync(join(here, 'run.yaml'), 'utf8'), 'run.yaml');
+const registry = await buildToolRegistry(config.tools, { baseDir: here });
+const tools = registry.schemas();
+
+function demo(q: Question): { messages: ChatMessage[]; tools: typeof tools } {
+  const kind = next();
+  const user: ChatMessage = { role: 'user', content: q.text };
+  if (kind >= DEMONSTRATION_MIX.correct + DEMONSTRATION_MIX.wrongExpression) {
+    // From memory: a guess near the answer, and wrong.
+    const guess = q.answer + (next() < 0.5 ? -1 : 1) * int(1, 90);
+    return { messages: [user, { role: 'assistant', content: `\\boxed{${guess}}` }], tools };
+  }
+  const expr = kind >= DEMONSTRATION_MIX.correct ? wrongExpression(q) : q.expr;
+  const result = evaluate(expr);
+  return {
+    messages: [
+      user,
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ type: 'function', function: { name: 'calculator', arguments: { expression: expr } } }],
+      },
+      { role: 'tool', name: 'calculator', content: String(result) },
+      { role: 'assistant', content: `\\boxed{${result}}` },
+    ],
+    tools,
+  };
+}
+
+const out = process.argv[2] ?? join(here, 'data');
+mkdirSync(out, { recursive: true });
+writeDataset(
+  join(out, 'train.parquet'),
+  Array.from({ length: 512 }, (_, i) => row(question('train'), i, 'train')),
+);
+writeDataset(
+  join(out, 'val.parquet'),
+  Array.from({ length: 64 }, (_, i) => row(question('val'), i, 'val')),
+);
+writeParquetFile(
+  join(out, 'sft.parquet'),
+  Array.from({ length: 1000 }, () => {
+    const d = demo(question('train'));
+    return { messages: JSON.stringify(d.messages), tools: JSON.stringify(d.tools) };
+  }),
+);
+await registry.close();
+console.log(`wrote ${out}/{train.parquet,val.parquet,sft.parquet}`);
