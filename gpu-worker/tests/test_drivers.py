@@ -276,10 +276,11 @@ def test_stdio_says_what_it_waits_for_on_cpu(tiny_dir, tmp_path):
     assert waiting == {
         "type": "waiting",
         "waitingFor": "step 1, 1 of 2 groups of the next batch in (0 of 4 planned groups settled)",
+        "linesRead": 1,
     }
     p.stdin.close()  # not tied to a parent: EOF finishes the run
     assert _read_until(p, "done")[-1] == {"type": "done"}
-    assert p.wait(timeout=120) == 0
+    assert p.wait(timeout=HANG_S) == 0
 
 
 def test_a_learner_tied_to_its_parent_dies_with_it_and_finishes_nothing_on_cpu(tiny_dir, tmp_path):
@@ -302,7 +303,7 @@ def test_a_learner_tied_to_its_parent_dies_with_it_and_finishes_nothing_on_cpu(t
 
     # WHEN the parent is killed (no handler runs in it)
     parent.send_signal(signal.SIGKILL)
-    parent.wait(timeout=60)
+    parent.wait(timeout=HANG_S)
 
     # THEN the learner ends without finishing the run: no `done`, no step, no checkpoint past step 0
     rest = [json.loads(raw) for raw in parent.stdout]  # EOF once the learner, the last writer, is gone

@@ -63,6 +63,7 @@ export class LearnerBridge {
   private readonly log: Log;
   private lastStepMetrics: Record<string, number | null> = {};
   private terminating = false;
+  private written = 0;
 
   constructor(private readonly opts: LearnerBridgeOptions) {
     this.log = opts.log ?? silentLog;
@@ -75,6 +76,11 @@ export class LearnerBridge {
   /** The learner process's id while it runs (bench/embedded reads its CPU time from /proc). */
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /** Lines written to the learner's stdin so far (its `waiting` line says how many it had read). */
+  get linesWritten(): number {
+    return this.written;
   }
 
   get metrics(): Readonly<Record<string, number | null>> {
@@ -240,6 +246,7 @@ export class LearnerBridge {
   private write(text: string): Promise<void> {
     const stdin = this.child?.stdin;
     if (!stdin || stdin.destroyed) return Promise.resolve();
+    this.written += text.split('\n').length - 1;
     return new Promise((resolve) => {
       if (stdin.write(text)) resolve();
       else stdin.once('drain', () => resolve());

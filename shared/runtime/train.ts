@@ -111,7 +111,10 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     },
     onInvoke: (result) => emit({ kind: 'invoke', result }),
   });
-  stall = new StallWatch(pipeline.queues.queues, opts.stallLimitSec ?? STALL_LIMIT_SEC);
+  stall = new StallWatch(pipeline.queues.queues, {
+    limitSec: opts.stallLimitSec ?? STALL_LIMIT_SEC,
+    linesWritten: () => pipeline.learner?.linesWritten ?? 0,
+  });
   writeResumeCommand(
     runDir,
     resumeCommand({

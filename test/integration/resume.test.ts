@@ -99,9 +99,7 @@ async function killed(p: TrainProcess, workdir: string, runId: string, signal: N
 }
 
 describe('toolrl train --resume after a kill', () => {
-  it('deterministic: killed five times (warm start, past a checkpoint, validation, SIGTERM, SIGINT), it ends as the straight run', {
-    timeout: 3_600_000,
-  }, async () => {
+  it('deterministic: killed five times (warm start, past a checkpoint, validation, SIGTERM, SIGINT), it ends as the straight run', async () => {
     // GIVEN a deterministic run of 20 steps (a checkpoint every 3, validation every 4 versions), run straight
     const configPath = await writeRun('deterministic', true);
     const straightDir = join(dir, 'straight');
@@ -196,9 +194,7 @@ describe('toolrl train --resume after a kill', () => {
     });
   });
 
-  it('asynchronous: killed after groups were sampled by versions past its checkpoint and resumed, every group is settled once and those are trained', {
-    timeout: 1_800_000,
-  }, async () => {
+  it('asynchronous: killed after groups were sampled by versions past its checkpoint and resumed, every group is settled once and those are trained', async () => {
     // GIVEN an asynchronous run of 20 steps killed once a group sampled by a version its last checkpoint lacks is
     // scored (a version the resumed learner will not have the weights of)
     const configPath = await writeRun('async', false);
@@ -255,9 +251,7 @@ describe('toolrl train --resume after a kill', () => {
     });
   });
 
-  it('a resumed run that cannot make progress fails, naming what its learner waits for', {
-    timeout: 1_800_000,
-  }, async () => {
+  it('a resumed run that cannot make progress fails, naming what its learner waits for', async () => {
     // GIVEN a deterministic run killed after a publish past its checkpoint, whose first group past the checkpoint
     // is then lost from every queue (as a bug or a damaged disk could lose it): nothing will ever bring it
     const configPath = await writeRun('stall', true);
@@ -302,9 +296,7 @@ describe('toolrl train --resume after a kill', () => {
     expect(result.reason).toContain('no queue held a message that could bring them');
   });
 
-  it('a run killed while its inputs were uploaded (no run.json yet) resumes by uploading them again', {
-    timeout: 1_800_000,
-  }, async () => {
+  it('a run killed while its inputs were uploaded (no run.json yet) resumes by uploading them again', async () => {
     // GIVEN a run folder holding only its config, as a kill right after the first upload leaves it
     const at = join(dir, 'early');
     mkdirSync(at, { recursive: true });

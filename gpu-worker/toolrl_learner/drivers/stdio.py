@@ -98,6 +98,7 @@ def _lead(args, world: World, out: LineWriter) -> int:
     def feed(session: LearnerSession, guard: SignalGuard) -> None:
         lines = lines_with_ticks(sys.stdin)
         announced = -1  # out.count when the last `waiting` line went out
+        read = 0  # input lines read (the `waiting` line says how many: the runtime then knows what it has not seen)
         while True:
             # an idle tick (None) is waiting too: the learner's time between groups
             with session.timer.phase("wait"):
@@ -108,10 +109,11 @@ def _lead(args, world: World, out: LineWriter) -> int:
                 if session.done:
                     return
                 if announced != out.count:  # idle, and something happened since it last said so
-                    out({"type": "waiting", "waitingFor": session.waiting_for()})
+                    out({"type": "waiting", "waitingFor": session.waiting_for(), "linesRead": read})
                     announced = out.count
                 continue
             announced = -1
+            read += 1 if raw else 0
             if not raw and lifeline.tied():
                 lifeline.parent_gone()  # `toolrl train` died: finishing now would write into a run it no longer runs
             if not raw or session.done:

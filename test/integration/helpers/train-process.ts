@@ -7,10 +7,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../../bench/support/tiny-model.ts';
+import { HANG_MS } from '../../helpers/hang.ts';
 
 const POLL_MS = 25;
-/** Only a guard against a hang: a condition that has not held by then fails the test, naming it. */
-const GUARD_MS = 900_000;
 
 export interface TrainProcess {
   readonly child: ChildProcess;
@@ -47,10 +46,10 @@ export async function waitUntil(p: TrainProcess, cond: () => boolean, what: stri
   void p.exited.then(() => {
     exited = true;
   });
-  const until = Date.now() + GUARD_MS;
+  const until = Date.now() + HANG_MS;
   while (!cond()) {
     if (exited) throw new Error(`toolrl train exited before ${what}:\n${p.stderr().slice(-3000)}`);
-    if (Date.now() > until) throw new Error(`${what}: not seen in ${GUARD_MS / 1000} s`);
+    if (Date.now() > until) throw new Error(`${what}: not seen in ${HANG_MS / 1000} s`);
     await sleep(POLL_MS);
   }
 }
@@ -89,7 +88,7 @@ export function groupAlive(pgid: number): boolean {
 
 /** Waits (bounded as a hang guard) until no process of the group lives. */
 export async function groupGone(pgid: number): Promise<void> {
-  const until = Date.now() + GUARD_MS;
+  const until = Date.now() + HANG_MS;
   while (groupAlive(pgid)) {
     if (Date.now() > until) throw new Error(`processes of group ${pgid} outlived their toolrl train`);
     await sleep(POLL_MS);

@@ -1,6 +1,7 @@
 // The stall watch: a run whose learner waits while no queue holds anything that could bring it groups fails after
-// the limit, naming what the learner waits for; queued work, a message in flight or any other learner line keeps
-// it from being called stalled, however long that takes (the clock here is the test's, not the machine's).
+// the limit, naming what the learner waits for; queued work, a message in flight, a group written to the learner
+// after it said it waits, or any other learner line keeps it from being called stalled, however long that takes
+// (the clock here is the test's, not the machine's).
 import { describe, expect, it } from 'vitest';
 import { createEmbeddedQueues } from '#shared/adapters/embedded/queues';
 import { StallWatch } from '#shared/runtime/stall-watch';
@@ -9,13 +10,20 @@ const WAITING = {
   type: 'waiting' as const,
   waitingFor:
     'step 5, batch 4 (feeder positions 8-9): 0 of 2 in, missing 8-9 (8 of 24 planned groups settled)',
+  linesRead: 9,
 };
 
 function setup() {
   const q = createEmbeddedQueues();
   let now = 0;
-  const watch = new StallWatch(q.queues, 60, () => now);
-  return { q, watch, advance: (sec: number) => (now += sec * 1000) };
+  let written = 9; // lines written to the learner: all read when it said WAITING
+  const watch = new StallWatch(q.queues, { limitSec: 60, now: () => now, linesWritten: () => written });
+  return {
+    q,
+    watch,
+    advance: (sec: number) => (now += sec * 1000),
+    write: () => (written += 1),
+  };
 }
 
 describe('StallWatch', () => {
@@ -60,6 +68,35 @@ describe('StallWatch', () => {
     expect(await watch.check()).toBeUndefined();
     advance(60);
     expect(await watch.check()).toContain('cannot make progress');
+    await q.close();
+  });
+
+  it('a group written to the learner after it said it waits is work it is on, however long its step takes, until it waits again', async () => {
+    const { q, watch, advance, write } = setup();
+    watch.onLearnerLine(WAITING);
+    await watch.check();
+    advance(30);
+    write(); // the bridge hands it the group it waited for: it trains a step that outlasts the limit
+    advance(3600);
+    expect(await watch.check()).toBeUndefined();
+    advance(3600);
+    expect(await watch.check()).toBeUndefined();
+    // idle again, having read that line: the watch starts over
+    watch.onLearnerLine({ ...WAITING, linesRead: 10 });
+    expect(await watch.check()).toBeUndefined();
+    advance(60);
+    expect(await watch.check()).toContain('cannot make progress');
+    await q.close();
+  });
+
+  it('a waiting line said before the learner read what was written to it does not start a watch', async () => {
+    const { q, watch, advance, write } = setup();
+    write(); // written, but not read yet when the learner's idle tick said it waits
+    watch.onLearnerLine(WAITING);
+    advance(3600);
+    expect(await watch.check()).toBeUndefined();
+    advance(3600);
+    expect(await watch.check()).toBeUndefined();
     await q.close();
   });
 
