@@ -32,6 +32,11 @@ CPU_FP32_ATTENTION = True
 SPLIT_SHARED_PREFIX = True
 
 
+def attention_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype packed_causal_attention computes in for inputs like x: fp32 on a CPU, x's own elsewhere."""
+    return torch.float32 if CPU_FP32_ATTENTION and x.device.type == "cpu" else x.dtype
+
+
 def block_causal_mask(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
     """[T, T] bool, True where query i may attend to key j: same sequence and j <= i."""
     pos = torch.arange(total, device=cu_seqlens.device)
@@ -191,14 +196,15 @@ def packed_causal_attention(
     hkv = k.shape[1]
     if backend not in BACKENDS:
         raise ValueError(f"unknown attention backend {backend!r}; one of {', '.join(BACKENDS)}")
-    if CPU_FP32_ATTENTION and q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16):
+    low = (torch.bfloat16, torch.float16)
+    if attention_dtype(q) == torch.float32 and (q.dtype in low or torch.is_autocast_enabled(q.device.type)):
         # PyTorch's CPU attention kernel is slower in bf16 than in fp32 (~1.4x the CPU time at 135M's heads, even
-        # counting the casts): under bf16 autocast on a CPU, attention computes in fp32.
-        with torch.autocast("cpu", enabled=False):
+        # counting the casts): under bf16 autocast on a CPU, attention computes in fp32 (and returns v's dtype).
+        with torch.autocast(q.device.type, enabled=False):
             out = packed_causal_attention(
                 q.float(), k.float(), v.float(), cu_seqlens, max_seqlen, scale, backend, branch, positions
             )
-        return out.to(q.dtype)
+        return out.to(v.dtype)
     if branch is not None:
         if positions is None:
             raise ValueError("packed attention with branches needs the tokens' positions")
