@@ -71,15 +71,20 @@ def make_sequences(
 # Sizes of a step by device (and shape): sequences, their lengths, the reference's padded micro-batch (sequences)
 # and ours' packs (tokens), the log-prob chunk rows.
 GPU_DEFAULTS = dict(
-    steps=3, seqs=64, min_len=512, max_len=4096, micro_batch_tokens=8192, ref_micro_seqs=2, chunk=2048
-)
+    steps=3, seqs=64, min_len=512, max_len=4096, response_frac=0.6, shared_prompts=False, micro_batch_tokens=8192,
+    ref_micro_seqs=2, chunk=2048,
+)  # fmt: skip
 CPU_DEFAULTS = dict(
-    steps=2, seqs=16, min_len=64, max_len=256, micro_batch_tokens=1024, ref_micro_seqs=4, chunk=256
-)
+    steps=2, seqs=16, min_len=64, max_len=256, response_frac=0.6, shared_prompts=False, micro_batch_tokens=1024,
+    ref_micro_seqs=4, chunk=256,
+)  # fmt: skip
 CPU_SHAPE_DEFAULTS = {
-    # Two GRPO groups of 8 of 128-384 tokens (~4k a step, the issue's 2,048-4,096): the reference pads 4
-    # length-sorted sequences a micro-batch (~1.2k slots), ours packs 1,024 tokens.
-    "smollm2-135m": dict(min_len=128, max_len=384),
+    # Two GRPO groups of 8 shaped as examples/smollm2's (a ~300-token prompt with the tool's schema, ~100-140
+    # sampled tokens each, ~6.4k tokens a step), its 2,048-token packs; the reference pads 4 length-sorted sequences
+    # a micro-batch (~1.9k slots).
+    "smollm2-135m": dict(
+        min_len=320, max_len=480, response_frac=0.3, shared_prompts=True, micro_batch_tokens=2048
+    ),
 }
 
 
@@ -145,16 +150,18 @@ def main() -> int:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument(
         "--shared-prompts",
-        action="store_true",
-        help="the sequences of a group share their prompt, as GRPO samples do (ours shares it off CUDA)",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the sequences of a group share their prompt, as GRPO samples do (ours shares it off CUDA); "
+        "default: on for smollm2-135m on a CPU",
     )
     p.add_argument("--min-len", type=int, default=None)
     p.add_argument("--max-len", type=int, default=None)
     p.add_argument(
         "--response-frac",
         type=float,
-        default=0.6,
-        help="sampled share of each sequence (the rest: prompt, tools)",
+        default=None,
+        help="sampled share of each sequence (the rest: prompt, tools); default 0.6, 0.3 for smollm2-135m on a CPU",
     )
     p.add_argument(
         "--micro-batch-tokens", type=int, default=None, help="ours: token budget per packed micro-batch"
@@ -260,7 +267,7 @@ def main() -> int:
         ref = results[0]
         s: dict = {
             "weights": str(weights) if weights else "random",
-            "settings": {k: getattr(settings, k) for k in (*sizes, "threads", "shared_prompts")},
+            "settings": {k: getattr(settings, k) for k in (*sizes, "threads")},
         }
         s["reference"] = (
             _public(ref) if gpu or "error" in ref else {"peak_gb": round(ref.get("peak_gb", 0), 3)}
