@@ -168,6 +168,7 @@ class LearnerSession:
             # these weights go out as the next version, so rollouts follow the learner; versions are never rewritten.
             self._publish(max(latest["version"], self.state.policy_version) + 1)
         self.last_published_step = self.state.step
+        self.no_signal.start_version = self.state.policy_version
         if self.ordered is not None and not self.ordered.versions:
             # the version that samples the first 1 + max_staleness batches
             self.ordered.versions = [self.state.policy_version]
