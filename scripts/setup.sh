@@ -62,6 +62,20 @@ if [ -n "$sandbox_py" ]; then
 else
   echo "setup: no python3 for the code sandbox; set \`python\` in the code_interpreter config" >&2
 fi
+# The agent environment (`rollout.agent` Python functions, shared/agent): the learner's Python in its own venv with
+# the pinned `openai` client and the `openai-agents` framework (shared/agent/python/requirements.lock, hashes
+# required), found by the agent host in .cache/agent-venv; skipped when the lock is unchanged.
+agent_venv=.cache/agent-venv
+agent_lock=shared/agent/python/requirements.lock
+want_agent=$(sha256sum "$agent_lock" | cut -d' ' -f1)
+if [ "$(cat "$agent_venv/.lock.sha256" 2>/dev/null)" != "$want_agent" ]; then
+  echo "setup: installing the agent environment (openai, openai-agents) into $agent_venv ($py)"
+  rm -rf "$agent_venv.tmp"
+  "$venv/bin/uv" venv -q --python "$py" "$agent_venv.tmp"
+  "$venv/bin/uv" pip install -q --python "$agent_venv.tmp/bin/python" --require-hashes -r "$agent_lock"
+  echo "$want_agent" > "$agent_venv.tmp/.lock.sha256"
+  rm -rf "$agent_venv" && mv "$agent_venv.tmp" "$agent_venv"
+fi
 # bubblewrap isolates the built-in code sandbox (namespaces, read-only system, no network). Root
 # installs Debian's package; otherwise it is unpacked into .cache/bwrap (found there by the sandbox).
 if ! command -v bwrap >/dev/null 2>&1 && [ ! -x .cache/bwrap/usr/bin/bwrap ] && command -v apt-get >/dev/null 2>&1; then

@@ -3,7 +3,12 @@
 // as a template) and the embedded runtime both read this, so they cannot drift.
 import { fill, folderOf, templatePattern } from '#shared/templates';
 
-/** The Lambda-style stages (each has a handler in functions/<name>/index.ts). */
+/**
+ * The Lambda-style stages (each has a handler in functions/<name>/index.ts), the one list of them. A stage added
+ * here is named by the compiler everywhere it needs an entry (FUNCTIONS, its queue, FUNCTION_SENDS, its handler in
+ * shared/pipeline/stages/handlers.ts, its embedded context and settings); the dead-letter stages, the local worker's
+ * list and the CDK functions are read from FUNCTIONS.
+ */
 export type FunctionName = 'run-starter' | 'feeder' | 'rollout' | 'tool-call' | 'reward';
 
 export interface FunctionSpec {
@@ -16,6 +21,8 @@ export interface FunctionSpec {
    * Python, the code sandbox and bfcl-eval, run with the function's own command).
    */
   readonly packaging: 'esbuild' | 'container-rollout' | 'container-tool-call';
+  /** Its messages are about one group (a rollout, a tool call, a reward): one it dead-letters is that group's drop. */
+  readonly groupMessages: boolean;
 }
 
 export type QueueName =
@@ -40,14 +47,47 @@ export interface QueueSpec {
   readonly retentionSec: number;
 }
 
-export const FUNCTIONS: Readonly<Record<FunctionName, FunctionSpec>> = {
-  'run-starter': { name: 'run-starter', timeoutSec: 300, memoryMb: 1024, packaging: 'esbuild' },
-  feeder: { name: 'feeder', timeoutSec: 120, memoryMb: 512, packaging: 'esbuild' },
-  rollout: { name: 'rollout', timeoutSec: 900, memoryMb: 6144, packaging: 'container-rollout' },
-  'tool-call': { name: 'tool-call', timeoutSec: 300, memoryMb: 2048, packaging: 'container-tool-call' },
+export const FUNCTIONS = {
+  'run-starter': {
+    name: 'run-starter',
+    timeoutSec: 300,
+    memoryMb: 1024,
+    packaging: 'esbuild',
+    groupMessages: false,
+  },
+  feeder: { name: 'feeder', timeoutSec: 120, memoryMb: 512, packaging: 'esbuild', groupMessages: false },
+  rollout: {
+    name: 'rollout',
+    timeoutSec: 900,
+    memoryMb: 6144,
+    packaging: 'container-rollout',
+    groupMessages: true,
+  },
+  'tool-call': {
+    name: 'tool-call',
+    timeoutSec: 300,
+    memoryMb: 2048,
+    packaging: 'container-tool-call',
+    groupMessages: true,
+  },
   // The `bfcl` reward runs BFCL's checker in Python: the tool-call image has it.
-  reward: { name: 'reward', timeoutSec: 120, memoryMb: 1024, packaging: 'container-tool-call' },
-};
+  reward: {
+    name: 'reward',
+    timeoutSec: 120,
+    memoryMb: 1024,
+    packaging: 'container-tool-call',
+    groupMessages: true,
+  },
+} as const satisfies Readonly<Record<FunctionName, FunctionSpec>>;
+
+/** Every stage, in the pipeline's order. */
+export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
+
+/** The stages whose messages are about one group: where a group's dead letter comes from, besides the learner. */
+export type GroupStage = {
+  [F in FunctionName]: (typeof FUNCTIONS)[F]['groupMessages'] extends true ? F : never;
+}[FunctionName];
+export const GROUP_STAGES = FUNCTION_NAMES.filter((fn) => FUNCTIONS[fn].groupMessages) as GroupStage[];
 
 const DAY = 86_400;
 const queue = (
@@ -129,6 +169,10 @@ export const KEY_TEMPLATES = {
   redriveRequests: 'runs/{runId}/redrive-requests/',
   /** The learner lease: taken (put-if-absent) before the learner job is submitted, so a run has one learner. */
   learnerLease: 'runs/{runId}/learner/lease.json',
+  /** The learner's SFT warm-start progress (LearnerWarmStartSchema), rewritten while it runs. */
+  learnerWarmStart: 'runs/{runId}/learner/warm-start.json',
+  /** One process's counts of the run's messages per queue (QueueTallySchema): `toolrl status` sums them. */
+  queueTally: 'runs/{runId}/queue-tally/{writer}.json',
 } as const;
 
 const K = KEY_TEMPLATES;
@@ -164,6 +208,10 @@ export const keys = {
     fill(K.redrivenRecord, { runId, groupId, stage, messageId: messageId.replace(/[^A-Za-z0-9_-]/g, '_') }),
   redriveRequests: (runId: string) => fill(K.redriveRequests, { runId }),
   learnerLease: (runId: string) => fill(K.learnerLease, { runId }),
+  learnerWarmStart: (runId: string) => fill(K.learnerWarmStart, { runId }),
+  queueTally: (runId: string, writer: string) => fill(K.queueTally, { runId, writer }),
+  /** The folder of the run's queue tallies. */
+  queueTallies: (runId: string) => fill(folderOf(K.queueTally, 'writer'), { runId }),
 } as const;
 
 const KEY_PATTERNS = new Map<string, RegExp>();
@@ -177,7 +225,8 @@ export function parseKey(name: keyof typeof KEY_TEMPLATES, key: string): Record<
 
 /** Which queues each function sends to (besides its own queue's dead-letter queue): what CDK grants and binds. */
 export const FUNCTION_SENDS: Readonly<Record<FunctionName, readonly QueueName[]>> = {
-  'run-starter': [],
+  // Its own queue: the delayed looks at a run's inputs while it waits for them.
+  'run-starter': ['run-events'],
   feeder: ['rollout'],
   rollout: ['tool-calls', 'reward'],
   'tool-call': ['rollout'],
@@ -204,6 +253,9 @@ export const NOTIFICATIONS: readonly { queue: QueueName; prefix: string; suffix:
   // JSON Lines datasets uploaded by hand (toolrl submit converts them to Parquet); the learner's metrics.jsonl
   // notifies too and is ignored. `.json` cannot notify: it would overlap the LATEST.json and state.json rules.
   { queue: 'run-events', prefix: RUNS, suffix: '.jsonl' },
+  // The run's config: the run-starter checks it at once and then looks at the inputs until every dataset it names
+  // is there (a `.json` one included) or they have waited too long (pipeline/stages/input-check.ts).
+  { queue: 'run-events', prefix: RUNS, suffix: inRun(K.config) },
   { queue: 'policy-events', prefix: RUNS, suffix: inRun(K.policyLatest) },
   // Each committed learner step also wakes the feeder, so flow control never waits on the next publish
   // (publish_every > 1) and the run is marked complete as soon as the learner says done.

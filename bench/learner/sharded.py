@@ -1,4 +1,4 @@
-"""bench/learner/sharded.py: the sharded learner (FSDP2 under torchrun, gpu-worker/toolrl_learner/dist) at 1 and at N
+"""bench/learner/sharded.py: the sharded learner (FSDP2 under torchrun, gpu-worker/toolrl_learner/sharded) at 1 and at N
 ranks on the same batch: tokens/s per step, the speed-up N ranks give over one, and MFU on GPUs.
 
     gpu-worker/.venv/bin/python bench/learner/sharded.py --gpus 8 --shape qwen2.5-1.5b          # 8 GPUs, NCCL
@@ -32,10 +32,10 @@ def worker(args) -> None:
     from shapes import PEAK_FLOPS, hf_config, model_flops  # bench/learner/shapes.py
 
     from toolrl_learner.config import LearnerConfig
-    from toolrl_learner.dist.shard import shard_policy
-    from toolrl_learner.dist.world import init_world, shutdown
     from toolrl_learner.model.config import ModelConfig
     from toolrl_learner.model.modeling import CausalLM, init_weights, skip_init
+    from toolrl_learner.sharded.shard import shard_policy
+    from toolrl_learner.sharded.world import init_world, shutdown
     from toolrl_learner.train.policy import Policy
     from toolrl_learner.train.synthetic import group, trajectory
 

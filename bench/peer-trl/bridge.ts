@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { loadRunConfig } from '#shared/pipeline/run-config';
+import { loadRunConfig, resolveRun } from '#shared/config/resolve';
 import { buildReward } from '#shared/rewards/build';
 import { normaliseRewardInput, type RewardInputFile } from '#shared/rewards/input';
 import type { RunConfig } from '#shared/schemas/config/run';
@@ -86,8 +86,10 @@ async function serve(configPath: string): Promise<void> {
   );
   const baseDir = dirname(resolve(configPath));
   const mt = config.rollout.multi_turn;
+  // The run's tools as the stages get them (resolved: toolrl's names, a tools file inlined).
+  const { run } = resolveRun(config, (f) => readFileSync(resolve(baseDir, f), 'utf8'));
   // Truncated in characters: the calculator's outputs are far under the token limit, so no tokenizer is needed.
-  const tools = await buildToolRegistry(config.tools, {
+  const tools = await buildToolRegistry(run.tools, {
     baseDir,
     truncate: { maxLength: mt.max_tool_response_length, side: mt.tool_response_truncate_side },
   });

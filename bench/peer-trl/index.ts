@@ -15,7 +15,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadRunConfig } from '#shared/pipeline/run-config';
+import { loadRunConfig } from '#shared/config/resolve';
 import { type PeerResult, readTrlResult, renderMarkdown } from './report.ts';
 import { findPromptCheck, readToolrlRun } from './toolrl-run.ts';
 import { knownDifferences, trlGrpoKwargs } from './trl-config.ts';

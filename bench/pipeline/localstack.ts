@@ -15,12 +15,7 @@ import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import type { EnvironmentResources } from '#shared/operator/environment';
 import { RunResources } from '#shared/pipeline/run-resources';
-import {
-  createFeederHandler,
-  createRewardHandler,
-  createRolloutHandler,
-  createToolCallHandler,
-} from '#shared/pipeline/stages/handlers';
+import { createStageHandler } from '#shared/pipeline/stages/handlers';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { silentLog } from '#shared/ports/log';
 import type { Queue } from '#shared/ports/queue';
@@ -261,10 +256,10 @@ async function onLocalStack(client: AwsClientOptions, mode: LocalStackMode): Pro
   const runtime = new LocalRuntime({
     queues: consumed,
     handlers: {
-      feeder: createFeederHandler({ ...context('feeder'), resources }),
-      rollout: createRolloutHandler({ ...context('rollout'), resources, policies }),
-      'tool-call': createToolCallHandler({ ...context('tool-call'), resources }),
-      reward: createRewardHandler({ ...context('reward'), resources }),
+      feeder: createStageHandler('feeder', { ...context('feeder'), resources }),
+      rollout: createStageHandler('rollout', { ...context('rollout'), resources, policies }),
+      'tool-call': createStageHandler('tool-call', { ...context('tool-call'), resources }),
+      reward: createStageHandler('reward', { ...context('reward'), resources }),
     },
     settings: mode === 'embedded-settings' ? EMBEDDED_SETTINGS : OVERLAPPED,
     waitTimeSec: 1,

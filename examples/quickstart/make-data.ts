@@ -20,9 +20,9 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseRunConfig } from '#shared/config/resolve';
 import { writeDataset } from '#shared/data/dataset';
 import { writeParquetFile } from '#shared/data/parquet';
-import { parseRunConfig } from '#shared/pipeline/run-config';
 import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
 import { arithmeticDraws } from './arithmetic.ts';

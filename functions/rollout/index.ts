@@ -1,13 +1,24 @@
 // Lambda entry of the rollout stage: policies are loaded into /tmp once per container and re-read when
 // LATEST.json moves.
+import { z } from 'zod';
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
+import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { BlobPolicyProvider } from '#shared/pipeline/policies';
 import { RunResources } from '#shared/pipeline/run-resources';
-import { createRolloutHandler } from '#shared/pipeline/stages/handlers';
+import { createStageHandler } from '#shared/pipeline/stages/handlers';
 
 const ctx = awsStageContext('rollout');
-export const handler = createRolloutHandler({
+const threads = z.coerce
+  .number()
+  .int()
+  .positive()
+  .optional()
+  .parse(process.env[FUNCTION_ENV.ortThreads] || undefined);
+export const handler = createStageHandler('rollout', {
   ...ctx,
   resources: new RunResources(ctx.blobs, { scratchDir: ctx.scratchDir }),
-  policies: new BlobPolicyProvider(ctx.blobs, { scratchDir: ctx.scratchDir }),
+  policies: new BlobPolicyProvider(ctx.blobs, {
+    scratchDir: ctx.scratchDir,
+    ...(threads ? { threads } : {}),
+  }),
 });

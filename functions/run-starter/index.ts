@@ -1,5 +1,5 @@
 // Lambda entry of the run-starter (environment parsed once, at cold start).
 import { awsRunStarterContext } from '#shared/adapters/aws/stage-context';
-import { createRunStarterHandler } from '#shared/pipeline/stages/handlers';
+import { createStageHandler } from '#shared/pipeline/stages/handlers';
 
-export const handler = createRunStarterHandler(awsRunStarterContext());
+export const handler = createStageHandler('run-starter', awsRunStarterContext());

@@ -4,11 +4,11 @@ import { awsStageContext } from '#shared/adapters/aws/stage-context';
 import { loadToolSecrets } from '#shared/adapters/aws/tool-secrets';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { RunResources } from '#shared/pipeline/run-resources';
-import { createToolCallHandler } from '#shared/pipeline/stages/handlers';
+import { createStageHandler } from '#shared/pipeline/stages/handlers';
 
 await loadToolSecrets(process.env[FUNCTION_ENV.toolSecretsId]);
 const ctx = awsStageContext('tool-call');
-export const handler = createToolCallHandler({
+export const handler = createStageHandler('tool-call', {
   ...ctx,
   resources: new RunResources(ctx.blobs, { scratchDir: ctx.scratchDir }),
 });

@@ -21,9 +21,9 @@ import torch
 from hang import HANG_S
 
 from toolrl_learner.config import LearnerConfig
-from toolrl_learner.dist.comm import assign_sequences, plan_rank_micro_batches
-from toolrl_learner.dist.launch import torchrun_args
 from toolrl_learner.model.tiny import TinySpec, build_tiny
+from toolrl_learner.sharded.comm import assign_sequences, plan_rank_micro_batches
+from toolrl_learner.sharded.launch import torchrun_args
 from toolrl_learner.storage import FolderBlobStore
 from toolrl_learner.train.checkpoint import complete_steps, load_latest_checkpoint
 from toolrl_learner.train.policy import Policy

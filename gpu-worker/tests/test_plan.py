@@ -40,6 +40,25 @@ def test_parameter_counts_are_the_models_on_cpu(name):
     assert parameter_counts(shape)["total"] == _count(model)
 
 
+@pytest.mark.parametrize(
+    "spec", [TinySpec(), TinySpec(num_kv_heads=4), TinySpec(arch="llama"), TinySpec(arch="qwen3")]
+)
+def test_the_planners_tiny_shape_is_the_built_models_on_cpu(tmp_path, spec):
+    # One definition of the shape (model/tiny.py spec_shape): a tiny llama is untied, as built.
+    from toolrl_learner.model.tiny import spec_shape
+
+    built = ModelConfig.from_file(build_tiny(tmp_path / "m", spec))
+    assert spec_shape(spec) == built
+    assert built.tie_word_embeddings == (spec.arch != "llama")
+
+
+def test_model_path_tiny_variants_plan_as_built_on_cpu(tmp_path):
+    from toolrl_learner.train.policy import resolve_model_dir
+
+    for path in ("tiny", "tiny:mha"):
+        assert model_shape(path) == ModelConfig.from_file(resolve_model_dir(path, tmp_path))
+
+
 def test_lora_parameters_are_what_peft_trains_on_cpu(tmp_path):
     tiny = build_tiny(tmp_path / "tiny", TinySpec(hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1))
     cfg = LearnerConfig(

@@ -176,6 +176,15 @@ def test_sft_warm_start_runs_once_before_v0_on_cpu(tiny_dir, tmp_path):
     for e in events[:2]:
         validate("learner-stdio-out", e)
     assert s.state.sft_done and store.exists("runs/r/checkpoints/step-0/COMPLETE.json")
+    # its progress is in the bucket for `toolrl status` (the first step, then the last one, marked done)
+    warm = json.loads(store.get_bytes("runs/r/learner/warm-start.json"))
+    validate("learner-warm-start", warm)
+    assert {k: warm[k] for k in ("stage", "step", "steps", "done")} == {
+        "stage": None,
+        "step": 2,
+        "steps": 2,
+        "done": True,
+    }
     # a restart resumes from the step-0 checkpoint and publishes nothing new
     events2 = []
     s2 = LearnerSession(store, "r", emit=events2.append, device="cpu")

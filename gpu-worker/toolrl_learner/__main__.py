@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "plan": ("toolrl_learner.plan.cli", "whether a run config's learner fits its GPUs (memory plan)"),
     "launch": (
-        "toolrl_learner.dist.launch",
+        "toolrl_learner.sharded.launch",
         "run stdio or sqs as N processes under torchrun (FSDP2 sharded learner)",
     ),
 }

@@ -75,7 +75,7 @@ class LearnerConfig:
         have arrived, and record the version after each batch so the feeder pins batch t's rollouts to the
         version after t - max_staleness batches (train/ordered.py): the same config and seed give the same run.
     num_gpus (1): learner processes (GPUs) of an embedded run: above 1 the learner runs under torchrun as an
-        FSDP2 data-parallel job (dist/); on AWS the environment's `learner.gpus` (x nodes) decides.
+        FSDP2 data-parallel job (sharded/); on AWS the environment's `learner.gpus` (x nodes) decides.
     cpu_offload (False): sharded learner only: parameters, gradients and AdamW state in host memory, the
         optimizer step on the CPU (FSDP2 CPUOffloadPolicy); more host memory and time for less GPU memory.
     sft_data, sft_steps (100), sft_lr (1e-4), sft_batch_size (16): `trainer.sft`, an SFT warm start on
@@ -206,6 +206,8 @@ class LearnerConfig:
     temperature: float = 1.0
     max_total_response_length: int = 1024
     tensorboard: bool = True
+    # `logging.progress_interval_s`: how often the warm start's progress is written to learner/warm-start.json.
+    progress_interval_s: float = 2.0
     wandb_project: str | None = None
     wandb_entity: str | None = None
 
@@ -318,15 +320,42 @@ class LearnerConfig:
                 if "target_modules" in clora:
                     kw["critic_lora_target_modules"] = tuple(clora["target_modules"])
         kw["tensorboard"] = logging.get("tensorboard", True)
+        if "progress_interval_s" in logging:
+            kw["progress_interval_s"] = float(logging["progress_interval_s"])
         if logging.get("wandb"):
             kw.update(wandb_project=logging["wandb"]["project"], wandb_entity=logging["wandb"].get("entity"))
         return cls(**kw)
 
-    def stage_configs(self, run_config: dict[str, Any]) -> dict[str, LearnerConfig]:
-        """The config of every curriculum stage (model fields never change between stages)."""
+    def stage_configs(
+        self, run_config: dict[str, Any], resolved: dict[str, Any] | None = None
+    ) -> dict[str, LearnerConfig]:
+        """The config of every curriculum stage, in the order of `stages`. `resolved` is run.json's: each stage's
+        complete config as the run-starter merged it (shared/config/merge.ts), the one the stage's rollouts ran
+        with, so its `rollout.temperature` and `max_total_response_length` are the stage's. Without it (a config
+        handed to the learner, a run.json from before `resolved`) only `algorithm` and `trainer` overrides are
+        read, and a stage that overrides another field the learner reads is refused rather than trained at the
+        run's values."""
         out = {}
+        merged = (resolved or {}).get("stages") or {}
         for s in run_config.get("stages") or []:
-            out[s["name"]] = LearnerConfig.from_run_config(run_config, stage=s["name"])
+            name = s["name"]
+            if name in merged:
+                out[name] = LearnerConfig.from_run_config(merged[name])
+                continue
+            over = s.get("overrides") or {}
+            rollout = over.get("rollout") or {}
+            read = [k for k in ("model", "critic", "logging") if k in over]
+            read += ["rollout.temperature"] if "temperature" in rollout else []
+            mt = rollout.get("multi_turn") or {}
+            read += (
+                ["rollout.multi_turn.max_total_response_length"] if "max_total_response_length" in mt else []
+            )
+            if read:
+                raise ValueError(
+                    f"stage {name!r} overrides {', '.join(read)}: the learner reads such a stage's config from "
+                    "run.json's `resolved` (written by toolrl's run-starter), and this run has none for it"
+                )
+            out[name] = LearnerConfig.from_run_config(run_config, stage=name)
         return out
 
     @staticmethod

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-FinishReason = Literal["eos", "max_turns", "max_tool_calls", "max_total_response_length", "length", "error"]
+FinishReason = Literal[
+    "eos", "max_turns", "max_tool_calls", "max_total_response_length", "length", "error", "timeout"
+]
 
 
 class Turn(TypedDict):
@@ -24,6 +26,25 @@ class Turn(TypedDict):
     stop: Literal["eos", "tool_call", "length"]
     tokenStart: int
     tokenEnd: int
+
+
+class TokenSequence(TypedDict):
+    """The token-level fields every trained sequence has (a trajectory, or one of its segments)."""
+
+    tokenIds: list[int]
+    promptLength: int
+    lossMask: list[int]
+    behaviorLogprobs: list[float]
+    policyVersions: list[int]
+
+
+class Segment(TokenSequence):
+    """An agent episode's earlier token sequence (its agent rewrote its history): trained with the episode's
+    advantage; its turns are the trajectory's turns[turnStart:turnEnd]."""
+
+    turnStart: int
+    turnEnd: int
+    reason: str
 
 
 class Trajectory(TypedDict):
@@ -41,6 +62,7 @@ class Trajectory(TypedDict):
     reward: float
     rewardComponents: dict[str, float]
     rewardErrors: NotRequired[list[Any]]
+    segments: NotRequired[list[Segment]]
 
 
 class ScoredGroup(TypedDict):

@@ -1,14 +1,13 @@
-// The client of the BFCL environment process: spawns `python -m toolrl_bfcl serve`, sends JSON-lines requests and
-// matches answers by id. A process that dies or stops answering is killed and started again on the next
-// request: nothing is lost, because every state is rebuilt from the calls the request carries.
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+// The client of the BFCL environment process (`python -m toolrl_bfcl serve`) over the JSON-lines RPC
+// (shared/pyhost/rpc.ts). A process that dies or stops answering is killed and started again on the next request:
+// nothing is lost, because every state is rebuilt from the calls the request carries.
 import { delimiter } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { z } from 'zod';
+import { PYHOST_PACKAGE_DIR } from '#shared/pyhost/host';
+import { RpcProcess } from '#shared/pyhost/rpc';
 import { processEnvForTool } from '#shared/tools/secrets';
 import { BFCL_PACKAGE_DIR, bfclPython } from './env.ts';
 import {
-  AnswerSchema,
   type BfclCall,
   type BfclEntry,
   ExecuteResultSchema,
@@ -44,153 +43,40 @@ export class BfclEnvError extends Error {
   }
 }
 
-interface Pending {
-  resolve: (v: unknown) => void;
-  reject: (e: Error) => void;
-  timer: NodeJS.Timeout;
-}
-
-const STDERR_TAIL = 4000;
-
-class Worker {
-  private proc: ChildProcessWithoutNullStreams | null = null;
-  private readonly pending = new Map<number, Pending>();
-  private nextId = 1;
-  private stderr = '';
-
-  constructor(
-    private readonly python: string,
-    private readonly cacheStates: number,
-    private readonly timeoutMs: number,
-  ) {}
-
-  private start(): ChildProcessWithoutNullStreams {
-    // the process runs the model's calls against BFCL's classes: it gets no AWS credentials or tool secrets
-    const env = {
+/** One `python -m toolrl_bfcl serve` process, started again on the next request when it dies or hangs. */
+function bfclProcess(python: string, cacheStates: number): RpcProcess {
+  return new RpcProcess({
+    label: 'the BFCL environment process',
+    python,
+    args: ['-m', 'toolrl_bfcl', 'serve', '--cache-states', String(cacheStates)],
+    // The process runs the model's calls against BFCL's classes: it gets no AWS credentials or tool secrets. Its
+    // server is the Python host's JSON-lines loop (toolrl_pyhost.rpc).
+    env: {
       ...processEnvForTool(),
-      PYTHONPATH: [BFCL_PACKAGE_DIR, process.env.PYTHONPATH].filter(Boolean).join(delimiter),
+      PYTHONPATH: [BFCL_PACKAGE_DIR, PYHOST_PACKAGE_DIR, process.env.PYTHONPATH]
+        .filter(Boolean)
+        .join(delimiter),
       PYTHONUNBUFFERED: '1',
-    };
-    const proc = spawn(
-      this.python,
-      ['-m', 'toolrl_bfcl', 'serve', '--cache-states', String(this.cacheStates)],
-      {
-        env,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      },
-    );
-    this.stderr = '';
-    proc.stderr.setEncoding('utf8');
-    proc.stderr.on('data', (chunk: string) => {
-      this.stderr = (this.stderr + chunk).slice(-STDERR_TAIL);
-    });
-    createInterface({ input: proc.stdout }).on('line', (line) => this.onLine(line));
-    const gone = (why: string) => {
-      if (this.proc !== proc) return;
-      this.proc = null;
-      this.failAll(`the BFCL environment process ${why}${this.stderr ? `: ${this.stderr.trim()}` : ''}`);
-    };
-    proc.on('error', (err) => gone(`could not start (${this.python}): ${err.message}`));
-    proc.on('exit', (code, signal) => gone(`exited (${signal ?? `code ${code}`})`));
-    proc.stdin.on('error', () => {}); // a dead process is reported by 'exit'
-    this.proc = proc;
-    this.idle(true);
-    return proc;
-  }
-
-  /** The process keeps Node alive only while a request waits on it. */
-  private idle(idle: boolean): void {
-    const p = this.proc;
-    if (!p) return;
-    for (const h of [p, p.stdout, p.stderr, p.stdin] as { ref?: () => void; unref?: () => void }[])
-      idle ? h.unref?.() : h.ref?.();
-  }
-
-  private onLine(line: string): void {
-    let answer: z.infer<typeof AnswerSchema>;
-    try {
-      answer = AnswerSchema.parse(JSON.parse(line));
-    } catch (err) {
-      this.kill(
-        `answered with a line that is not a protocol answer (${(err as Error).message}): ${line.slice(0, 200)}`,
-      );
-      return;
-    }
-    const p = answer.id === null ? undefined : this.pending.get(answer.id);
-    if (!p) return;
-    this.settle(answer.id!);
-    if (answer.ok) p.resolve(answer.result);
-    else p.reject(new BfclEnvError(answer.error.type, answer.error.message));
-  }
-
-  private settle(id: number): void {
-    const p = this.pending.get(id);
-    if (!p) return;
-    clearTimeout(p.timer);
-    this.pending.delete(id);
-    if (this.pending.size === 0) this.idle(true);
-  }
-
-  private failAll(message: string): void {
-    for (const [id, p] of [...this.pending]) {
-      this.settle(id);
-      p.reject(new BfclEnvError('process', message));
-    }
-  }
-
-  private kill(why: string): void {
-    const proc = this.proc;
-    this.proc = null;
-    this.failAll(`the BFCL environment process ${why}`);
-    proc?.kill('SIGKILL');
-  }
-
-  request(method: string, params: Record<string, unknown>): Promise<unknown> {
-    const proc = this.proc ?? this.start();
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => this.kill(`did not answer ${method} within ${this.timeoutMs / 1000}s and was restarted`),
-        this.timeoutMs,
-      );
-      if (this.pending.size === 0) this.idle(false);
-      this.pending.set(id, { resolve, reject, timer });
-      proc.stdin.write(`${JSON.stringify({ id, method, params })}\n`);
-    });
-  }
-
-  async close(): Promise<void> {
-    const proc = this.proc;
-    if (!proc) return;
-    this.proc = null;
-    this.failAll('was closed');
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    proc.ref(); // keep Node alive until the process has gone
-    await new Promise<void>((resolve) => {
-      const kill = setTimeout(() => proc.kill('SIGKILL'), 2000);
-      proc.once('exit', () => {
-        clearTimeout(kill);
-        resolve();
-      });
-      proc.stdin.end(); // EOF: the server returns
-    });
-  }
+    },
+    closeGraceMs: 2000,
+    error: (type, message) =>
+      new BfclEnvError(type === 'bad_request' || type === 'internal' ? type : 'process', message),
+  });
 }
 
 /** BFCL's environments and checker, in one or more Python processes. */
 export class BfclEnv {
-  private readonly workers: Worker[];
+  private readonly workers: RpcProcess[];
+  private readonly deadlineMs: number;
 
   constructor(readonly options: BfclEnvOptions = {}) {
     const n = Math.max(1, options.processes ?? 1);
     const python = bfclPython(options.python);
-    this.workers = Array.from(
-      { length: n },
-      () => new Worker(python, options.cacheStates ?? 256, options.requestTimeoutMs ?? 120_000),
-    );
+    this.workers = Array.from({ length: n }, () => bfclProcess(python, options.cacheStates ?? 256));
+    this.deadlineMs = options.requestTimeoutMs ?? 120_000;
   }
 
-  private worker(entryId: string): Worker {
+  private worker(entryId: string): RpcProcess {
     let h = 0;
     for (let i = 0; i < entryId.length; i++) h = (h * 31 + entryId.charCodeAt(i)) >>> 0;
     return this.workers[h % this.workers.length]!;
@@ -202,7 +88,7 @@ export class BfclEnv {
     params: Record<string, unknown>,
     entryId = '',
   ): Promise<z.infer<S>> {
-    const raw = await this.worker(entryId).request(method, params);
+    const raw = await this.worker(entryId).call(method, params, { deadlineMs: this.deadlineMs });
     const r = schema.safeParse(raw);
     if (!r.success) throw new BfclEnvError('internal', `${method}: unexpected answer: ${r.error.message}`);
     return r.data;
@@ -256,7 +142,9 @@ export class BfclEnv {
 
   /** Summed over processes. */
   async stats(): Promise<Stats> {
-    const all = await Promise.all(this.workers.map((w) => w.request('stats', {})));
+    const all = await Promise.all(
+      this.workers.map((w) => w.call('stats', {}, { deadlineMs: this.deadlineMs })),
+    );
     const total: Stats = { replays: 0, continued: 0, replayedCalls: 0, calls: 0, live: 0 };
     for (const s of all.map((a) => StatsSchema.parse(a)))
       for (const k of Object.keys(total) as (keyof Stats)[]) total[k] += s[k];

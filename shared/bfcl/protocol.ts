@@ -1,5 +1,5 @@
-// The JSON-lines protocol of the BFCL environment process (python/toolrl_bfcl/server.py): one request per line,
-// one answer per line. These schemas check every answer before it is used.
+// The methods of the BFCL environment process (python/toolrl_bfcl/server.py) over the JSON-lines RPC
+// (shared/pyhost/rpc.ts); its errors are `bad_request` and `internal`. These schemas check every result before use.
 import { z } from 'zod';
 
 /**
@@ -19,15 +19,6 @@ export interface BfclCall {
   name: string;
   arguments: unknown;
 }
-
-export const AnswerSchema = z.discriminatedUnion('ok', [
-  z.object({ id: z.number().nullable(), ok: z.literal(true), result: z.unknown() }),
-  z.object({
-    id: z.number().nullable(),
-    ok: z.literal(false),
-    error: z.object({ type: z.enum(['bad_request', 'internal']), message: z.string() }),
-  }),
-]);
 
 export const HelloSchema = z.object({
   bfclEval: z.string(),

@@ -8,9 +8,11 @@ import {
   LearnerInputLineSchema,
   LearnerOutputLineSchema,
   LearnerStateSchema,
+  LearnerWarmStartSchema,
 } from '#shared/schemas/learner-stdio';
 import { ID_TEMPLATES } from '#shared/schemas/messages/group-ref';
 import { BundleManifestSchema, PolicyPointerSchema } from '#shared/schemas/policy';
+import { QueueTallySchema } from '#shared/schemas/queue-tally';
 import { RunStatusSchema } from '#shared/schemas/run-status';
 import { ScoredGroupMessageSchema, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { KEY_TEMPLATES } from '#shared/topology';
@@ -24,6 +26,8 @@ export const EXPORTED: Record<string, z.ZodType> = {
   'learner-stdio-in': LearnerInputLineSchema,
   'learner-stdio-out': LearnerOutputLineSchema,
   'learner-state': LearnerStateSchema,
+  'learner-warm-start': LearnerWarmStartSchema,
+  'queue-tally': QueueTallySchema,
   'run-status': RunStatusSchema,
   'dead-letter-record': DeadLetterRecordSchema,
 };

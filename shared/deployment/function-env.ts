@@ -23,4 +23,9 @@ export const FUNCTION_ENV = {
   learnerJobDefinition: 'TOOLRL_LEARNER_JOB_DEFINITION',
   /** The deployment's environment name (dev, prod). */
   environment: 'TOOLRL_ENV',
+  /**
+   * Optional, rollout only: ONNX Runtime threads of the decoder (unset: the function's cores). The LocalStack worker
+   * sets what an embedded run uses (half the cores), since its learner shares the machine as an embedded one does.
+   */
+  ortThreads: 'TOOLRL_ORT_THREADS',
 } as const;

@@ -10,14 +10,14 @@ import { parseArgs } from 'node:util';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { type AwsClientOptions, sqsClient } from '#shared/adapters/aws/clients';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
-import { awsStageContext } from '#shared/adapters/aws/stage-context';
+import { awsStageContext, flushQueueTallies } from '#shared/adapters/aws/stage-context';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
-import { createRunStarterHandler } from '#shared/pipeline/stages/handlers';
+import { createStageHandler } from '#shared/pipeline/stages/handlers';
 import type { Queue } from '#shared/ports/queue';
-import { EMBEDDED_SETTINGS, learnerPython } from '#shared/runtime/embedded';
+import { EMBEDDED_SETTINGS, embeddedOrtThreads, learnerPython } from '#shared/runtime/embedded';
 import type { SqsHandler } from '#shared/runtime/event-source-mapping';
 import { type FunctionSettings, LocalRuntime } from '#shared/runtime/local-runtime';
-import { FUNCTIONS, type FunctionName, QUEUES, type QueueName } from '#shared/topology';
+import { FUNCTION_NAMES, type FunctionName, QUEUES, type QueueName } from '#shared/topology';
 import {
   awsSetupError,
   clientOptions,
@@ -39,6 +39,19 @@ export interface LocalWorkerOptions {
   readonly emit: (event: Record<string, unknown>) => void;
 }
 
+/**
+ * The stages' concurrency in the worker: an embedded run's (256 rollouts at once, so they share the policy's decode
+ * steps), but more tool-call and reward batches at once. In-process those stages spend their time computing, and
+ * more of them would only contend for the cores; here each record also waits on S3 and SQS requests (hundreds of
+ * milliseconds each on a busy machine), and more batches in flight hide that wait. The tools' own pools still bound
+ * their CPU (the calculator's `num_workers`).
+ */
+export const LOCAL_WORKER_SETTINGS: Partial<Record<FunctionName, FunctionSettings>> = {
+  ...EMBEDDED_SETTINGS,
+  'tool-call': { ...EMBEDDED_SETTINGS['tool-call'], maxConcurrency: 16 },
+  reward: { ...EMBEDDED_SETTINGS.reward, maxConcurrency: 8 },
+};
+
 /** The variables a deployed function gets from the CDK bind helpers, for every stage at once. */
 export function functionEnvironment(r: EnvironmentResources): Record<string, string> {
   const env: Record<string, string> = {
@@ -57,6 +70,8 @@ export function functionEnvironment(r: EnvironmentResources): Record<string, str
 
 export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop(): Promise<void> }> {
   Object.assign(process.env, functionEnvironment(o.resources));
+  // The learner shares this machine, as in an embedded run: the rollout decoder gets the embedded run's threads.
+  process.env[FUNCTION_ENV.ortThreads] ??= String(embeddedOrtThreads());
   const learnerJobs = new LocalLearnerJobs({
     resources: o.resources,
     python: learnerPython(),
@@ -66,10 +81,10 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
     onEvent: (e) => o.emit({ worker: e.type, ...e }),
   });
   const handlers: Partial<Record<FunctionName, SqsHandler>> = {
-    'run-starter': createRunStarterHandler({ ...awsStageContext('run-starter'), learnerJobs }),
+    'run-starter': createStageHandler('run-starter', { ...awsStageContext('run-starter'), learnerJobs }),
   };
   // The other stages are their Lambda entries, unchanged.
-  for (const fn of ['feeder', 'rollout', 'tool-call', 'reward'] as const)
+  for (const fn of FUNCTION_NAMES.filter((f) => f !== 'run-starter'))
     handlers[fn] = ((await import(`../../functions/${fn}/index.ts`)) as { handler: SqsHandler }).handler;
 
   const sqs = sqsClient(o.client);
@@ -87,15 +102,20 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
   const runtime = new LocalRuntime({
     queues,
     handlers,
-    settings: { ...EMBEDDED_SETTINGS, ...o.settings },
-    waitTimeSec: 1,
+    settings: { ...LOCAL_WORKER_SETTINGS, ...o.settings },
+    // Long polls of 5 s: an idle queue costs a request per poller every 5 s, and a stop waits at most that long for
+    // the polls in flight to end by themselves (a poll cut short may have been handed a message, which SQS would
+    // then hide for its whole visibility timeout).
+    waitTimeSec: 5,
+    abortPollsOnStop: false,
     onInvoke: (r) => o.emit({ worker: 'invoke', ...r }),
   });
   runtime.start();
-  o.emit({ worker: 'ready', pid: process.pid, functions: Object.keys(FUNCTIONS) });
+  o.emit({ worker: 'ready', pid: process.pid, functions: FUNCTION_NAMES });
   return {
     async stop() {
       await runtime.stop();
+      await flushQueueTallies();
       await learnerJobs.stop();
     },
   };

@@ -14,8 +14,9 @@ import {
 import type { BlobStore } from '#shared/ports/blob-store';
 import { LearnerStateSchema } from '#shared/schemas/learner-stdio';
 import { RunStatusSchema } from '#shared/schemas/run-status';
-import { keys, QUEUES, type QueueName } from '#shared/topology';
+import { consumedQueue, type FunctionName, keys, QUEUES, type QueueName } from '#shared/topology';
 import type { EnvironmentResources } from './environment.ts';
+import { formatWarmStart, type RunProgress, readRunProgress, readRunQueueCounts } from './run-progress.ts';
 
 export interface QueueReport {
   readonly visible: number;
@@ -48,10 +49,31 @@ export interface RunReport {
   readonly redriven: number;
   /** An embedded run's folder (else null: the run is in `bucket`). */
   readonly runDir: string | null;
+  /** The warm start, and the steps and groups planned under max_steps (run-progress.ts). */
+  readonly progress: RunProgress;
+  /**
+   * This run's messages in each queue, from the stages' and the learner's tallies (null per queue fed by S3
+   * notifications; null altogether for an embedded run, whose `queues` are its own, or before anything was counted).
+   */
+  readonly runQueues: Readonly<Record<QueueName, number | null>> | null;
 }
 
 export class RunNotFoundError extends Error {
   override name = 'RunNotFoundError';
+}
+
+/** The run's config (and maybe datasets) are in the bucket, but the run-starter has not created run.json yet. */
+export class RunNotStartedError extends RunNotFoundError {
+  override name = 'RunNotStartedError';
+  constructor(
+    message: string,
+    /** When config.yaml was uploaded. */
+    readonly configAt: Date,
+    /** The files under input/, by bare name. */
+    readonly inputs: readonly string[],
+  ) {
+    super(message);
+  }
 }
 
 export async function queueDepths(
@@ -78,16 +100,28 @@ export async function runReport(
   client: AwsClientOptions,
 ): Promise<RunReport> {
   const blobs = new S3BlobStore(s3Client(client), r.bucket);
-  return reportOf(
-    blobs,
-    runId,
-    queueDepths(r, client),
-    { env: r.env, bucket: r.bucket, runDir: null },
-    async () =>
-      (await blobs.head(keys.config(runId)))
-        ? `run ${runId} has its config in s3://${r.bucket} but no run.json yet: its dataset upload has not been handled (is the pipeline deployed and running?)`
-        : `no run ${runId} in s3://${r.bucket} (environment ${r.env})`,
-  );
+  const [report, runQueues] = await Promise.all([
+    reportOf(
+      blobs,
+      runId,
+      queueDepths(r, client),
+      { env: r.env, bucket: r.bucket, runDir: null },
+      async () => {
+        const config = await blobs.head(keys.config(runId));
+        if (!config) return `no run ${runId} in s3://${r.bucket} (environment ${r.env})`;
+        const prefix = keys.inputPrefix(runId);
+        const inputs = (await blobs.listKeys(prefix)).map((k) => k.slice(prefix.length));
+        throw new RunNotStartedError(
+          `run ${runId} has its config in s3://${r.bucket} but no run.json yet: its upload has not been handled ` +
+            `(uploaded under input/: ${inputs.join(', ')}; is the pipeline deployed and running?)`,
+          config.lastModified,
+          inputs,
+        );
+      },
+    ),
+    readRunQueueCounts(blobs, runId),
+  ]);
+  return { ...report, runQueues };
 }
 
 /** The report of a run in `blobs`, wherever its queues are; `notFound` says why there is no run.json. */
@@ -108,6 +142,7 @@ export async function reportOf(
   if (!run) throw new RunNotFoundError(await notFound());
   const s = run.value;
   const l = learner?.value;
+  const progress = await readRunProgress(blobs, s);
   return {
     runId,
     ...where,
@@ -126,6 +161,8 @@ export async function reportOf(
     queues,
     deadLetters: summariseDeadLetters(deadLetters),
     redriven: redriven.length,
+    progress,
+    runQueues: null,
   };
 }
 
@@ -137,20 +174,9 @@ export function formatRunReport(r: RunReport): string {
   const lines = [
     `run       ${r.runId}  (${embedded ? `embedded, ${r.runDir}` : `environment ${r.env}, s3://${r.bucket}/${keys.runPrefix(r.runId)}`})`,
     `status    ${r.status}${r.reason ? `: ${r.reason}` : ''}  (created ${r.createdAt}, updated ${r.updatedAt})`,
-    `learner   step ${fmt(r.step)}  policy v${fmt(r.policyVersion)}  reward ${fmt(r.rewardMean, 3)}  ` +
-      `groups ${fmt(r.groupsConsumed)}/${fmt(r.groupsPlanned)} trained, ${fmt(r.groupsDropped)} dropped` +
-      (r.learnerJobId ? `  (job ${r.learnerJobId})` : ''),
-    embedded
-      ? "queues    name            messages  dead-letters   (the run's own queues, from their journals)"
-      : 'queues    name            visible  in-flight  delayed  dead-letters',
+    ...formatLearnerLines(r),
+    ...(embedded ? formatEmbeddedQueues(r) : formatQueues(r)),
   ];
-  for (const [name, q] of Object.entries(r.queues))
-    lines.push(
-      embedded
-        ? `          ${name.padEnd(14)}  ${String(q.visible).padStart(8)}  ${String(q.deadLetters).padStart(12)}`
-        : `          ${name.padEnd(14)}  ${String(q.visible).padStart(7)}  ${String(q.inFlight).padStart(9)}  ` +
-            `${String(q.delayed).padStart(7)}  ${String(q.deadLetters).padStart(12)}`,
-    );
   const { train, val } = r.deadLetters.groups;
   const redriven = r.redriven ? ` (${r.redriven} sent back by toolrl redrive before)` : '';
   if (train + val === 0) lines.push(`dead      none for this run${redriven}`);
@@ -164,4 +190,71 @@ export function formatRunReport(r: RunReport): string {
     for (const l of describeDeadLetters(r.deadLetters)) lines.push(`          ${l}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The learner's line: step, version, reward and groups trained of those planned under max_steps; while the warm start
+ * runs (no step yet, or a curriculum stage's), its progress instead of the empty counters, or after them.
+ */
+export function formatLearnerLines(r: RunReport): string[] {
+  const p = r.progress;
+  const warm = p.warmStart && !p.warmStart.done ? formatWarmStart(p.warmStart) : null;
+  const job = r.learnerJobId ? `  (job ${r.learnerJobId})` : '';
+  if (warm && r.step === null) return [`learner   ${warm}, then ${fmt(p.stepsPlanned)} steps of RL${job}`];
+  // Submitted, and neither warm-starting nor stepping yet (loading the model, or waiting for its machine).
+  if (r.step === null && r.status === 'running' && !p.warmStart)
+    return [`learner   starting, then ${fmt(p.stepsPlanned)} steps of RL${job}`];
+  const steps = p.stepsPlanned !== null ? `/${p.stepsPlanned}` : '';
+  const cap =
+    p.maxSteps !== null && p.groupsToTrain !== null && p.groupsToTrain !== r.groupsPlanned
+      ? ` (max_steps ${p.maxSteps}; ${fmt(r.groupsPlanned)} planned)`
+      : '';
+  return [
+    `learner   step ${fmt(r.step)}${steps}  policy v${fmt(r.policyVersion)}  reward ${fmt(r.rewardMean, 3)}  ` +
+      `groups ${fmt(r.groupsConsumed)}/${fmt(p.groupsToTrain)} trained, ${fmt(r.groupsDropped)} dropped${cap}${job}`,
+    ...(warm ? [`          ${warm}`] : []),
+  ];
+}
+
+/** The queue table of a run in an environment: its own messages, the environment's, and its dead letters. */
+export function formatQueues(r: RunReport): string[] {
+  const lines = [
+    'queues    name            this run  all runs: visible  in-flight  delayed  dead-letters (this run)',
+  ];
+  const deadByQueue = runDeadLettersByQueue(r.deadLetters);
+  for (const [name, q] of Object.entries(r.queues) as [QueueName, QueueReport][]) {
+    const own = r.runQueues?.[name];
+    lines.push(
+      `          ${name.padEnd(14)}  ${(own === undefined || own === null ? '-' : String(own)).padStart(8)}  ` +
+        `${String(q.visible).padStart(17)}  ${String(q.inFlight).padStart(9)}  ${String(q.delayed).padStart(7)}  ` +
+        `${String(deadByQueue[name] ?? 0).padStart(23)}`,
+    );
+  }
+  lines.push(
+    r.runQueues
+      ? "          (this run: messages its stages and learner counted sent and not yet handled; '-': fed by S3 notifications)"
+      : '          (this run: nothing counted yet)',
+  );
+  return lines;
+}
+
+function formatEmbeddedQueues(r: RunReport): string[] {
+  const lines = [
+    "queues    name            messages  dead-letters   (the run's own queues, from their journals)",
+  ];
+  for (const [name, q] of Object.entries(r.queues))
+    lines.push(
+      `          ${name.padEnd(14)}  ${String(q.visible).padStart(8)}  ${String(q.deadLetters).padStart(12)}`,
+    );
+  return lines;
+}
+
+/** The run's dead-lettered messages by the queue they came from (a stage's records count against the queue it consumes). */
+function runDeadLettersByQueue(d: DeadLetterSummary): Partial<Record<QueueName, number>> {
+  const out: Partial<Record<QueueName, number>> = {};
+  for (const [stage, s] of Object.entries(d.stages)) {
+    const queue: QueueName = stage === 'learner' ? 'scored-groups' : consumedQueue(stage as FunctionName);
+    out[queue] = (out[queue] ?? 0) + (s?.messages ?? 0);
+  }
+  return out;
 }

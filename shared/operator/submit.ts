@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { AwsClientOptions } from '#shared/adapters/aws/clients';
 import { s3Client } from '#shared/adapters/aws/clients';
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
-import { ConfigError } from '#shared/pipeline/run-config';
+import { ConfigError } from '#shared/config/resolve';
 import { inputBytes, prepareInputs } from '#shared/pipeline/run-inputs';
 import { newRunId, RunIdSchema } from '#shared/schemas/messages/run-event';
 import { keys } from '#shared/topology';

@@ -1,5 +1,4 @@
 // Tool-call formats keyed by the run config's `rollout.multi_turn.tool_parser_format`.
-import { parserFormatName } from '#shared/schemas/config/aliases';
 import { codeBlockParser } from './code-block.ts';
 import { MAX_ARGUMENT_DEPTH, nestsDeeperThan } from './depth.ts';
 import { hermesParser } from './hermes.ts';
@@ -22,9 +21,12 @@ export function registerParser(parser: ToolCallParser): void {
 
 export const parserFormats = (): string[] => [...parsers.keys()].sort();
 
-/** The parser of a format; an unknown format is a configuration error and names the known ones. */
+/**
+ * The parser of a format, by toolrl's name (other systems' names are translated when the config is read,
+ * shared/config); an unknown format is a configuration error and names the known ones.
+ */
 export function getParser(format: string): ToolCallParser {
-  const parser = parsers.get(parserFormatName(format));
+  const parser = parsers.get(format);
   if (!parser) {
     throw new Error(
       `unknown tool_parser_format ${JSON.stringify(format)}; known: ${parserFormats().join(', ')}`,

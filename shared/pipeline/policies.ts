@@ -3,13 +3,13 @@
 // in place in a local folder store, and copied to the scratch folder (/tmp on Lambda) from a remote one.
 
 import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { CacheStore, DEFAULT_CACHE_BYTES } from '#shared/policy/cache-store';
 import type { LoadPolicyOptions, Policy, PolicyParts } from '#shared/policy/policy';
 import type { BlobStore } from '#shared/ports/blob-store';
-import { PolicyPointerSchema } from '#shared/schemas/policy';
+import { BundleManifestSchema, PolicyPointerSchema } from '#shared/schemas/policy';
 import { keys } from '#shared/topology';
 import { readJson } from './blob-json.ts';
 import { readRunStatus } from './run-status.ts';
@@ -72,6 +72,8 @@ export class BlobPolicyProvider implements PolicyProvider {
   private readonly latest = new Map<string, { version: Promise<number>; at: number }>();
   /** Tokenizers and sampling graphs shared by the versions whose tokenizer files are the same (by digest). */
   private readonly parts = new Map<string, Promise<PolicyParts>>();
+  /** Files downloaded for a run's versions, by run and sha256: a later version links the ones it shares. */
+  private readonly downloaded = new Map<string, string>();
   /** KV caches kept between turns, for every version this provider loads (an unloaded version's survive it). */
   private readonly caches = new CacheStore(DEFAULT_CACHE_BYTES);
 
@@ -168,6 +170,12 @@ export class BlobPolicyProvider implements PolicyProvider {
     return engine.loadPolicy(dir, { ...opts, parts: await parts });
   }
 
+  /**
+   * The version's bundle in a local folder: where it is (a folder store), or downloaded to scratch. A new version
+   * differs from the last only in its weights, so a file whose sha256 (in the manifest) is one already downloaded
+   * for the run is linked, not fetched again, and the rest are fetched at once: a version's download is on the
+   * critical path of every deterministic step.
+   */
   private async bundleDir(runId: string, version: number): Promise<string> {
     const prefix = keys.policyVersion(runId, version);
     const local = this.blobs.localPath?.(prefix);
@@ -177,14 +185,29 @@ export class BlobPolicyProvider implements PolicyProvider {
     if (existsSync(done)) return dir;
     const objects = await this.blobs.list(prefix);
     if (objects.length === 0) throw new NoPolicyError(`policy ${prefix} not found`);
-    for (const o of objects) {
-      const path = join(dir, o.key.slice(prefix.length));
-      await mkdir(dirname(path), { recursive: true });
-      const stream = await this.blobs.getStream(o.key);
-      if (!stream) throw new Error(`${o.key} disappeared while downloading the policy`);
-      await pipeline(stream, createWriteStream(`${path}.part`));
-      await rename(`${path}.part`, path);
-    }
+    const manifest = await readJson(this.blobs, `${prefix}manifest.json`, BundleManifestSchema).catch(
+      () => undefined,
+    );
+    const shaOf = (name: string) => manifest?.value.files[name]?.sha256;
+    await Promise.all(
+      objects.map(async (o) => {
+        const name = o.key.slice(prefix.length);
+        const path = join(dir, name);
+        await mkdir(dirname(path), { recursive: true });
+        const sha = shaOf(name);
+        const have = sha ? this.downloaded.get(`${runId}|${sha}`) : undefined;
+        if (have && existsSync(have)) {
+          await rm(`${path}.part`, { force: true });
+          await link(have, `${path}.part`).catch(() => copyFile(have, `${path}.part`));
+        } else {
+          const stream = await this.blobs.getStream(o.key);
+          if (!stream) throw new Error(`${o.key} disappeared while downloading the policy`);
+          await pipeline(stream, createWriteStream(`${path}.part`));
+        }
+        await rename(`${path}.part`, path);
+        if (sha) this.downloaded.set(`${runId}|${sha}`, path);
+      }),
+    );
     await writeFile(done, '');
     return dir;
   }

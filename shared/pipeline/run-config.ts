@@ -1,84 +1,12 @@
-// The run config file: YAML validated by zod with errors that name the field, the local files it refers
-// to, and its resolved form (every data path a blob key of the run's input prefix) stored in run.json.
+// The files a run config refers to (datasets, tool and reward code, SFT data, prompt templates) and where they go
+// under the run's input prefix: the config as stored in run.json names every data path by its blob key. The config
+// itself is read by the resolver (shared/config/resolve.ts).
 import { basename, dirname, isAbsolute, join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
+import { ConfigError } from '#shared/config/resolve';
 import { looksLikePath } from '#shared/data/prompts/templates';
-import { ChatTemplateError, resolveChatTemplate } from '#shared/policy/chat-templates';
-import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
+import type { RunConfig } from '#shared/schemas/config/run';
 import type { ToolSpec } from '#shared/schemas/config/tools';
 import { keys } from '#shared/topology';
-import { AliasError, applyConfigAliases, isPlain, type Plain } from './config-aliases.ts';
-import { applyOverrides } from './config-overrides.ts';
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-export interface LoadedRunConfig {
-  /** Validated, with every default filled in: what the run uses (and run.json records). */
-  config: RunConfig;
-  /** The config as written, in toolrl's names, with the overrides applied: what is uploaded as config.yaml. */
-  effective: Plain;
-  /** One line per key accepted but ignored (another system's setting with no meaning here). */
-  notices: string[];
-}
-
-/**
- * Reads a run config: YAML, other systems' names resolved (config-aliases.ts), command-line overrides applied
- * (config-overrides.ts), then validated; throws ConfigError listing every problem with its field path.
- */
-export function loadRunConfig(
-  text: string,
-  source: string,
-  overrides: readonly string[] = [],
-  /** The config file's folder, where a `model.chat_template` file is read from (client side only). */
-  baseDir?: string,
-): LoadedRunConfig {
-  let raw: unknown;
-  try {
-    raw = parseYaml(text);
-  } catch (err) {
-    throw new ConfigError(`${source} is not valid YAML: ${(err as Error).message}`);
-  }
-  if (!isPlain(raw))
-    throw new ConfigError(`${source} must be a YAML mapping of sections (model, data, rollout, …)`);
-  let effective: Plain;
-  const notices: string[] = [];
-  try {
-    const aliased = applyConfigAliases(raw);
-    notices.push(...aliased.notices);
-    const overridden = applyOverrides(aliased.config, overrides);
-    notices.push(...overridden.notices);
-    // A second pass translates names and values the overrides spelled another way (kl_loss_type=low_var_kl).
-    effective = applyConfigAliases(overridden.config).config;
-  } catch (err) {
-    if (err instanceof AliasError) throw new ConfigError(`${source}: ${err.message}`);
-    throw err;
-  }
-  const parsed = RunConfigSchema.safeParse(effective);
-  if (!parsed.success)
-    throw new ConfigError(
-      `${source}${overrides.length ? ' (with the command-line overrides)' : ''} is not a valid run config:\n${z.prettifyError(parsed.error)}`,
-    );
-  const config = parsed.data;
-  if (config.model.chat_template !== undefined) {
-    // The template's text, wherever it came from: run.json, the rollouts and the learner read the same one.
-    try {
-      config.model.chat_template = resolveChatTemplate(config.model.chat_template, baseDir);
-    } catch (err) {
-      if (err instanceof ChatTemplateError) throw new ConfigError(`${source}: ${err.message}`);
-      throw err;
-    }
-    if (isPlain(effective.model)) effective.model.chat_template = config.model.chat_template;
-  }
-  return { config, effective, notices };
-}
-
-/** Parses and validates a run config; throws ConfigError listing every problem with its field path. */
-export function parseRunConfig(text: string, source: string): RunConfig {
-  return loadRunConfig(text, source).config;
-}
 
 const asList = (v: string | string[] | undefined): string[] =>
   v === undefined ? [] : Array.isArray(v) ? v : [v];
@@ -125,6 +53,7 @@ export function referencedFiles(
       : []),
     ...config.reward.modules,
     ...config.reward.functions.flatMap((f) => (f.path !== undefined ? [f.path] : [])),
+    ...(config.rollout.agent ? [config.rollout.agent.path] : []),
     ...promptTemplateFiles(config),
   ];
   return { train, val, other: [...new Set(other)] };
@@ -144,6 +73,26 @@ export function rewardCodeFromUpload(config: RunConfig): RunConfig {
       functions: config.reward.functions.map((f) =>
         f.path === undefined ? f : { ...f, path: inputName(f.path) },
       ),
+    },
+  };
+}
+
+/**
+ * The tool code of a resolved config as the run uploaded it: a Python tool's `path` and a tool module's `module` by
+ * the name it has under runs/<runId>/input/ (inputName), as rewardCodeFromUpload does for reward code.
+ */
+export function toolCodeFromUpload(config: RunConfig): RunConfig {
+  const tools = config.tools.tools;
+  if (tools === undefined) return config;
+  return {
+    ...config,
+    tools: {
+      ...config.tools,
+      tools: tools.map((t) => ({
+        ...t,
+        ...(t.path !== undefined ? { path: inputName(t.path) } : {}),
+        ...(t.kind === 'module' && t.module !== undefined ? { module: inputName(t.module) } : {}),
+      })),
     },
   };
 }

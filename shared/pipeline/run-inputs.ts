@@ -10,10 +10,10 @@ import { datasetFormat, parquetName, readJsonDataset } from '#shared/data/datase
 import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
 import type { ToolSpec } from '#shared/schemas/config/tools';
 import '#shared/bfcl/register-tool'; // BFCL's tool kind joins the built-ins toolSource knows
+import { isPlain, type Plain } from '#shared/config/apply-aliases';
+import { ConfigError, loadRunConfig, readToolsFile, resolveToolSpecs } from '#shared/config/resolve';
 import { toolSource } from '#shared/tools/kinds';
-import { toolSpecsOf } from '#shared/tools/specs';
-import { isPlain, type Plain } from './config-aliases.ts';
-import { ConfigError, checkInputNames, inputName, loadRunConfig, referencedFiles } from './run-config.ts';
+import { checkInputNames, inputName, referencedFiles } from './run-config.ts';
 
 export interface InputFile {
   /** The file name under runs/<runId>/input/. */
@@ -89,8 +89,20 @@ export function prepareInputs(configPath: string, opts: PrepareOptions = {}): Pr
   if (!parsed.success) throw new ConfigError(`${configPath}: ${parsed.error.message}`);
   const config = parsed.data;
   // The tools file's own code files (Python tools, tool modules) are uploaded with it.
-  const toolsFile = (p: string) =>
-    toolSpecsOf({ config_file: isAbsolute(p) ? p : join(configDir, p) }, configDir);
+  const toolsFile = (p: string) => {
+    const path = isAbsolute(p) ? p : join(configDir, p);
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`cannot read ${path}: ${(err as Error).message}`);
+    }
+    try {
+      return readToolsFile(text, path);
+    } catch (err) {
+      throw new ConfigError(`${configPath}: ${(err as Error).message}`);
+    }
+  };
   checkInputNames(config, toolsFile);
 
   const refs = referencedFiles(config, toolsFile);
@@ -114,7 +126,7 @@ export function prepareInputs(configPath: string, opts: PrepareOptions = {}): Pr
     files.push({ name: inputName(p), path, convert: source !== undefined });
   }
   const toolSpecs = [
-    ...(config.tools.tools ?? []),
+    ...resolveToolSpecs(config.tools.tools ?? []),
     ...(config.tools.config_file ? toolsFile(config.tools.config_file) : []),
   ];
   const taken = new Set(files.map((f) => f.name));

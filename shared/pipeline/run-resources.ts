@@ -1,21 +1,23 @@
 // What the stages load once per run and keep for the life of the process (a Lambda container, or the
 // embedded runtime): the resolved config (per curriculum stage), dataset rows, the tool registry and the
 // reward function.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import type { AgentRunner } from '#shared/agent/runner';
+import { ConfigError, resolveRun, toolsFilesOf } from '#shared/config/resolve';
 import { readDatasetObject } from '#shared/data/dataset-file';
 import { chatTemplateRefusal } from '#shared/policy/chat-templates';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { PermanentError } from '#shared/ports/errors';
 import type { RewardFn } from '#shared/rewards/types';
-import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
+import type { RunConfig } from '#shared/schemas/config/run';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
-import type { RunStatus } from '#shared/schemas/run-status';
+import type { ResolvedRun, RunStatus } from '#shared/schemas/run-status';
 import type { ToolRegistry } from '#shared/tools/registry';
 import type { TokenCounter } from '#shared/tools/token-counter';
 import { keys } from '#shared/topology';
-import { rewardCodeFromUpload } from './run-config.ts';
+import { inputName, rewardCodeFromUpload, toolCodeFromUpload } from './run-config.ts';
 import { readRunStatus } from './run-status.ts';
 import { runTokenCounter, runTokenizerDir } from './run-tokenizer.ts';
 
@@ -42,31 +44,17 @@ export interface RunResourcesOptions {
   readonly buildReward?: (config: RunConfig, baseDir: string) => Promise<RewardScorer>;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** Deep merge where mappings merge key by key and anything else (lists included) replaces. */
-export function deepMerge(base: unknown, over: unknown): unknown {
-  if (!isPlainObject(base) || !isPlainObject(over)) return over === undefined ? base : over;
-  const out: Record<string, unknown> = { ...base };
-  for (const [k, v] of Object.entries(over)) out[k] = deepMerge(base[k], v);
-  return out;
-}
-
-/** The config a curriculum stage runs with: its overrides deep-merged over the run config, re-validated. */
-export function stageConfig(config: RunConfig, stage: string | null): RunConfig {
-  if (stage === null) return config;
-  const s = config.stages?.find((x) => x.name === stage);
-  if (!s) throw new PermanentError(`the run config has no curriculum stage named ${stage}`);
-  const merged = deepMerge(config, s.overrides);
-  const parsed = RunConfigSchema.safeParse(merged);
-  if (!parsed.success)
-    throw new PermanentError(`stage ${stage}: overrides make an invalid config: ${parsed.error.message}`);
-  return parsed.data;
+/** A stage's config in a run's `resolved` (null: the run's own); an unknown stage is a permanent error. */
+export function stageConfigOf(resolved: ResolvedRun, stage: string | null): RunConfig {
+  if (stage === null) return resolved.run;
+  const config = resolved.stages[stage];
+  if (!config) throw new PermanentError(`the run config has no curriculum stage named ${stage}`);
+  return config;
 }
 
 export class RunResources {
   private readonly statuses = new Map<string, Promise<RunStatus>>();
+  private readonly resolvedRuns = new Map<string, Promise<ResolvedRun>>();
   private readonly datasets = new Map<string, Promise<DatasetRow[]>>();
   private readonly baseDirs = new Map<string, Promise<string>>();
   private readonly tools = new Map<string, Promise<ToolsHandle>>();
@@ -74,6 +62,7 @@ export class RunResources {
   private readonly tokenCounters = new Map<string, Promise<TokenCounter | undefined>>();
   private readonly templateChecks = new Map<string, Promise<string | null | undefined>>();
   private readonly statefulTools = new Map<string, Promise<boolean>>();
+  private readonly agents = new Map<string, Promise<AgentRunner | undefined>>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -91,9 +80,33 @@ export class RunResources {
     });
   }
 
+  /**
+   * The config a stage of the run runs with (null: the run's own, for groups of no curriculum stage), looked up in
+   * run.json's `resolved`. A run.json without it (written by an earlier toolrl, or by hand) is resolved here once.
+   */
   async config(runId: string, stage: string | null = null): Promise<RunConfig> {
-    const s = await this.runStatus(runId);
-    return stageConfig(s.config!, stage);
+    return stageConfigOf(await this.resolved(runId), stage);
+  }
+
+  /** run.json's `resolved` (see config). */
+  resolved(runId: string): Promise<ResolvedRun> {
+    return memo(this.resolvedRuns, runId, async () => {
+      const s = await this.runStatus(runId);
+      if (s.resolved) return s.resolved;
+      const base = await this.baseDir(runId);
+      // A tools file next to the config, or (remote inputs, stored flat) under its file name.
+      const read = (file: string) =>
+        [resolve(base, file), join(base, inputName(file))]
+          .map((p) => (existsSync(p) ? readFileSync(p, 'utf8') : undefined))
+          .find((t) => t !== undefined);
+      try {
+        const files = new Map(toolsFilesOf(s.config!).map((f) => [f, read(f)] as const));
+        return resolveRun(s.config!, (f) => files.get(f));
+      } catch (err) {
+        if (err instanceof ConfigError) throw new PermanentError(`run ${runId}: ${err.message}`);
+        throw err;
+      }
+    });
   }
 
   /** The rows of one dataset of the run (a blob key). */
@@ -136,7 +149,11 @@ export class RunResources {
         config.rollout.multi_turn.tool_response_truncate_unit === 'tokens'
           ? await this.tokenCounter(runId)
           : undefined;
-      return (this.opts.buildTools ?? defaultBuildTools)(config, base, { countTokens });
+      return (this.opts.buildTools ?? defaultBuildTools)(
+        (await this.fromSource(runId)) ? config : toolCodeFromUpload(config),
+        base,
+        { countTokens },
+      );
     });
   }
 
@@ -196,7 +213,7 @@ export class RunResources {
     return memo(this.rewards, `${runId}\u0000${stage}`, async () => {
       const config = await this.config(runId, stage);
       const base = await this.baseDir(runId);
-      const fromSource = base === (await this.runStatus(runId)).input.sourceDir;
+      const fromSource = await this.fromSource(runId);
       return (this.opts.buildReward ?? defaultBuildReward)(
         fromSource ? config : rewardCodeFromUpload(config),
         base,
@@ -204,15 +221,40 @@ export class RunResources {
     });
   }
 
-  /** Closes tool registries (servers, sandboxes, Python hosts) and the rewards' Python hosts. */
+  /** Whether the run's code is read from the author's own folder (an embedded run), not its uploaded inputs. */
+  private async fromSource(runId: string): Promise<boolean> {
+    return (await this.baseDir(runId)) === (await this.runStatus(runId)).input.sourceDir;
+  }
+
+  /**
+   * The run's agent (`rollout.agent`, per stage), loaded here once: undefined when the run has none. As the reward's
+   * code, from the config's own folder for an embedded run, otherwise the copy the run uploaded. Throws
+   * AgentLoadError when the file or its function cannot be loaded.
+   */
+  agent(runId: string, stage: string | null): Promise<AgentRunner | undefined> {
+    return memo(this.agents, `${runId}\u0000${stage}`, async () => {
+      const spec = (await this.config(runId, stage)).rollout.agent;
+      if (!spec) return undefined;
+      const base = await this.baseDir(runId);
+      const fromSource = await this.fromSource(runId);
+      const { resolveUserFile } = await import('#shared/tools/python/tool');
+      const { loadAgent } = await import('#shared/agent/runner');
+      return loadAgent(spec, resolveUserFile(base, fromSource ? spec.path : inputName(spec.path)), base);
+    });
+  }
+
+  /** Closes tool registries (servers, sandboxes, Python hosts), the rewards' and the agents' Python hosts. */
   async close(): Promise<void> {
     const all = [...this.tools.values()];
     const rewards = [...this.rewards.values()];
+    const agents = [...this.agents.values()];
     this.tools.clear();
     this.rewards.clear();
+    this.agents.clear();
     await Promise.allSettled([
       ...all.map(async (p) => (await p).close()),
       ...rewards.map(async (p) => (await p).close?.()),
+      ...agents.map(async (p) => (await p)?.close()),
     ]);
   }
 }

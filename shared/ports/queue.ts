@@ -55,6 +55,8 @@ export interface Queue {
   /** Extends (or shortens, 0 = now) the visibility of a received message. */
   changeVisibility(receiptHandle: string, timeoutSec: number): Promise<void>;
   depth(): Promise<QueueDepth>;
+  /** The queue's default visibility timeout, in seconds (what a received message is hidden for). */
+  visibilityTimeout(): Promise<number>;
 }
 
 /** Message attribute names the pipeline sets. */

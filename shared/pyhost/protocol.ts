@@ -1,20 +1,9 @@
-// The JSON-lines protocol of the Python host (python/toolrl_pyhost/server.py). One request per line,
-//   {"id": 7, "method": "execute", "params": {…}, "timeout": 30}
-// one answer per line, in any order (the host runs requests concurrently):
-//   {"id": 7, "ok": true, "result": {…}}  or  {"id": 7, "ok": false, "error": {"type": "user_error", "message": "…"}}
-// These schemas check every answer before it is used.
+// The methods of the Python host (python/toolrl_pyhost/server.py) over the JSON-lines RPC (rpc.ts): a request may
+// carry `"timeout": 30` (seconds, each call into user code), and the host answers requests in any order, running
+// them concurrently. These schemas check every result before it is used.
 import { z } from 'zod';
 
 export const HostErrorTypeSchema = z.enum(['bad_request', 'load_error', 'user_error', 'timeout', 'internal']);
-
-export const AnswerSchema = z.discriminatedUnion('ok', [
-  z.object({ id: z.number().nullable(), ok: z.literal(true), result: z.unknown() }),
-  z.object({
-    id: z.number().nullable(),
-    ok: z.literal(false),
-    error: z.object({ type: HostErrorTypeSchema, message: z.string() }),
-  }),
-]);
 
 /** @example {"python": "3.11.7", "pid": 4242, "verl": "0.7.0"} */
 export const HelloSchema = z.object({

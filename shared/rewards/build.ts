@@ -3,7 +3,6 @@
 // (`<name>` for its score, `<name>/<component>` for its components).
 import type { z } from 'zod';
 import type { PythonHost } from '#shared/pyhost/host';
-import { REWARD_CONFIG_ALIASES } from '#shared/schemas/config/aliases';
 import { type RewardConfig, RewardConfigSchema, rewardLabel } from '#shared/schemas/config/reward';
 import type { RewardInput } from './input.ts';
 import { loadRewardModule, MODULE_REWARD_TIMEOUT_SEC, withinSeconds } from './modules.ts';
@@ -17,17 +16,6 @@ export interface BuildOptions {
 
 const describeIssues = (error: z.ZodError): string =>
   error.issues.map((i) => `${i.path.length > 0 ? `${i.path.join('.')}: ` : ''}${i.message}`).join('; ');
-
-/** A reward's config with other systems' key names (the ToolBench seed's `format_reward_weight`) as its own. */
-function withConfigAliases(reward: string, config: unknown): unknown {
-  if (typeof config !== 'object' || config === null || Array.isArray(config)) return config;
-  return Object.fromEntries(
-    Object.entries(config).map(([k, v]) => [
-      REWARD_CONFIG_ALIASES.find((a) => a.reward === reward && a.from === k)?.to ?? k,
-      v,
-    ]),
-  );
-}
 
 /** The built-in rewards plus those of the given modules. */
 export async function rewardRegistry(modules: string[], opts: BuildOptions): Promise<RewardRegistry> {
@@ -50,7 +38,7 @@ export function createReward(
   timeoutSec?: number,
 ): ScoreFn {
   const def = registry.get(name);
-  const parsed = def.config.safeParse(withConfigAliases(def.name, config ?? {}));
+  const parsed = def.config.safeParse(config ?? {});
   if (!parsed.success) throw new Error(`reward ${name}: bad config: ${describeIssues(parsed.error)}`);
   const score = def.create(parsed.data);
   if (def.module === undefined) {

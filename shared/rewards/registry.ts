@@ -1,6 +1,5 @@
 // The reward kinds known by name: the built-ins, plus those a run's `reward.modules` add (see modules.ts).
 
-import { rewardName } from '#shared/schemas/config/aliases';
 import { exactMatchReward } from './builtin/exact-match.ts';
 import { formatReward } from './builtin/format.ts';
 import { retoolReward } from './builtin/retool.ts';
@@ -53,9 +52,9 @@ export class RewardRegistry {
     return this.names().map((n) => this.defs.get(n)!);
   }
 
-  /** By name, or by another system's name for it (`retool_reward`, see schemas/config/aliases.ts). */
+  /** By toolrl's name (another system's, `retool_reward`, is translated when the config is read: shared/config). */
   get(name: string): RewardDefinition {
-    const def = this.defs.get(name) ?? this.defs.get(rewardName(name));
+    const def = this.defs.get(name);
     if (!def) throw new Error(`unknown reward ${JSON.stringify(name)}; known: ${this.names().join(', ')}`);
     return def;
   }

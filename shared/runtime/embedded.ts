@@ -10,13 +10,7 @@ import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { createEmbeddedQueues } from '#shared/adapters/embedded/queues';
 import { BlobPolicyProvider, type PolicyProvider } from '#shared/pipeline/policies';
 import { RunResources, type RunResourcesOptions } from '#shared/pipeline/run-resources';
-import {
-  createFeederHandler,
-  createRewardHandler,
-  createRolloutHandler,
-  createRunStarterHandler,
-  createToolCallHandler,
-} from '#shared/pipeline/stages/handlers';
+import { createStageHandlers, type StageContexts } from '#shared/pipeline/stages/handlers';
 import type { PromptTokenCounter } from '#shared/pipeline/stages/run-starter';
 import type { LearnerJobs } from '#shared/ports/learner-jobs';
 import type { Log } from '#shared/ports/log';
@@ -72,7 +66,7 @@ export const embeddedLearnerEnv = (env: NodeJS.ProcessEnv = process.env): NodeJS
  * most two batches of groups out, plus a validation), all decoded by the policy's one running batch, so they share
  * its decode steps (shared/policy/batcher.ts); tools in parallel.
  */
-export const EMBEDDED_SETTINGS: Partial<Record<FunctionName, FunctionSettings>> = {
+export const EMBEDDED_SETTINGS: Record<FunctionName, FunctionSettings> = {
   'run-starter': { maxConcurrency: 1 },
   feeder: { maxConcurrency: 1 },
   rollout: { maxConcurrency: 256, batchSize: 1 },
@@ -147,24 +141,22 @@ export class EmbeddedPipeline {
     };
     this.runtime = new LocalRuntime({
       queues: this.queues.queues,
-      handlers: {
-        'run-starter': createRunStarterHandler(
-          wrap('run-starter', {
-            ...this.context('run-starter'),
-            learnerJobs,
-            countPromptTokens: localPromptCounter,
-            sourceDirOf: () => opts.sourceDir,
-          }),
-        ),
-        feeder: createFeederHandler(wrap('feeder', { ...this.context('feeder'), resources: this.resources })),
-        rollout: createRolloutHandler(
-          wrap('rollout', { ...this.context('rollout'), resources: this.resources, policies: this.policies }),
-        ),
-        'tool-call': createToolCallHandler(
-          wrap('tool-call', { ...this.context('tool-call'), resources: this.resources }),
-        ),
-        reward: createRewardHandler(wrap('reward', { ...this.context('reward'), resources: this.resources })),
-      },
+      handlers: createStageHandlers({
+        'run-starter': wrap('run-starter', {
+          ...this.context('run-starter'),
+          learnerJobs,
+          countPromptTokens: localPromptCounter,
+          sourceDirOf: () => opts.sourceDir,
+        }),
+        feeder: wrap('feeder', { ...this.context('feeder'), resources: this.resources }),
+        rollout: wrap('rollout', {
+          ...this.context('rollout'),
+          resources: this.resources,
+          policies: this.policies,
+        }),
+        'tool-call': wrap('tool-call', { ...this.context('tool-call'), resources: this.resources }),
+        reward: wrap('reward', { ...this.context('reward'), resources: this.resources }),
+      } satisfies StageContexts),
       settings: { ...EMBEDDED_SETTINGS, ...opts.settings },
       waitTimeSec: opts.waitTimeSec ?? 20,
       retryAfterSec: opts.retryAfterSec ?? 1,

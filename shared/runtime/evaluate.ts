@@ -14,6 +14,7 @@ import { type EvalSummary, EvalSummarySchema } from '#shared/pipeline/eval';
 import type { PolicyLease, PolicyProvider } from '#shared/pipeline/policies';
 import { runPromptTemplate } from '#shared/pipeline/prompt-type';
 import { validationStarts } from '#shared/pipeline/stages/feeder';
+import { BundleError } from '#shared/policy/bundle';
 import type { Policy } from '#shared/policy/policy';
 import { silentLog } from '#shared/ports/log';
 import type { RunConfig } from '#shared/schemas/config/run';
@@ -185,7 +186,7 @@ export async function asBundle(dir: string, scratch: string, python?: string): P
         ? ['--adapter', join(dir, 'adapter')] // a LoRA checkpoint: merged into its base_model_name_or_path
         : null;
   if (!source)
-    throw new Error(
+    throw new BundleError(
       `${dir} is neither a rollout bundle (manifest.json + model.onnx), a checkpoint (model/ or adapter/) nor a Hugging Face model folder (config.json)`,
     );
   const model = source[1]!;

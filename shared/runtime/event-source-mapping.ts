@@ -1,6 +1,6 @@
-// Runs one function the way Lambda's SQS event source mapping does: long-polls its queue, gathers a batch
-// (up to batchSize or until the batching window closes), invokes with at most maxConcurrency batches at
-// once, and deletes only the records that succeeded — every record when the handler reports no item
+// Runs one function the way Lambda's SQS event source mapping does: a few pollers long-poll its queue, gather
+// batches (up to batchSize or until the batching window closes) and hand each to an invocation, with at most
+// maxConcurrency batches at once, and it deletes only the records that succeeded — every record when the handler reports no item
 // failures, none when it throws. Works on any Queue (embedded or SQS).
 import { setMaxListeners } from 'node:events';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -20,8 +20,16 @@ export interface EventSourceMappingOptions {
   readonly batchSize: number;
   readonly maxBatchingWindowSec: number;
   readonly maxConcurrency: number;
+  /** Concurrent long polls (default POLLERS, never more than maxConcurrency). */
+  readonly pollers?: number;
   /** Long-poll wait of each receive (SQS allows up to 20). */
   readonly waitTimeSec?: number;
+  /**
+   * Whether `stop` cuts the long polls in flight (default) or lets them end by themselves (within waitTimeSec). Only
+   * an in-process queue can be cut safely: SQS may already have handed a message to a poll the client gives up on,
+   * and that message then stays hidden for its whole visibility timeout (90 minutes for a rollout).
+   */
+  readonly abortPollsOnStop?: boolean;
   /**
    * When set, failed records become visible again after this many seconds instead of waiting out the full
    * visibility timeout (sized for Lambda). Lambda itself does not do this; the embedded runtime uses it so a
@@ -48,11 +56,23 @@ export interface MappingStats {
   handlerErrors: number;
 }
 
+/**
+ * Long polls per mapping. Lambda's SQS event source also polls with a few pollers (five to start with) and hands
+ * each batch to an invocation, up to the maximum concurrency; a long poll per concurrent invocation (256 rollouts)
+ * would hold that many sockets and server-side waits for nothing, and on SQS it starved the stages' own requests.
+ */
+export const POLLERS = 5;
+
 export class EventSourceMapping {
   readonly stats: MappingStats = { invocations: 0, recordsSucceeded: 0, recordsFailed: 0, handlerErrors: 0 };
   private abort = new AbortController();
   private pollers: Promise<void>[] = [];
+  private readonly invocations = new Set<Promise<void>>();
+  /** Invocations running now. */
   private active = 0;
+  /** Invocation slots held by pollers whose receive is under way. */
+  private reserved = 0;
+  private waiters: (() => void)[] = [];
   private running = false;
   private readonly log: Log;
 
@@ -69,49 +89,82 @@ export class EventSourceMapping {
     if (this.running) return;
     this.running = true;
     this.abort = new AbortController();
-    // Every poller's long poll listens on this one signal (the embedded rollouts run hundreds of pollers).
-    setMaxListeners(Math.max(10, 2 * this.opts.maxConcurrency), this.abort.signal);
-    this.pollers = Array.from({ length: this.opts.maxConcurrency }, () => this.poll());
+    const pollers = Math.min(this.opts.maxConcurrency, this.opts.pollers ?? POLLERS);
+    setMaxListeners(Math.max(10, 2 * pollers), this.abort.signal);
+    this.pollers = Array.from({ length: pollers }, () => this.poll());
   }
 
   /** Stops polling and waits for the batches being handled to finish (their results are applied). */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    this.abort.abort();
+    if (this.opts.abortPollsOnStop !== false) this.abort.abort();
+    this.wake();
     await Promise.all(this.pollers);
     this.pollers = [];
+    await Promise.all([...this.invocations]);
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /**
+   * Waits until invocation slots are free (or the mapping stops) and reserves as many as one receive can fill (ten
+   * messages), in the same tick as the check, so pollers never reserve the same slot; 0 once stopped.
+   */
+  private async reserve(): Promise<number> {
+    for (;;) {
+      if (!this.running) return 0;
+      const free = this.opts.maxConcurrency - this.active - this.reserved;
+      if (free > 0) {
+        const slots = Math.min(free, Math.max(1, Math.floor(10 / this.opts.batchSize)));
+        this.reserved += slots;
+        return slots;
+      }
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
   }
 
   private async poll(): Promise<void> {
+    const { batchSize } = this.opts;
     while (this.running) {
-      let batch: ReceivedMessage[];
+      const slots = await this.reserve();
+      if (slots === 0) return;
+      let messages: ReceivedMessage[];
       try {
-        batch = await this.collectBatch();
+        messages = await this.collect(slots * batchSize);
       } catch (err) {
+        this.reserved -= slots;
+        this.wake();
         if (!this.running) return;
         this.log.warn('receive failed', { function: this.opts.name, error: String(err) });
         await pause(1000, this.abort.signal);
         continue;
       }
-      if (batch.length === 0) continue;
+      this.reserved -= slots;
       // A batch received while stopping is still handled: dropping it would only delay it by a timeout.
-      await this.invoke(batch);
+      for (let i = 0; i < messages.length; i += batchSize) this.dispatch(messages.slice(i, i + batchSize));
+      this.wake();
     }
   }
 
-  private async collectBatch(): Promise<ReceivedMessage[]> {
+  /**
+   * Up to `maxRecords` messages: what one receive brings, or, with a batching window, what arrives until the first
+   * batch is full or the window closes.
+   */
+  private async collect(maxRecords: number): Promise<ReceivedMessage[]> {
     const { queue, batchSize } = this.opts;
     const signal = this.abort.signal;
     const wait = this.opts.waitTimeSec ?? 20;
-    const batch = await queue.receive({ maxMessages: Math.min(10, batchSize), waitTimeSec: wait, signal });
+    const batch = await queue.receive({ maxMessages: Math.min(10, maxRecords), waitTimeSec: wait, signal });
     if (batch.length === 0 || batch.length >= batchSize || this.opts.maxBatchingWindowSec <= 0) return batch;
     const deadline = Date.now() + this.opts.maxBatchingWindowSec * 1000;
     while (batch.length < batchSize && this.running) {
       const left = (deadline - Date.now()) / 1000;
       if (left <= 0) break;
       const more = await queue.receive({
-        maxMessages: Math.min(10, batchSize - batch.length),
+        maxMessages: Math.min(10, maxRecords - batch.length),
         waitTimeSec: left,
         signal,
       });
@@ -120,9 +173,20 @@ export class EventSourceMapping {
     return batch;
   }
 
+  private dispatch(batch: ReceivedMessage[]): void {
+    this.active++;
+    const done: Promise<void> = this.invoke(batch)
+      .catch((err) => this.log.error('invocation failed', { function: this.opts.name, error: String(err) }))
+      .finally(() => {
+        this.active--;
+        this.invocations.delete(done);
+        this.wake();
+      });
+    this.invocations.add(done);
+  }
+
   private async invoke(batch: ReceivedMessage[]): Promise<void> {
     const { queue, handler, name } = this.opts;
-    this.active++;
     const started = Date.now();
     let failedIds: Set<string>;
     let threw = false;
@@ -164,7 +228,6 @@ export class EventSourceMapping {
     this.stats.invocations++;
     this.stats.recordsSucceeded += ok.length;
     this.stats.recordsFailed += failed.length;
-    this.active--;
     this.opts.onInvoke?.({
       function: name,
       records: batch.length,

@@ -20,6 +20,8 @@ export interface LocalRuntimeOptions {
   /** Overrides of the topology's event source mapping settings (e.g. fewer concurrent rollouts on 2 cores). */
   readonly settings?: Readonly<Partial<Record<FunctionName, FunctionSettings>>>;
   readonly waitTimeSec?: number;
+  /** See EventSourceMappingOptions.abortPollsOnStop. */
+  readonly abortPollsOnStop?: boolean;
   /** See EventSourceMappingOptions.retryAfterSec. */
   readonly retryAfterSec?: number;
   readonly log?: Log;
@@ -44,6 +46,7 @@ export class LocalRuntime {
         maxBatchingWindowSec: s.maxBatchingWindowSec ?? spec.maxBatchingWindowSec,
         maxConcurrency: s.maxConcurrency ?? spec.maxConcurrency,
         waitTimeSec: opts.waitTimeSec ?? 20,
+        ...(opts.abortPollsOnStop !== undefined ? { abortPollsOnStop: opts.abortPollsOnStop } : {}),
         ...(opts.retryAfterSec !== undefined ? { retryAfterSec: opts.retryAfterSec } : {}),
         log: opts.log ?? silentLog,
         ...(opts.onInvoke ? { onInvoke: opts.onInvoke } : {}),

@@ -6,9 +6,9 @@ import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { ConfigError } from '#shared/config/resolve';
 import { readJson } from '#shared/pipeline/blob-json';
 import { type EvalSummary, EvalSummarySchema } from '#shared/pipeline/eval';
-import { ConfigError } from '#shared/pipeline/run-config';
 import { inputBytes, prepareInputs } from '#shared/pipeline/run-inputs';
 import { readRunStatus, transitionRun } from '#shared/pipeline/run-status';
 import { jsonLinesLog } from '#shared/ports/log';
@@ -24,7 +24,7 @@ import type { InvocationResult } from './event-source-mapping.ts';
 
 export interface TrainOptions {
   readonly configPath: string;
-  /** Hydra-style `key=value` overrides of the config (see pipeline/config-overrides.ts). */
+  /** Hydra-style `key=value` overrides of the config (see config/overrides.ts). */
   readonly overrides?: readonly string[];
   /** Blob store root; the run's files go under `<workdir>/runs/<runId>/`. */
   readonly workdir: string;

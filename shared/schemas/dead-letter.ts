@@ -2,9 +2,10 @@
 // dead-lettered. The learner counts the group as dropped (and goes on); the stage that records one fails the run
 // once past `trainer.max_dead_letter_fraction`, naming them by stage and reason.
 import { z } from 'zod';
+import { GROUP_STAGES } from '#shared/topology';
 
-/** Where a dead letter was refused: a pipeline stage, or the learner (an invalid scored group). */
-export const DeadLetterStageSchema = z.enum(['rollout', 'tool-call', 'reward', 'learner']);
+/** Where a dead letter was refused: a stage whose messages are about one group, or the learner (an invalid group). */
+export const DeadLetterStageSchema = z.enum([...GROUP_STAGES, 'learner']);
 export type DeadLetterStage = z.infer<typeof DeadLetterStageSchema>;
 
 /**

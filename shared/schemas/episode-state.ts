@@ -23,6 +23,21 @@ export const PendingTurnSchema = z.object({
 export type PendingTurn = z.infer<typeof PendingTurnSchema>;
 
 /**
+ * How an agent episode (`rollout.agent`) went, for the rewards (they read it as `extra_info.agent`) and the logs:
+ * what the agent returned (`answer`: its final answer text, when it gave one; `output`: a dict it returned), why it
+ * failed, how many requests its endpoint served and how many token sequences the episode took.
+ * @example {"answer": "\\boxed{628}", "output": null, "error": null, "requests": 2, "segments": 1}
+ */
+export const AgentOutcomeSchema = z.object({
+  answer: z.string().nullable(),
+  output: z.unknown(),
+  error: z.string().nullable(),
+  requests: z.number().int().nonnegative(),
+  segments: z.number().int().positive(),
+});
+export type AgentOutcome = z.infer<typeof AgentOutcomeSchema>;
+
+/**
  * Where an episode stands. `phase` says which function comes next:
  * `generate` -> onAssistantTurn, `tools` -> onToolResults, `append` -> appendedTokens, `done` -> none.
  * @example {"config": {"max_turns": 4, …}, "phase": "generate", "promptTokens": 57, "responseTokens": 0,
@@ -52,5 +67,7 @@ export const EpisodeStateSchema = z.object({
   userTurns: z.array(z.array(ChatMessageSchema)).optional(),
   /** The user turn the episode is in: 0 for the prompt's; present when `userTurns` is. */
   userTurn: z.number().int().nonnegative().optional(),
+  /** Agent episodes only: how the user's agent ended (AgentOutcomeSchema). */
+  agent: AgentOutcomeSchema.optional(),
 });
 export type EpisodeState = z.infer<typeof EpisodeStateSchema>;

@@ -136,6 +136,23 @@ export const LearnerStateSchema = z.object({
 export type LearnerState = z.infer<typeof LearnerStateSchema>;
 
 /**
+ * `runs/<runId>/learner/warm-start.json`, rewritten every `logging.progress_interval_s` while the learner's SFT warm
+ * start runs (the run's, or a curriculum stage's), and once at its end (read by `toolrl status`).
+ * @example {"stage": null, "step": 312, "steps": 700, "loss": 0.41, "done": false,
+ *   "updatedAt": "2025-01-01T00:00:00.000Z"}
+ */
+export const LearnerWarmStartSchema = z.object({
+  /** The curriculum stage whose warm start this is; null for the run's own (`trainer.sft`). */
+  stage: z.string().nullable(),
+  step: z.number().int().nonnegative(),
+  steps: z.number().int().positive(),
+  loss: z.number().nullable(),
+  done: z.boolean(),
+  updatedAt: z.string(),
+});
+export type LearnerWarmStart = z.infer<typeof LearnerWarmStartSchema>;
+
+/**
  * `runs/<runId>/learner/state.json` was just rewritten (after a step, a publish, a commit, at the end); `state` is
  * what it now says. The embedded runtime turns it into the S3 notification the state file's write sends on AWS,
  * so the feeder tops up only once the consumed counts are on record.

@@ -7,9 +7,21 @@ export const RunStateSchema = z.enum(['starting', 'running', 'completed', 'faile
 export type RunState = z.infer<typeof RunStateSchema>;
 
 /**
- * Every dataset path in `config` is resolved to a blob key (`data.train`, `data.val`, `trainer.sft.data`), and
- * `tools.config_file` is inlined into `tools.tools`; reward code (`reward.modules`, Python reward `path`s) keeps
- * the names written, and a stage loads it from the run's input files by file name (RunResources.reward).
+ * What the stages and the learner run with, resolved once by the run-starter (shared/config/resolve.ts): `run`, the
+ * config of groups of no curriculum stage (validation, a run without stages), and each curriculum stage's complete
+ * config (the run config with the stage's overrides merged), each with its tool entries in toolrl's names and its
+ * `tools.config_file` inlined into `tools.tools` (relative code paths then relative to the config's folder).
+ */
+export const ResolvedRunSchema = z.object({
+  run: RunConfigSchema,
+  stages: z.record(z.string(), RunConfigSchema),
+});
+export type ResolvedRun = z.infer<typeof ResolvedRunSchema>;
+
+/**
+ * Every dataset path in `config` is resolved to a blob key (`data.train`, `data.val`, `trainer.sft.data`); reward
+ * code (`reward.modules`, Python reward `path`s) keeps the names written, and a stage loads it from the run's input
+ * files by file name (RunResources.reward). `resolved` is what the stages look a stage's config up in.
  * @example {"schemaVersion": 1, "runId": "quickstart-20250101-120000", "status": "running", "reason": null,
  *   "createdAt": "2025-01-01T12:00:00.000Z", "updatedAt": "2025-01-01T12:00:01.000Z",
  *   "config": {"…": "RunConfig"}, "input": {"config": "runs/quickstart-20250101-120000/input/config.yaml",
@@ -27,6 +39,8 @@ export const RunStatusSchema = z.object({
   updatedAt: z.string(),
   /** The resolved run config; null only when the config itself could not be read or validated. */
   config: RunConfigSchema.nullable(),
+  /** The config of each curriculum stage (and of the run's other groups), as the stages and the learner read it. */
+  resolved: ResolvedRunSchema.optional(),
   input: z.object({
     config: z.string(),
     train: z.array(z.string()),

@@ -4,7 +4,10 @@ import { z } from 'zod';
 import { ChatMessageSchema } from './chat.ts';
 import { ToolCallRecordSchema } from './tool-result.ts';
 
-/** Why an episode ended. `length`: a turn hit the per-turn token budget without a stop. */
+/**
+ * Why an episode ended. `length`: a turn hit the per-turn token budget without a stop. `timeout`: an agent episode
+ * (`rollout.agent`) ran past its wall-clock limit.
+ */
 export const FinishReasonSchema = z.enum([
   'eos',
   'max_turns',
@@ -12,6 +15,7 @@ export const FinishReasonSchema = z.enum([
   'max_total_response_length',
   'length',
   'error',
+  'timeout',
 ]);
 export type FinishReason = z.infer<typeof FinishReasonSchema>;
 
@@ -49,6 +53,49 @@ const tokenLevel = {
   policyVersions: z.array(z.number().int().min(-1)),
 };
 
+type TokenLevel = { [K in keyof typeof tokenLevel]: z.infer<(typeof tokenLevel)[K]> };
+
+/** The token arrays have one entry per token, and the prompt is no longer than the tokens. */
+function sameLengths(t: TokenLevel, ctx: z.RefinementCtx): void {
+  const n = t.tokenIds.length;
+  for (const key of ['lossMask', 'behaviorLogprobs', 'policyVersions'] as const) {
+    if (t[key].length !== n) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: `${key} has ${t[key].length} entries, tokenIds ${n}`,
+      });
+    }
+  }
+  if (t.promptLength > n) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['promptLength'],
+      message: `promptLength ${t.promptLength} > ${n} tokens`,
+    });
+  }
+}
+
+/**
+ * An earlier part of an agent episode (`rollout.agent`): the agent sent a conversation that did not extend the
+ * tokens held (it rewrote its history), so that part ended here and the episode went on in a new token sequence.
+ * The learner trains it as a sequence of its own with the episode's advantage. Its turns are the trajectory's
+ * `turns[turnStart:turnEnd]`, whose token ranges index this segment's `tokenIds`.
+ * @example {"tokenIds": [1, 2, 3], "promptLength": 2, "lossMask": [0, 0, 1], "behaviorLogprobs": [0, 0, -0.7],
+ *   "policyVersions": [-1, -1, 3], "turnStart": 0, "turnEnd": 1,
+ *   "reason": "the agent's request no longer extends the conversation: message 1 (assistant) differs"}
+ */
+export const TrajectorySegmentSchema = z
+  .object({
+    ...tokenLevel,
+    turnStart: z.number().int().nonnegative(),
+    turnEnd: z.number().int().nonnegative(),
+    /** Why the episode left this sequence for a new one. */
+    reason: z.string(),
+  })
+  .superRefine(sameLengths);
+export type TrajectorySegment = z.infer<typeof TrajectorySegmentSchema>;
+
 /**
  * A finished (not yet scored) trajectory of one sample of a group.
  * @example {"sampleIndex": 0, "tokenIds": [1, 2, 3], "promptLength": 2, "lossMask": [0, 0, 1],
@@ -63,26 +110,13 @@ export const RolloutTrajectorySchema = z
     turns: z.array(TurnRecordSchema),
     /** The conversation: prompt messages, assistant turns and tool results. */
     messages: z.array(ChatMessageSchema),
+    /**
+     * Agent episodes only, when the agent rewrote its history: the earlier token sequences, in order (this
+     * trajectory's own tokens are the last part). Its `turns` before the last segment's `turnEnd` are theirs.
+     */
+    segments: z.array(TrajectorySegmentSchema).optional(),
   })
-  .superRefine((t, ctx) => {
-    const n = t.tokenIds.length;
-    for (const key of ['lossMask', 'behaviorLogprobs', 'policyVersions'] as const) {
-      if (t[key].length !== n) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [key],
-          message: `${key} has ${t[key].length} entries, tokenIds ${n}`,
-        });
-      }
-    }
-    if (t.promptLength > n) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['promptLength'],
-        message: `promptLength ${t.promptLength} > ${n} tokens`,
-      });
-    }
-  });
+  .superRefine(sameLengths);
 export type RolloutTrajectory = z.infer<typeof RolloutTrajectorySchema>;
 
 /** A scored trajectory: the reward and its named components (for logging). */

@@ -3,7 +3,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { TOOL_CONFIG_ALIASES } from '#shared/schemas/config/aliases';
 
 /** A config file (a verl tool-config file, a CLI input) that cannot be read or is not valid JSON/YAML. */
 export class ConfigFileError extends Error {
@@ -89,17 +88,16 @@ export function parseToolConfig<S extends z.ZodObject>(
   defaults: LimitDefaults,
   ownTimeout?: OwnTimeout,
 ): { limits: ToolLimits; options: z.infer<S> } {
-  const aliased = withToolConfigAliases(kind, config);
   const rest: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(aliased)) {
+  for (const [k, v] of Object.entries(config)) {
     // A kind that takes a common key as its own too (the code tool runs its program for `default_timeout`) gets it.
     if (!COMMON_KEYS.has(k) || k in own.shape) rest[k] = v;
   }
-  const limits = parseToolLimits(kind, aliased, defaults);
+  const limits = parseToolLimits(kind, config, defaults);
   const options = parseOrThrow(kind, own.strict(), rest) as z.infer<S>;
   const ownS = ownTimeout?.(options as Record<string, unknown>);
   if (ownS === undefined) return { limits, options };
-  return { limits: parseToolLimits(kind, aliased, defaults, ownS), options };
+  return { limits: parseToolLimits(kind, config, defaults, ownS), options };
 }
 
 /**
@@ -131,27 +129,6 @@ export function parseToolLimits(
     maxRetries: c.max_retries ?? defaults.maxRetries ?? 2,
     retryBaseMs: (c.retry_backoff ?? 0.2) * 1000,
   };
-}
-
-/** A tool's config with other systems' key names (the ToolBench seed's `toolbench_url`) as its own. */
-function withToolConfigAliases(kind: string, config: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(config)) {
-    const alias = TOOL_CONFIG_ALIASES.find((a) => a.kind === kind && a.from === k);
-    if (!alias) {
-      if (k in out)
-        throw new Error(`tool ${kind}: bad config: ${k} is set twice (once under another system's name)`);
-      out[k] = v;
-      continue;
-    }
-    if (alias.to === null) continue;
-    if (alias.to in out || alias.to in config)
-      throw new Error(
-        `tool ${kind}: bad config: ${k} (${alias.origin}'s name for ${alias.to}) and ${alias.to} are both set`,
-      );
-    out[alias.to] = alias.value ? alias.value(v) : v;
-  }
-  return out;
 }
 
 export function parseOrThrow<S extends z.ZodType>(kind: string, schema: S, value: unknown): z.infer<S> {

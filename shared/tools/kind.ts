@@ -25,7 +25,7 @@ export interface BuiltTools {
 }
 
 export interface ToolKind<S extends z.ZodObject = z.ZodObject> {
-  /** The name `kind:` takes; other systems' class names for it are in schemas/config/aliases.ts. */
+  /** The name `kind:` takes (other systems' class names for it are translated by shared/config). */
   kind: string;
   defaults: LimitDefaults;
   /** The tool's own config keys (snake_case), parsed strictly. */

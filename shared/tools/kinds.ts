@@ -1,5 +1,4 @@
 // Every built-in tool kind, the names that select it, and the tool set used when no config is given.
-import { TOOL_CLASS_ALIASES, toolClassAlias } from '#shared/schemas/config/aliases';
 import type { ToolSpec } from '#shared/schemas/config/tools';
 import { calculatorKind } from './calculator/tool.ts';
 import { codeInterpreterKind } from './code/tool.ts';
@@ -30,8 +29,6 @@ export function registerToolKind(kind: ToolKind): void {
 
 export interface ResolvedKind {
   kind: ToolKind;
-  /** Config the name implies (MindSpeed-RL's ReTool class: the code interpreter with ReTool's preprocessing). */
-  preset: Readonly<Record<string, unknown>>;
 }
 
 /** A dotted class name no built-in claims: a Python class the tool host imports. */
@@ -41,10 +38,10 @@ export interface PythonClassName {
 }
 
 /**
- * The one place a tool name is looked up. A kind's own name (`code_interpreter`) or a class of another system listed
- * in the alias table (`mindspeed_rl.tools.retool.ReTool`) is a built-in kind. With `pythonClasses` (a tool entry's
- * `class_name`), a dotted name the table does not claim is a Python class for the tool host; any other name is an
- * error naming the known kinds and classes.
+ * The one place a tool name is looked up. A kind's own name (`code_interpreter`) is a built-in kind (another system's
+ * class for one, `mindspeed_rl.tools.retool.ReTool`, was made that kind when the config was read: shared/config).
+ * With `pythonClasses` (a tool entry's `class_name`), any other dotted name is a Python class for the tool host; any
+ * other name is an error naming the known kinds.
  */
 export function resolveToolKind(name: string): ResolvedKind;
 export function resolveToolKind(
@@ -56,17 +53,10 @@ export function resolveToolKind(
   opts: { pythonClasses: boolean } = { pythonClasses: false },
 ): ResolvedKind | PythonClassName {
   const own = TOOL_KINDS.find((k) => k.kind === name);
-  if (own) return { kind: own, preset: {} };
-  const alias = toolClassAlias(name);
-  const aliased = alias && TOOL_KINDS.find((k) => k.kind === alias.kind);
-  if (alias && aliased) return { kind: aliased, preset: alias.config ?? {} };
+  if (own) return { kind: own };
   if (opts.pythonClasses && name.includes('.')) return { kind: undefined, pythonClass: name };
   throw new Error(
-    `unknown tool kind "${name}": not a built-in kind (${TOOL_KINDS.map((k) => k.kind).join(', ')}) nor a tool class toolrl knows (${TOOL_CLASS_ALIASES.filter(
-      (a) => a.from.includes('.'),
-    )
-      .map((a) => a.from)
-      .join(', ')})` +
+    `unknown tool kind "${name}": not a built-in kind (${TOOL_KINDS.map((k) => k.kind).join(', ')})` +
       (opts.pythonClasses
         ? '; a Python class is `class_name: my_pkg.module.MyTool` or `path: my_tool.py` + `name: MyTool`, ' +
           'a TypeScript tool `kind: module` + `module: ./my-tool.ts`'
@@ -78,7 +68,7 @@ export const resolveKind = (name: string): ToolKind => resolveToolKind(name).kin
 
 /** Where a tool config entry's code comes from. */
 export type ToolSource =
-  | { type: 'builtin'; kind: ToolKind; preset: Readonly<Record<string, unknown>> }
+  | { type: 'builtin'; kind: ToolKind }
   | { type: 'python'; label: string }
   | { type: 'module'; module: string };
 
@@ -92,7 +82,7 @@ export function toolSource(spec: ToolSpec): ToolSource {
   const byClass = spec.kind === undefined && spec.class_name !== undefined;
   const resolved = resolveToolKind(spec.kind ?? spec.class_name ?? '', { pythonClasses: byClass });
   if (resolved.kind === undefined) return { type: 'python', label: resolved.pythonClass };
-  return { type: 'builtin', kind: resolved.kind, preset: resolved.preset };
+  return { type: 'builtin', kind: resolved.kind };
 }
 
 /** With no tool config: calculator, time, weather, search over the shipped corpus, the built-in sandbox. */

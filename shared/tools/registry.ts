@@ -108,10 +108,10 @@ export async function buildToolRegistry(
       let limits: ToolLimits;
       let built: BuiltTools;
       if (source.type === 'builtin') {
-        const { kind, preset } = source;
+        const { kind } = source;
         const parsed = parseToolConfig(
           kind.kind,
-          { ...preset, ...s.config },
+          s.config,
           kind.config,
           kind.defaults,
           kind.ownTimeout as OwnTimeout | undefined,

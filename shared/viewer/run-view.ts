@@ -2,8 +2,9 @@
 // validation summaries, dead letters and the trajectory index. Every read is tolerant: what cannot be read
 // becomes a Problem naming the file, and the rest is still shown.
 import type { z } from 'zod';
+import { mergeStage } from '#shared/config/merge';
 import { type EvalSummary, EvalSummarySchema } from '#shared/pipeline/eval';
-import { stageConfig } from '#shared/pipeline/run-resources';
+import { stageConfigOf } from '#shared/pipeline/run-resources';
 import { type DeadLetterRecord, DeadLetterRecordSchema } from '#shared/schemas/dead-letter';
 import { type LearnerState, LearnerStateSchema } from '#shared/schemas/learner-stdio';
 import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
@@ -198,7 +199,10 @@ export class RunView {
     const config = this.run?.config;
     if (!config) return undefined;
     try {
-      return stageConfig(config, stage).algorithm;
+      if (this.run?.resolved) return stageConfigOf(this.run.resolved, stage).algorithm;
+      // A run.json written before stages were resolved in it: the same merge, here.
+      const declared = config.stages?.find((s) => s.name === stage);
+      return (declared ? mergeStage(config, declared) : config).algorithm;
     } catch {
       return config.algorithm;
     }

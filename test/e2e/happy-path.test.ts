@@ -73,7 +73,7 @@ describe('LocalStack end to end', () => {
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/^status\s+completed/m);
     const line =
-      /learner\s+step (\d+)\s+policy v(\d+)\s+reward -?\d+\.\d{3}\s+groups (\d+)\/8 trained, (\d+) dropped/.exec(
+      /learner\s+step (\d+)\/\d+\s+policy v(\d+)\s+reward -?\d+\.\d{3}\s+groups (\d+)\/8 trained, (\d+) dropped/.exec(
         text.stdout,
       );
     expect(line, text.stdout).not.toBeNull();

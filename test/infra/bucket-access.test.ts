@@ -10,6 +10,7 @@ import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { putJson } from '#shared/pipeline/blob-json';
 import { recordDeadLetter } from '#shared/pipeline/dead-letters';
 import { recordLearnerJob, takeLearnerLease } from '#shared/pipeline/learner-lease';
+import { QueueTally } from '#shared/pipeline/queue-tally';
 import { readRunStatus } from '#shared/pipeline/run-status';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { silentLog } from '#shared/ports/log';
@@ -115,6 +116,18 @@ describe('stage bucket grants', () => {
           keys.runJson('r-1'),
         ].sort(),
       );
+      expectGranted(stage, reads, writes);
+    },
+  );
+
+  it.each(['run-starter', 'feeder', 'rollout', 'tool-call', 'reward'] as const)(
+    "let %s write its count of a run's messages (the queue tally)",
+    async (stage) => {
+      const { blobs, reads, writes } = recordingStore();
+      const tally = new QueueTally(blobs, { intervalMs: 0, log: silentLog });
+      tally.handled('r-1', 'rollout');
+      await tally.settle();
+      expect([...writes]).toEqual([keys.queueTally('r-1', tally.writer)]);
       expectGranted(stage, reads, writes);
     },
   );

@@ -94,7 +94,7 @@ describe('stage functions', () => {
     }
   });
 
-  it('sets the URL of each queue a stage sends to, and grants SendMessage on exactly those and its DLQ', () => {
+  it('sets the URL of each queue a stage sends to and of its own queue, and grants SendMessage on exactly those sends and its DLQ', () => {
     const { pipelineTemplate: t } = build();
     const queueIds = Object.fromEntries(
       Object.entries(t.findResources('AWS::SQS::Queue')).map(([id, q]) => [q.Properties.QueueName, id]),
@@ -104,6 +104,13 @@ describe('stage functions', () => {
       const vars = fn.props.Environment.Variables as Record<string, unknown>;
       for (const q of FUNCTION_SENDS[stage])
         expect(vars[FUNCTION_ENV.queueUrl(q)]).toEqual({ Ref: queueIds[queueName('dev', q)] });
+      // Its own queue: a failed record is made visible again after a short backoff through it.
+      const own = queueIds[queueName('dev', consumedQueue(stage))]!;
+      expect(vars[FUNCTION_ENV.queueUrl(consumedQueue(stage))]).toEqual({ Ref: own });
+      const visibilityTargets = roleStatements(t, { Ref: fn.props.Role['Fn::GetAtt'][0] })
+        .filter((s) => actions(s).includes('sqs:ChangeMessageVisibility'))
+        .flatMap((s) => resources(s).map((r) => (r as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]));
+      expect(visibilityTargets).toEqual([own]);
       const sendTargets = roleStatements(t, { Ref: fn.props.Role['Fn::GetAtt'][0] })
         .filter((s) => actions(s).includes('sqs:SendMessage'))
         .flatMap((s) => resources(s).map((r) => (r as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]));
@@ -129,6 +136,7 @@ describe('stage functions', () => {
       'runs/*/dead-letters/*',
       'runs/*/messages/*',
       'runs/*/metrics/eval/*',
+      'runs/*/queue-tally/*',
       'runs/*/run.json',
     ]);
     expect(on('s3:GetObject').sort()).toEqual([
@@ -161,11 +169,16 @@ describe('stage functions', () => {
         .map((r) => JSON.stringify(r).match(/"\/([^"]*)"\]\]\}$/)?.[1])
         .sort();
     // (test/infra/bucket-access.test.ts checks these against the keys the stages' code writes)
-    expect(writes('run-starter')).toEqual(['runs/*/learner/lease.json', 'runs/*/run.json']);
+    expect(writes('run-starter')).toEqual([
+      'runs/*/learner/lease.json',
+      'runs/*/queue-tally/*',
+      'runs/*/run.json',
+    ]);
     expect(writes('rollout')).toEqual([
       'runs/*/dead-letters/*',
       'runs/*/messages/*',
       'runs/*/metrics/eval/*',
+      'runs/*/queue-tally/*',
       'runs/*/run.json',
     ]);
     for (const stage of Object.keys(FUNCTION_SENDS) as FunctionName[]) {

@@ -207,4 +207,17 @@ describe('function packaging', () => {
     expect(dockerfile).toMatch(/BFCL_PROJECT_ROOT=\/tmp\//);
     expect(existsSync(join(context, 'shared/bfcl/python/toolrl_bfcl/__main__.py'))).toBe(true);
   });
+
+  it('gives the rollout image the agent environment from the lock, and tells the agent host where it is', () => {
+    const context = assets.find((a) => a.stage === 'rollout')!.path;
+    const dockerfile = readFileSync(join(context, 'infra', 'docker', 'rollout', 'Dockerfile'), 'utf8');
+    // The lock `npm run setup` installs as .cache/agent-venv is in the context, installed with its hashes
+    expect(readFileSync(join(context, 'shared/agent/python/requirements.lock'), 'utf8')).toBe(
+      readFileSync(join(REPO_ROOT, 'shared/agent/python/requirements.lock'), 'utf8'),
+    );
+    expect(dockerfile).toMatch(/^COPY shared\/agent\/python\/requirements\.lock (\S+)$/m);
+    expect(dockerfile).toMatch(/pip --python \/opt\/agent-env\/bin\/python install .*--require-hashes/);
+    expect(dockerfile).toMatch(/^ +TOOLRL_PYTHON=\/opt\/agent-env\/bin\/python$/m);
+    expect(existsSync(join(context, 'shared/pyhost/python/toolrl_pyhost/agents.py'))).toBe(true);
+  });
 });

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { ensureBfclEnv } from '#shared/bfcl/env';
+import { parseRunConfig } from '#shared/config/resolve';
 import { readDataset, writeDataset } from '#shared/data/dataset';
-import { parseRunConfig } from '#shared/pipeline/run-config';
 import { ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { HANG_MS } from '../helpers/hang.ts';
 

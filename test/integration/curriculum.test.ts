@@ -76,3 +76,54 @@ describe('curriculum stages on the embedded default', () => {
     expect(Math.max(...turnLengths('full'))).toBeGreaterThan(8);
   });
 });
+
+// A stage that samples at another temperature and with another response budget (issue 29's divergence): its
+// rollouts sample at the stage's values, and the learner trains on log-probs at the stage's temperature, so its
+// pi_old agrees with the rollout's behaviour log-probs to the parity tests' tolerance (1e-3 a token; at the run's
+// temperature 1.0 against the stage's 0.3, a tiny model's log-probs differ by far more: gpu-worker/tests/
+// test_stage_config.py shows it on the learner alone).
+describe('a curriculum stage with its own rollout.temperature and max_total_response_length', () => {
+  const staged = tinyRun('curriculum-temperature');
+  afterAll(() => staged.close());
+
+  it('samples and trains at the stage’s values', async () => {
+    const rows = await quickstartRows('train');
+    staged.dataset('a.parquet', [rows[0]!]);
+    staged.dataset('b.parquet', [rows[1]!]);
+    const result = await staged.run(
+      tinyConfig({
+        data: { train: 'a.parquet' },
+        algorithm: { adv_estimator: 'dr_grpo' },
+        stages: [
+          { name: 'warm', data: { train: 'a.parquet' }, epochs: 1, overrides: {} },
+          {
+            name: 'cool',
+            data: { train: 'b.parquet' },
+            epochs: 1,
+            overrides: { rollout: { temperature: 0.3, multi_turn: { max_total_response_length: 24 } } },
+          },
+        ],
+      }),
+    );
+    expect(result.reason).toBeNull();
+    expect(result.status).toBe('completed');
+
+    const groups = [...scoredGroups(result).values()];
+    const responseTokens = (stage: string) =>
+      groups
+        .filter((g) => g.stage === stage)
+        .flatMap((g) => g.trajectories.map((t) => t.lossMask.reduce<number>((n, m) => n + m, 0)));
+    // The rollout side: the stage's budget of 24 response tokens, the run's 96 before it (a random tiny model
+    // rarely stops, so a warm-stage turn runs to max_new_tokens, 32).
+    expect(Math.max(...responseTokens('cool'))).toBeLessThanOrEqual(24);
+    expect(Math.max(...responseTokens('warm'))).toBeGreaterThan(24);
+
+    // The learner side: the cool step's pi_old against the rollout's behaviour log-probs.
+    const steps = stepMetrics(result);
+    // One step a stage, in whichever order their groups came back.
+    expect(steps.map((s) => s.stage_index).sort()).toEqual([0, 1]);
+    const cool = steps.find((s) => s.stage_index === 1)!;
+    expect(Math.abs(cool.rollout_kl_k1!)).toBeLessThan(1e-3);
+    expect(cool.rollout_kl_k3!).toBeLessThan(1e-3);
+  });
+});

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DATASET_LAYOUT } from '#shared/data/dataset';
 import { encodeParquet } from '#shared/data/parquet';
 import { readJson } from '#shared/pipeline/blob-json';
-import { createRewardHandler } from '#shared/pipeline/stages/handlers';
+import { createStageHandler } from '#shared/pipeline/stages/handlers';
 import { ATTR, type ReceivedMessage } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';
 import { toSqsEvent } from '#shared/runtime/sqs-event';
@@ -150,7 +150,10 @@ describe('fault tests (embedded runtime)', () => {
     await pendingRewards(f, oneTurn(G), 1, G);
     const received: ReceivedMessage[] = await f.pipeline.queues.queues.reward.receive({ maxMessages: 10 });
     expect(received).toHaveLength(G);
-    const handler = createRewardHandler({ ...f.pipeline.context('reward'), resources: f.pipeline.resources });
+    const handler = createStageHandler('reward', {
+      ...f.pipeline.context('reward'),
+      resources: f.pipeline.resources,
+    });
     const responses = await Promise.all(
       received.map((m) => handler(toSqsEvent(f.pipeline.queues.queues.reward, [m]))),
     );

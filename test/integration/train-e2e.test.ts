@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
-import { parseRunConfig } from '#shared/pipeline/run-config';
+import { parseRunConfig } from '#shared/config/resolve';
 import { loadPolicy } from '#shared/policy/index';
 import { train } from '#shared/runtime/train';
 import type { LearnerOutputLine } from '#shared/schemas/learner-stdio';

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..contracts import validate
 
 if TYPE_CHECKING:
-    from ..dist.world import World
+    from ..sharded.world import World
     from ..train.session import LearnerSession
 
 # Exit codes: done (stop, EOF, planned groups seen or max steps), a fatal error (an `error` line is printed
@@ -115,13 +115,13 @@ def protocol_stdout() -> LineWriter:
 
 
 def lead_or_follow(args: argparse.Namespace, lead: Callable[[World], int]) -> int:
-    """Under torchrun rank 0 leads (runs the driver); the other ranks follow it (dist/session.py) and never
+    """Under torchrun rank 0 leads (runs the driver); the other ranks follow it (sharded/session.py) and never
     read the driver's input or write stdout. One process is rank 0 of one."""
-    from ..dist.world import init_world
+    from ..sharded.world import init_world
 
     world = init_world(args.device)
     if not world.leader:
-        from ..dist.session import run_follower
+        from ..sharded.session import run_follower
 
         return run_follower(args.root, args.run_id, world)
     return lead(world)

@@ -12,7 +12,10 @@ would dead-letter it with no record, stranding that run's group. So a live run's
 sent again as a new message (receive count 0, a short delay so two learners do not bounce it in a tight loop)
 and the received one deleted. A message of a run that has ended is deleted (nothing will train it), and one of
 a run that does not exist is dead-lettered with that reason.
-Under torchrun only rank 0 talks to SQS; the other ranks follow it (dist/session.py).
+The learner counts the run's scored-group messages it takes off the queue (deleted after a commit, or
+dead-lettered) in runs/<id>/queue-tally/learner-<hex>.json, as the stages count theirs: `toolrl status`
+subtracts them from what the reward stage sent to show the run's messages in the queue.
+Under torchrun only rank 0 talks to SQS; the other ranks follow it (sharded/session.py).
 """
 
 from __future__ import annotations
@@ -20,16 +23,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..contracts import constants
+from ..contracts import constants, timestamp, validate
 from ..storage import BlobNotFound, BlobStore, keys
 from .common import LineWriter, SignalGuard, base_parser, drive, lead_or_follow, parse_args, protocol_stdout
 
 if TYPE_CHECKING:
-    from ..dist.world import World
+    from ..sharded.world import World
     from ..train.session import LearnerSession
 
 log = logging.getLogger("toolrl_learner.sqs")
@@ -108,6 +112,28 @@ class SqsDriver:
         self.body_of: dict[str, str] = {}
         self.receives_of: dict[str, str] = {}
         self._arn: str | None = None
+        self.tally_writer = f"learner-{secrets.token_hex(6)}"
+        self.handled = 0  # this run's messages taken off the queue: deleted after a commit, or dead-lettered
+
+    def count_handled(self, n: int) -> None:
+        """Records n more of this run's messages off the queue in the run's queue tally (see the module doc)."""
+        if n <= 0:
+            return
+        self.handled += n
+        doc = {
+            "schemaVersion": 1,
+            "runId": self.run_id,
+            "writer": self.tally_writer,
+            "updatedAt": timestamp(),
+            "queues": {"scored-groups": {"sent": 0, "handled": self.handled}},
+        }
+        validate("queue-tally", doc)
+        try:
+            self.store.put_bytes(
+                keys.queue_tally(self.run_id, self.tally_writer), (json.dumps(doc) + "\n").encode()
+            )
+        except Exception as e:  # noqa: BLE001 - counts are for display; the next write carries these too
+            log.warning("could not write the queue tally: %s", e)
 
     @property
     def queue_arn(self) -> str:
@@ -128,6 +154,7 @@ class SqsDriver:
                 self.dead_letter(
                     self.body_of[gid], self.handle_of[gid], reason, self.receives_of.get(gid, "1")
                 )
+                self.count_handled(1)
 
     def delete(self, handles: list[str]) -> None:
         for i in range(0, len(handles), 10):
@@ -135,6 +162,7 @@ class SqsDriver:
             resp = self.client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
             for f in resp.get("Failed", []):
                 log.warning("delete failed (the group is settled; a redelivery will be a duplicate): %s", f)
+            self.count_handled(len(entries) - len(resp.get("Failed", [])))
 
     def dead_letter(self, body: str, handle: str, reason: str, receives: str) -> None:
         if not self.dlq_url:
@@ -238,7 +266,7 @@ def _lead(args, world: World, out: LineWriter) -> int:
 
     def open_session() -> LearnerSession:
         nonlocal heartbeat, driver
-        from ..dist.session import open_session
+        from ..sharded.session import open_session
         from ..storage import open_store
         from ..storage.s3 import make_client
 

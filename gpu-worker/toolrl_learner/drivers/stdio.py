@@ -5,7 +5,7 @@ Exit codes (common.py): 0 done (stop, EOF, planned groups seen or max steps), 14
 written first), 1 on a fatal error (an `error` line is printed first).
 
 Under torchrun (`python -m toolrl_learner launch`) rank 0 speaks the protocol and the other ranks follow it
-(dist/session.py); they never read stdin or write stdout.
+(sharded/session.py); they never read stdin or write stdout.
 
 stdin is read on a thread, so the session ticks every TICK_S while no line comes: it then sees dead-lettered
 groups and a failed run even when nothing more will ever arrive on stdin.
@@ -25,7 +25,7 @@ from ..contracts import ContractError, validate
 from .common import LineWriter, SignalGuard, base_parser, drive, lead_or_follow, parse_args, protocol_stdout
 
 if TYPE_CHECKING:
-    from ..dist.world import World
+    from ..sharded.world import World
     from ..train.session import LearnerSession
 
 log = logging.getLogger("toolrl_learner.stdio")
@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
 
 def _lead(args, world: World, out: LineWriter) -> int:
     def open_session() -> LearnerSession:
-        from ..dist.session import open_session
+        from ..sharded.session import open_session
         from ..storage import open_store
 
         return open_session(

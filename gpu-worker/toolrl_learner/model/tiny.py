@@ -7,6 +7,8 @@ Public API:
     PRESETS: dict[str, dict]                    "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b"
     VARIANTS: dict[str, dict]                   "mha": small variants of the default tiny model (its tokenizer)
     TinySpec(...)                               the options (dataclass; defaults are the quick-start model)
+    tiny_spec(model_path, seed) -> TinySpec     `tiny`, `tiny:<variant>`, `tiny:<preset>` as model.path names them
+    spec_shape(spec) -> ModelConfig             the model's shape (the builder and the memory planner read it)
     build_tiny(out_dir, spec=TinySpec()) -> Path   writes config.json, model.safetensors, generation_config.json,
                                                    tokenizer.json, tokenizer_config.json
 """
@@ -107,8 +109,28 @@ class TinySpec:
         return cls(**{**PRESETS[name], "preset": name, "dtype": "bfloat16", **overrides})
 
 
-def spec_config(spec: TinySpec) -> tuple[ModelConfig, str, int]:
-    """The spec's ModelConfig, its tokenizer.json text and the tokenizer's model_max_length."""
+def tiny_spec(model_path: str, seed: int = 0) -> TinySpec:
+    """`model.path: tiny`, `tiny:<variant>` or `tiny:<preset>` as the spec the builder and the memory planner share,
+    its random weights drawn with `seed` (the tokenizer is the same for every seed)."""
+    name = model_path.partition(":")[2]
+    if name in VARIANTS:
+        return TinySpec(**VARIANTS[name], weights_seed=seed)
+    if name in PRESETS:
+        return TinySpec.from_preset(name, weights_seed=seed)
+    if name:
+        raise ValueError(
+            f"model.path {model_path!r}: no tiny variant or preset {name!r}; "
+            f"one of {', '.join(f'tiny:{n}' for n in [*VARIANTS, *PRESETS])}"
+        )
+    return TinySpec(weights_seed=seed)
+
+
+def is_tiny(model_path: str) -> bool:
+    return model_path == "tiny" or model_path.startswith("tiny:")
+
+
+def _tokenizer(spec: TinySpec) -> tuple[str, int, dict[str, int], int]:
+    """The spec's tokenizer.json text, its model_max_length, its added tokens' ids and its number of ids."""
     if spec.preset:
         tokenizer_json = find_qwen_tokenizer_json().read_text()
         model_max_length = 131072
@@ -117,11 +139,33 @@ def spec_config(spec: TinySpec) -> tuple[ModelConfig, str, int]:
         model_max_length = spec.max_position_embeddings
     added = {t["content"]: t["id"] for t in json.loads(tokenizer_json)["added_tokens"]}
     n_tokens = max(max(added.values()) + 1, len(json.loads(tokenizer_json)["model"]["vocab"]))
+    return tokenizer_json, model_max_length, added, n_tokens
+
+
+def spec_shape(
+    spec: TinySpec, n_tokens: int | None = None, added: dict[str, int] | None = None
+) -> ModelConfig:
+    """The model the spec builds, the one definition of its shape (the builder and the memory planner read it).
+    A preset's vocabulary is its padded size; otherwise the tokenizer's ids (`n_tokens`; trained here when not
+    given), so that every id decodes."""
+    if not spec.preset and (n_tokens is None or added is None):
+        _, _, added, n_tokens = _tokenizer(spec)
     vocab = spec.vocab_size if spec.preset else n_tokens
-    if vocab < n_tokens:
+    assert vocab is not None
+    if n_tokens is not None and vocab < n_tokens:
         raise ValueError(f"vocab_size {vocab} is smaller than the tokenizer's {n_tokens} ids")
+    # Small models tie the embeddings in qwen2/qwen3 and not in llama, unless the spec says.
     tied = spec.tie_word_embeddings if spec.tie_word_embeddings is not None else spec.arch != "llama"
-    cfg = ModelConfig.from_hf(
+    special = (
+        {
+            "bos_token_id": added["<|endoftext|>"],
+            "eos_token_id": added["<|im_end|>"],
+            "pad_token_id": added["<|endoftext|>"],
+        }
+        if added is not None
+        else {}
+    )
+    return ModelConfig.from_hf(
         {
             "model_type": spec.arch,
             "hidden_size": spec.hidden_size,
@@ -135,12 +179,15 @@ def spec_config(spec: TinySpec) -> tuple[ModelConfig, str, int]:
             "rope_parameters": {"rope_theta": spec.rope_theta, "rope_type": "default"},
             "tie_word_embeddings": tied,
             "max_position_embeddings": spec.max_position_embeddings,
-            "bos_token_id": added["<|endoftext|>"],
-            "eos_token_id": added["<|im_end|>"],
-            "pad_token_id": added["<|endoftext|>"],
+            **special,
         }
     )
-    return cfg, tokenizer_json, model_max_length
+
+
+def spec_config(spec: TinySpec) -> tuple[ModelConfig, str, int]:
+    """The spec's ModelConfig, its tokenizer.json text and the tokenizer's model_max_length."""
+    tokenizer_json, model_max_length, added, n_tokens = _tokenizer(spec)
+    return spec_shape(spec, n_tokens, added), tokenizer_json, model_max_length
 
 
 def build_tiny(out_dir: str | Path, spec: TinySpec = TinySpec()) -> Path:

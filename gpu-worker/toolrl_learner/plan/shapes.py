@@ -56,25 +56,12 @@ def _known_key(model_path: str) -> str:
 
 
 def model_shape(model_path: str, base_dir: Path | None = None) -> ModelConfig:
-    """`model.path` as the plan sees it: a folder with config.json (relative to base_dir), `tiny[:preset]`,
-    or a Hub id in KNOWN."""
-    if model_path == "tiny" or model_path.startswith("tiny:"):
-        from ..model.tiny import PRESETS, TinySpec
+    """`model.path` as the plan sees it: a folder with config.json (relative to base_dir), `tiny[:variant|preset]`
+    (the shape the builder makes, model/tiny.py), or a Hub id in KNOWN."""
+    from ..model.tiny import is_tiny, spec_shape, tiny_spec
 
-        preset = model_path.partition(":")[2]
-        spec = TinySpec.from_preset(preset) if preset else TinySpec()
-        fields = dict(PRESETS[preset]) if preset else {}
-        return ModelConfig.from_hf({
-            "model_type": spec.arch,
-            "hidden_size": spec.hidden_size,
-            "intermediate_size": spec.intermediate_size or 3 * spec.hidden_size,
-            "num_hidden_layers": spec.num_layers,
-            "num_attention_heads": spec.num_heads,
-            "num_key_value_heads": spec.num_kv_heads,
-            "head_dim": spec.head_dim or spec.hidden_size // spec.num_heads,
-            "vocab_size": fields.get("vocab_size", spec.vocab_size),
-            "tie_word_embeddings": spec.tie_word_embeddings if spec.tie_word_embeddings is not None else True,
-        })  # fmt: skip
+    if is_tiny(model_path):
+        return spec_shape(tiny_spec(model_path))
     path = Path(model_path)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path

@@ -106,6 +106,14 @@ def learner_state(run_id: str) -> str:
     return _key("learnerState", runId=run_id)
 
 
+def learner_warm_start(run_id: str) -> str:
+    return _key("learnerWarmStart", runId=run_id)
+
+
+def queue_tally(run_id: str, writer: str) -> str:
+    return _key("queueTally", runId=run_id, writer=writer)
+
+
 def dead_letters(run_id: str) -> str:
     """Records of dead-lettered group messages: `<prefix><groupId>/<stage>-<messageId>.json`."""
     return _key("deadLetters", runId=run_id)

@@ -1,6 +1,12 @@
 """A learner batch built from scored groups: the trajectories as token sequences, and their sampled
 tokens (loss mask 1) laid out as one packed list of "loss tokens" that every per-token tensor indexes.
 
+An agent episode whose agent rewrote its history carries its earlier token sequences as `segments`: each is a
+sequence of its own here, right after its episode's trajectory, with the episode's reward. `episode_index` maps
+every sequence to its episode and `primary_seqs` every episode to its trajectory's sequence, so outcome advantages
+are computed once per episode (the group's baseline counts an episode once) and shared by its segments, as rLLM
+broadcasts a trajectory's advantage to its steps.
+
 Loss token k of sequence s is token p of that sequence (p >= 1): it is predicted by the hidden state at
 p - 1. Prompt and tool-result tokens are inputs only; they never become loss tokens, so the vocabulary
 projection runs on sampled tokens alone.
@@ -14,7 +20,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ..scored_group import ScoredGroup, Trajectory
+from ..scored_group import ScoredGroup, TokenSequence, Trajectory
+
+
+def sequences_of(trajectory: Trajectory) -> list[TokenSequence]:
+    """The token sequences of one trajectory: itself, then its agent episode's earlier segments (if any)."""
+    return [trajectory, *(trajectory.get("segments") or [])]
 
 
 def group_staleness(group: ScoredGroup, policy_version: int) -> int:
@@ -22,7 +33,8 @@ def group_staleness(group: ScoredGroup, policy_version: int) -> int:
     versions = [
         v
         for t in group["trajectories"]
-        for v, m in zip(t["policyVersions"], t["lossMask"], strict=True)
+        for seq in sequences_of(t)
+        for v, m in zip(seq["policyVersions"], seq["lossMask"], strict=True)
         if m == 1 and v >= 0
     ]
     return policy_version - min(versions) if versions else 0
@@ -50,6 +62,18 @@ class LearnerBatch:
     tool_calls: Tensor  # [S]
     finish_reasons: list[str] = field(default_factory=list)  # [S] why each episode ended (eos, error, ...)
     reward_components: dict[str, Tensor] = field(default_factory=dict)  # name -> [S] (NaN where absent)
+    episode_index: Tensor | None = None  # [S] the episode of each sequence; None: one sequence per episode
+    primary_seqs: Tensor | None = None  # [E] each episode's trajectory sequence; None: every sequence
+
+    @property
+    def episodes(self) -> Tensor:
+        """[S] the episode (0..E-1) each sequence belongs to."""
+        return self.episode_index if self.episode_index is not None else torch.arange(self.num_seqs)
+
+    @property
+    def primaries(self) -> Tensor:
+        """[E] the sequence of each episode's trajectory (its segments follow it)."""
+        return self.primary_seqs if self.primary_seqs is not None else torch.arange(self.num_seqs)
 
     @property
     def num_seqs(self) -> int:
@@ -68,25 +92,33 @@ class LearnerBatch:
         token_ids, rewards, group_index, positions, targets, behavior, tcalls = [], [], [], [], [], [], []
         finish: list[str] = []
         comps: dict[str, list[float]] = {}
-        n_traj = sum(len(g["trajectories"]) for g in groups)
+        episode_index: list[int] = []
+        primary: list[int] = []
+        n_seq = sum(len(sequences_of(t)) for g in groups for t in g["trajectories"])
         s = 0
         for gi, g in enumerate(groups):
             for t in g["trajectories"]:
-                ids = torch.tensor(t["tokenIds"], dtype=torch.long)
-                mask = torch.tensor(t["lossMask"], dtype=torch.bool)
-                mask[0] = False  # nothing predicts the first token
-                pos = torch.nonzero(mask, as_tuple=False).squeeze(-1)
-                token_ids.append(ids)
-                positions.append(pos)
-                targets.append(ids[pos])
-                behavior.append(torch.tensor(t["behaviorLogprobs"], dtype=torch.float32)[pos])
-                rewards.append(float(t["reward"]))
-                group_index.append(gi)
-                tcalls.append(tool_calls(t))
-                finish.append(str(t.get("finishReason") or "unknown"))
-                for name, value in (t.get("rewardComponents") or {}).items():
-                    comps.setdefault(name, [float("nan")] * n_traj)[s] = float(value)
-                s += 1
+                primary.append(s)
+                for k, seq in enumerate(sequences_of(t)):
+                    ids = torch.tensor(seq["tokenIds"], dtype=torch.long)
+                    mask = torch.tensor(seq["lossMask"], dtype=torch.bool)
+                    mask[0] = False  # nothing predicts the first token
+                    pos = torch.nonzero(mask, as_tuple=False).squeeze(-1)
+                    token_ids.append(ids)
+                    positions.append(pos)
+                    targets.append(ids[pos])
+                    behavior.append(torch.tensor(seq["behaviorLogprobs"], dtype=torch.float32)[pos])
+                    rewards.append(float(t["reward"]))  # a segment has its episode's reward
+                    group_index.append(gi)
+                    episode_index.append(len(primary) - 1)
+                    # Per-episode facts are the trajectory's; a segment's entries are never read (metrics take
+                    # the primaries).
+                    tcalls.append(tool_calls(t) if k == 0 else 0)
+                    finish.append(str(t.get("finishReason") or "unknown") if k == 0 else "segment")
+                    if k == 0:
+                        for name, value in (t.get("rewardComponents") or {}).items():
+                            comps.setdefault(name, [float("nan")] * n_seq)[s] = float(value)
+                    s += 1
         counts = torch.tensor([p.shape[0] for p in positions], dtype=torch.long)
         offsets = torch.zeros(len(positions) + 1, dtype=torch.long)
         offsets[1:] = torch.cumsum(counts, 0)
@@ -105,4 +137,12 @@ class LearnerBatch:
             tool_calls=torch.tensor(tcalls, dtype=torch.float32),
             finish_reasons=finish,
             reward_components={k: torch.tensor(v) for k, v in comps.items()},
+            **(
+                {
+                    "episode_index": torch.tensor(episode_index, dtype=torch.long),
+                    "primary_seqs": torch.tensor(primary, dtype=torch.long),
+                }
+                if len(primary) < s
+                else {}
+            ),
         )

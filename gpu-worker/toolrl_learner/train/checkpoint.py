@@ -317,7 +317,7 @@ def load_latest_checkpoint(
     """Restore the newest verifiable checkpoint into `policy` (and `critic`: weights, RNG); returns (state,
     optimizer state or None), or None when there is no complete checkpoint.
 
-    A sharded learner's checkpoint (`dcp/`, dist/checkpoint.py) loads whole into this process, weights and
+    A sharded learner's checkpoint (`dcp/`, sharded/checkpoint.py) loads whole into this process, weights and
     optimizer state (into `trainer`) alike, whatever the world size that wrote it; its optimizer state is
     then already in place and None is returned for it. The sharded learner trains no separate critic, so
     such a checkpoint holds none and a run with `critic:` cannot resume from it."""
@@ -329,7 +329,7 @@ def load_latest_checkpoint(
             continue
         try:
             if (folder / "dcp").is_dir():
-                from ..dist.checkpoint import load_dcp
+                from ..sharded.checkpoint import load_dcp
 
                 load_dcp(folder, policy, trainer)
             if (folder / "model").is_dir():

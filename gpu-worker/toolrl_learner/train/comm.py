@@ -1,5 +1,5 @@
 """How a learner step is spread over processes. `LOCAL` is the single-process learner: every micro-batch is
-this process's and every reduction is the identity. The sharded learner (dist/comm.py) gives each rank its
+this process's and every reduction is the identity. The sharded learner (sharded/comm.py) gives each rank its
 share of the micro-batches and sums the partial results, so the trainer and SFT code is the same for both."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .packing import MicroBatch, pack_batch, pack_sequences
 
 
 class Comm(Protocol):
-    """What the trainer and SFT ask of the way a step is spread: LocalComm here, or dist/comm.py's ShardedComm."""
+    """What the trainer and SFT ask of the way a step is spread: LocalComm here, or sharded/comm.py's ShardedComm."""
 
     size: int
     rank: int

@@ -23,12 +23,16 @@ def light_copy(group: dict[str, Any]) -> dict[str, Any]:
     trajs = group.get("trajectories")
     if not isinstance(trajs, list):
         return group
-    out = []
-    for t in trajs:
-        if isinstance(t, dict):
-            t = {**t, **{k: t[k][:1] for k in TOKEN_ARRAYS if isinstance(t.get(k), list)}}
-        out.append(t)
-    return {**group, "trajectories": out}
+
+    def cut(t: Any) -> Any:
+        if not isinstance(t, dict):
+            return t
+        t = {**t, **{k: t[k][:1] for k in TOKEN_ARRAYS if isinstance(t.get(k), list)}}
+        if isinstance(t.get("segments"), list):
+            t["segments"] = [cut(s) for s in t["segments"]]
+        return t
+
+    return {**group, "trajectories": [cut(t) for t in trajs]}
 
 
 def _array(t: dict[str, Any], key: str, where: str, dtype: type[np.floating]) -> np.ndarray:
@@ -45,25 +49,31 @@ def check_scored_group(group: dict[str, Any]) -> ScoredGroup:
     """Raise ContractError naming the failing path; return the group unchanged, typed as what it now is."""
     validate("scored-group", light_copy(group))
     for i, t in enumerate(group["trajectories"]):
-        where = f"trajectories/{i}"
-        ids = _array(t, "tokenIds", where, np.float64)
-        n = ids.shape[0]
-        arrays = {"tokenIds": ids}
-        for key in TOKEN_ARRAYS[1:]:
-            arrays[key] = _array(t, key, where, np.float64)
-            if arrays[key].shape[0] != n:
-                raise ContractError(
-                    f"scored-group: {where}/{key}: has {arrays[key].shape[0]} entries, tokenIds {n}"
-                )
-        if n and ((ids < 0).any() or (ids != np.floor(ids)).any()):
-            raise ContractError(f"scored-group: {where}/tokenIds: not all non-negative integers")
-        if n and not np.isin(arrays["lossMask"], (0, 1)).all():
-            raise ContractError(f"scored-group: {where}/lossMask: values other than 0 and 1")
-        if n and not np.isfinite(arrays["behaviorLogprobs"]).all():
-            raise ContractError(f"scored-group: {where}/behaviorLogprobs: not all finite numbers")
-        pv = arrays["policyVersions"]
-        if n and ((pv < -1).any() or (pv != np.floor(pv)).any()):
-            raise ContractError(f"scored-group: {where}/policyVersions: not all integers >= -1")
-        if t["promptLength"] > n:
-            raise ContractError(f"scored-group: {where}/promptLength: {t['promptLength']} > {n} tokens")
+        _check_arrays(t, f"trajectories/{i}")
+        for k, seg in enumerate(t.get("segments") or []):
+            _check_arrays(seg, f"trajectories/{i}/segments/{k}")
     return cast(ScoredGroup, group)  # checked above against the contract
+
+
+def _check_arrays(t: dict[str, Any], where: str) -> None:
+    """A sequence's token arrays: equal lengths, integer ids, a 0/1 mask, finite log-probs, versions >= -1."""
+    ids = _array(t, "tokenIds", where, np.float64)
+    n = ids.shape[0]
+    arrays = {"tokenIds": ids}
+    for key in TOKEN_ARRAYS[1:]:
+        arrays[key] = _array(t, key, where, np.float64)
+        if arrays[key].shape[0] != n:
+            raise ContractError(
+                f"scored-group: {where}/{key}: has {arrays[key].shape[0]} entries, tokenIds {n}"
+            )
+    if n and ((ids < 0).any() or (ids != np.floor(ids)).any()):
+        raise ContractError(f"scored-group: {where}/tokenIds: not all non-negative integers")
+    if n and not np.isin(arrays["lossMask"], (0, 1)).all():
+        raise ContractError(f"scored-group: {where}/lossMask: values other than 0 and 1")
+    if n and not np.isfinite(arrays["behaviorLogprobs"]).all():
+        raise ContractError(f"scored-group: {where}/behaviorLogprobs: not all finite numbers")
+    pv = arrays["policyVersions"]
+    if n and ((pv < -1).any() or (pv != np.floor(pv)).any()):
+        raise ContractError(f"scored-group: {where}/policyVersions: not all integers >= -1")
+    if t["promptLength"] > n:
+        raise ContractError(f"scored-group: {where}/promptLength: {t['promptLength']} > {n} tokens")

@@ -1,6 +1,6 @@
 """The session's work on the model, in one process: build the policy (and critic) and its trainer, resume
 them from a checkpoint, run an SFT warm start, train a step, hand out the weights to publish, save them.
-The sharded learner (dist/session.py) does each of these on every rank instead; the session's life cycle
+The sharded learner (sharded/session.py) does each of these on every rank instead; the session's life cycle
 (session.py) is the same for both."""
 
 from __future__ import annotations

@@ -42,23 +42,11 @@ def resolve_model_dir(model_path: str, workdir: Path, seed: int = 0) -> Path:
     """A model folder for `model.path`: `tiny` / `tiny:<variant or preset>` are built (deterministically) under
     workdir, their random weights drawn with the run's seed (the tokenizer is the same for every seed); a built-in
     name (smollm2-135m-instruct) or a .gguf file is converted once into the model cache (model/model_store.py)."""
-    if model_path == "tiny" or model_path.startswith("tiny:"):
-        from ..model.tiny import VARIANTS, TinySpec, build_tiny
+    from ..model.tiny import build_tiny, is_tiny, tiny_spec
 
+    if is_tiny(model_path):
+        spec = tiny_spec(model_path, seed)
         preset = model_path.partition(":")[2]
-        if preset in VARIANTS:
-            spec = TinySpec(**VARIANTS[preset], weights_seed=seed)
-        elif preset:
-            from ..model.tiny import PRESETS
-
-            if preset not in PRESETS:
-                raise ValueError(
-                    f"model.path {model_path!r}: no tiny variant or preset {preset!r}; "
-                    f"one of {', '.join(f'tiny:{n}' for n in [*VARIANTS, *PRESETS])}"
-                )
-            spec = TinySpec.from_preset(preset, weights_seed=seed)
-        else:
-            spec = TinySpec(weights_seed=seed)
         out = workdir / ("model-tiny" + (f"-{preset}" if preset else ""))
         if not (out / "config.json").is_file():
             build_tiny(out, spec)
@@ -259,21 +247,24 @@ class Policy:
         return self._forward(self.base, mb, entropy=entropy, values=values, temperature=temperature)
 
     @torch.no_grad()
-    def forward_old(self, mb: MicroBatch, *, values: bool = False) -> ForwardOut:
+    def forward_old(
+        self, mb: MicroBatch, *, values: bool = False, temperature: float | None = None
+    ) -> ForwardOut:
         """pi_old before the update (no autograd, dropout off)."""
         self.base.eval()
-        return self._forward(self.base, mb, entropy=False, values=values)
+        return self._forward(self.base, mb, entropy=False, values=values, temperature=temperature)
 
     @torch.no_grad()
-    def reference_logprobs(self, mb: MicroBatch) -> Tensor:
+    def reference_logprobs(self, mb: MicroBatch, temperature: float | None = None) -> Tensor:
         """pi_ref: the frozen initial model, or with LoRA the base with its adapters disabled."""
+        t = temperature
         if self.peft is not None:
             self.base.eval()
             with self.peft.disable_adapter():
-                return self._forward(self.base, mb, entropy=False, values=False).logprobs
+                return self._forward(self.base, mb, entropy=False, values=False, temperature=t).logprobs
         if self.reference is None:
             raise RuntimeError("no reference policy: enable use_kl_loss or use_kl_in_reward")
-        return self._forward(self.reference, mb, entropy=False, values=False).logprobs
+        return self._forward(self.reference, mb, entropy=False, values=False, temperature=t).logprobs
 
     # -- rollout weights --------------------------------------------------------------------------------
 

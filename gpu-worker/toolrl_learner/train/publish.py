@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -90,9 +91,12 @@ class Publisher:
             publish_weights(model, out, version, graph_from=graph_from)
         manifest_bytes = (out / MANIFEST).read_bytes()
         if remote:
-            names = json.loads(manifest_bytes)["files"]
-            for name in names:  # the manifest goes last: a version without one is incomplete
-                self.store.put_file(prefix + name, out / name)
+            names = list(json.loads(manifest_bytes)["files"])
+            # All at once (a publish is on the critical path of every deterministic step); the manifest goes last: a
+            # version without one is incomplete.
+            with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+                for f in [pool.submit(self.store.put_file, prefix + name, out / name) for name in names]:
+                    f.result()
             self.store.put_bytes(prefix + MANIFEST, manifest_bytes)
         pointer = {"version": version, "prefix": prefix, "sha256": hashlib.sha256(manifest_bytes).hexdigest()}
         validate("policy-pointer", pointer)

@@ -35,7 +35,7 @@ from .model_work import ModelWork
 from .no_signal import COUNTED, NoSignalWatch
 from .ordered import OrderedBatches
 from .policy import Policy
-from .progress import RunDoc, read_run, write_state
+from .progress import RunDoc, WarmStartProgress, read_run, write_state
 from .publish import Publisher
 from .timing import PREFIX, PhaseTimer
 
@@ -104,6 +104,7 @@ class LearnerSession:
         """Load or resume, publish a version if none exists for these weights; returns the `ready` line."""
         run = self._read_run()
         config = self._run_config if self._run_config is not None else (run.config if run else None)
+        resolved = run.resolved if run is not None and self._run_config is None else None
         if config is None:
             raise ValueError(
                 f"{keys.run_json(self.run_id)}: missing, or without a resolved `config`; pass a config"
@@ -112,7 +113,7 @@ class LearnerSession:
         if self.max_steps_flag is not None:
             cfg = cfg.replace(max_steps=self.max_steps_flag)
         self.stage_cfgs = {
-            n: c.replace(max_steps=cfg.max_steps) for n, c in cfg.stage_configs(config).items()
+            n: c.replace(max_steps=cfg.max_steps) for n, c in cfg.stage_configs(config, resolved).items()
         }
         self.stage_sft = LearnerConfig.stages_with_own_sft(config)
         self.cfg = cfg
@@ -203,10 +204,13 @@ class LearnerSession:
         return None
 
     def _run_sft(self, cfg: LearnerConfig, stage: str | None = None) -> None:
+        progress = WarmStartProgress(self.store, self.run_id, stage, cfg.progress_interval_s)
+
         def on_step(m: dict[str, float]) -> None:
             self.emit(
                 {"type": "sft", "step": int(m["sft_step"]), "steps": cfg.sft_steps, "loss": m["sft_loss"]}
             )
+            progress.step(int(m["sft_step"]), cfg.sft_steps, m["sft_loss"])
 
         self.model.sft(cfg, stage, on_step)
 

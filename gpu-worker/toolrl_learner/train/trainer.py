@@ -53,29 +53,41 @@ def compute_advantages(
     pi_ref) per sampled token: token-level estimators (reinforce_pp, gae) get r_t - kl_coef * kl_t on
     every token (the outcome reward sits on the last one); outcome estimators (grpo, dr_grpo, rloo) get
     the sequence total r - kl_coef * sum_t kl_t before the group baseline.
+
+    Outcome estimators work on episodes: an agent episode split into segments (batch.py) counts once in its
+    group's baseline, with the KL of all its sequences, and each of its sequences gets its advantage.
     """
     n_seq = batch.num_seqs
     seq_ids = batch.seq_ids.to(device)  # [N]
     ones = torch.ones(batch.num_loss_tokens, device=device)  # [N] every loss token is sampled
     rewards = batch.rewards.to(device)  # [S]
     group_index = batch.group_index.to(device)  # [S]
+    episodes = batch.episodes.to(device)  # [S]
+    primary = batch.primaries.to(device)  # [E]
     token_rewards = adv_fns.outcome_token_rewards(rewards, ones, seq_ids)  # [N]
+    episode_rewards = rewards[primary]  # [E]
     metrics: dict[str, float] = {}
     if cfg.use_kl_in_reward:
         if old_logprobs is None or ref_logprobs is None:
             raise ValueError("use_kl_in_reward needs the old and the reference log-probs")
         kl = kl_penalty(old_logprobs, ref_logprobs, cfg.kl_penalty)  # [N]
         token_rewards = token_rewards - cfg.kl_coef * kl  # [N]
-        rewards = rewards - cfg.kl_coef * segment_sum(kl, seq_ids, n_seq)  # [S]
+        seq_kl = segment_sum(kl, seq_ids, n_seq)  # [S]
+        episode_rewards = episode_rewards - cfg.kl_coef * segment_sum(
+            seq_kl, episodes, primary.shape[0]
+        )  # [E]
         metrics["kl_in_reward"] = float(kl.mean()) if kl.numel() else 0.0
+    episode_groups = group_index[primary]  # [E]
     returns = None
     if cfg.adv_estimator == "grpo":
-        seq_adv = adv_fns.grpo_advantages(rewards, group_index, norm_by_std=cfg.norm_adv_by_std_in_grpo)
-        advantages = seq_adv[seq_ids]  # [N]
+        ep_adv = adv_fns.grpo_advantages(
+            episode_rewards, episode_groups, norm_by_std=cfg.norm_adv_by_std_in_grpo
+        )  # [E]
+        advantages = ep_adv[episodes][seq_ids]  # [N]
     elif cfg.adv_estimator == "dr_grpo":
-        advantages = adv_fns.dr_grpo_advantages(rewards, group_index)[seq_ids]
+        advantages = adv_fns.dr_grpo_advantages(episode_rewards, episode_groups)[episodes][seq_ids]
     elif cfg.adv_estimator == "rloo":
-        advantages = adv_fns.rloo_advantages(rewards, group_index)[seq_ids]
+        advantages = adv_fns.rloo_advantages(episode_rewards, episode_groups)[episodes][seq_ids]
     elif cfg.adv_estimator == "reinforce_pp":
         advantages = adv_fns.reinforce_pp_advantages(token_rewards, ones, seq_ids, n_seq, gamma=cfg.gamma)
     elif cfg.adv_estimator == "gae":
@@ -112,7 +124,7 @@ class Trainer:
         critic: Critic | None = None,
         comm: Comm = LOCAL,
     ) -> None:
-        """comm: how the step is spread over processes (the sharded learner's, dist/comm.py; else one)."""
+        """comm: how the step is spread over processes (the sharded learner's, sharded/comm.py; else one)."""
         self.cfg = cfg
         self.comm = comm
         self.policy = policy
@@ -182,13 +194,15 @@ class Trainer:
         with phase("old_logprobs"):
             if need_old:
                 old_logprobs, old_values = self._gather(
-                    mbs, n_tok, lambda mb: self.policy.forward_old(mb, values=True)
+                    mbs,
+                    n_tok,
+                    lambda mb: self.policy.forward_old(mb, values=True, temperature=cfg.temperature),
                 )
             if self.critic is not None:
                 old_values = self.critic.old_values(mbs, n_tok)
             if cfg.needs_reference:
                 ref_logprobs, _ = self._gather(
-                    mbs, n_tok, lambda mb: (self.policy.reference_logprobs(mb), None)
+                    mbs, n_tok, lambda mb: (self.policy.reference_logprobs(mb, cfg.temperature), None)
                 )
 
         advantages, returns, adv_metrics = compute_advantages(
@@ -331,7 +345,10 @@ class Trainer:
 
     def _loss(self, step: MicroStep) -> tuple[Tensor, dict[str, Tensor], int]:
         cfg, mb, tokens = step.cfg, step.mb, step.tokens
-        out = self.policy.forward(mb, entropy=True, values=tokens.values is not None)
+        # The stage's temperature: the one its rollouts sampled at (their behaviour log-probs are at it).
+        out = self.policy.forward(
+            mb, entropy=True, values=tokens.values is not None, temperature=cfg.temperature
+        )
         idx = mb.token_index
         n, b = idx.shape[0], mb.num_seqs
         mask = torch.ones(n, device=out.logprobs.device)
@@ -389,15 +406,19 @@ class Trainer:
 
     @staticmethod
     def _batch_metrics(batch: LearnerBatch, group_relative: bool) -> dict[str, float]:
-        r = batch.rewards
+        # Per episode (an agent episode's segments are not trajectories of their own); lengths per sequence.
+        primary = batch.primaries
+        r = batch.rewards[primary]
+        groups = batch.group_index[primary]
+        finish = [batch.finish_reasons[int(i)] for i in primary]
         resp = (batch.tok_offsets[1:] - batch.tok_offsets[:-1]).float()
         out = {
             "reward_mean": float(r.mean()),
             "reward_std": float(r.std()) if r.numel() > 1 else 0.0,
             "reward_max": float(r.max()),
             "reward_min": float(r.min()),
-            "tool_calls_per_trajectory": float(batch.tool_calls.mean()),
-            "trajectories": float(batch.num_seqs),
+            "tool_calls_per_trajectory": float(batch.tool_calls[primary].mean()),
+            "trajectories": float(primary.shape[0]),
             "response_length_mean": float(resp.mean()),
             "sequence_length_mean": sum(batch.lengths) / batch.num_seqs,
             "staleness_mean": float(batch.staleness.mean()),
@@ -408,17 +429,22 @@ class Trainer:
                 sum(
                     1
                     for g in range(len(batch.group_ids))
-                    if not adv_fns.has_signal(r[batch.group_index == g].tolist(), group_relative)
+                    if not adv_fns.has_signal(r[groups == g].tolist(), group_relative)
                 )
             ),
         }
+        if batch.num_seqs > primary.shape[0]:
+            # Agent episodes whose agent rewrote its history: the extra token sequences they trained on.
+            out["agent_segments"] = float(batch.num_seqs - primary.shape[0])
         for name, values in batch.reward_components.items():
+            values = values[primary]
             present = values[~values.isnan()]
             if present.numel():
                 out[f"reward/{name}"] = float(present.mean())
         # Why episodes ended, as fractions of the step's trajectories: `finish/error` counts episodes the rollout
-        # ended on a failure (a chat template that broke the token prefix, a prompt over the limit), `finish/length`
-        # and `finish/max_total_response_length` responses cut by the budgets.
-        for reason in sorted(set(batch.finish_reasons)):
-            out[f"finish/{reason}"] = batch.finish_reasons.count(reason) / batch.num_seqs
+        # ended on a failure (a chat template that broke the token prefix, a prompt over the limit, an agent that
+        # threw), `finish/timeout` agent episodes past their time, `finish/length` and
+        # `finish/max_total_response_length` responses cut by the budgets.
+        for reason in sorted(set(finish)):
+            out[f"finish/{reason}"] = finish.count(reason) / len(finish)
         return out

@@ -40,6 +40,7 @@ const DEAD_LETTERS = keyWildcard(K.deadLetters);
 const LEARNER_LEASE = keyWildcard(K.learnerLease);
 const LEARNER_STATE = keyWildcard(K.learnerState);
 const FEEDER_STATE = keyWildcard(K.feederState);
+const QUEUE_TALLY = keyWildcard(folderOf(K.queueTally, 'writer'));
 
 /**
  * What a stage that dead-letters a group's message writes (pipeline/dead-letters.ts): the record, and what the
@@ -56,16 +57,16 @@ const DEAD_LETTERING = [DEAD_LETTERS, EVAL_SUMMARIES, RUN_JSON];
  * manifests and what completing the run checks: learner and feeder state, summaries).
  */
 export const STAGE_BUCKET_ACCESS: Readonly<Record<FunctionName, BucketAccess>> = {
-  'run-starter': { read: [ALL_RUNS], write: [RUN_JSON, LEARNER_LEASE] },
-  feeder: { read: [ALL_RUNS], write: [RUN_JSON, FEEDER, MESSAGES] },
-  rollout: { read: [ALL_RUNS], write: [MESSAGES, ...DEAD_LETTERING] },
+  'run-starter': { read: [ALL_RUNS], write: [RUN_JSON, LEARNER_LEASE, QUEUE_TALLY] },
+  feeder: { read: [ALL_RUNS], write: [RUN_JSON, FEEDER, MESSAGES, QUEUE_TALLY] },
+  rollout: { read: [ALL_RUNS], write: [MESSAGES, ...DEAD_LETTERING, QUEUE_TALLY] },
   'tool-call': {
     read: [RUN_JSON, INPUTS, MESSAGES, DEAD_LETTERS, GROUPS, LEARNER_STATE, FEEDER_STATE, EVAL_SUMMARIES],
-    write: [MESSAGES, ...DEAD_LETTERING],
+    write: [MESSAGES, ...DEAD_LETTERING, QUEUE_TALLY],
   },
   reward: {
     read: [ALL_RUNS],
-    write: [TRAJECTORIES, GROUPS, GROUPS_SENT, MESSAGES, ...DEAD_LETTERING],
+    write: [TRAJECTORIES, GROUPS, GROUPS_SENT, MESSAGES, ...DEAD_LETTERING, QUEUE_TALLY],
   },
 };
 

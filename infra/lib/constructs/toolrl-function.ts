@@ -197,7 +197,9 @@ export class ToolrlFunction extends Construct {
   /**
    * Subscribes the function to the queue like the local runtime does (partial batch responses, batch size,
    * window and maximum concurrency from the settings), and lets it move a poison message to the
-   * dead-letter queue itself, with its reason, instead of waiting for maxReceiveCount.
+   * dead-letter queue itself, with its reason, instead of waiting for maxReceiveCount. The queue's URL is set too:
+   * the handler makes a failed record visible again after a short backoff (ChangeMessageVisibility, which the event
+   * source's consume grant includes) instead of the whole visibility timeout.
    */
   bindQueueConsumer(pair: QueuePair, s: ResolvedFunctionSettings): this {
     this.fn.addEventSource(
@@ -209,6 +211,7 @@ export class ToolrlFunction extends Construct {
       }),
     );
     pair.deadLetterQueue.grantSendMessages(this.fn);
+    this.setEnv(FUNCTION_ENV.queueUrl(pair.name), pair.queue.queueUrl);
     return this.setEnv(FUNCTION_ENV.deadLetterQueueUrl(pair.name), pair.deadLetterQueue.queueUrl);
   }
 

@@ -5,9 +5,9 @@
 // connections and never answers (a wedged LocalStack, a black-holed route) would hang a command or a stage.
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { AWS_TIMEOUTS, httpHandlerOptions } from '#shared/deployment/aws-http';
+import { AWS_MAX_SOCKETS, AWS_TIMEOUTS, httpHandlerOptions } from '#shared/deployment/aws-http';
 
-export { AWS_TIMEOUTS, httpHandlerOptions };
+export { AWS_MAX_SOCKETS, AWS_TIMEOUTS, httpHandlerOptions };
 
 /** The common configuration of a client: region, endpoint (LocalStack) and the timeouts. */
 export function awsClientConfig(opts: AwsClientOptions, requestMs?: number) {

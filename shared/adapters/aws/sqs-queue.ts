@@ -33,6 +33,8 @@ export function arnOfQueueUrl(url: string): string {
 }
 
 export class SqsQueue implements Queue {
+  private visibility: Promise<number> | undefined;
+
   constructor(
     private readonly client: SQSClient,
     readonly url: string,
@@ -149,6 +151,16 @@ export class SqsQueue implements Queue {
         VisibilityTimeout: Math.round(timeoutSec),
       }),
     );
+  }
+
+  /** Read once (GetQueueAttributes), then kept: a stage's queue keeps its settings while the stage runs. */
+  visibilityTimeout(): Promise<number> {
+    this.visibility ??= this.client
+      .send(new GetQueueAttributesCommand({ QueueUrl: this.url, AttributeNames: ['VisibilityTimeout'] }))
+      .then((r) => Number(r.Attributes?.VisibilityTimeout ?? 30));
+    // A failed read is not kept: the next call asks again.
+    this.visibility.catch(() => (this.visibility = undefined));
+    return this.visibility;
   }
 
   async depth(): Promise<QueueDepth> {

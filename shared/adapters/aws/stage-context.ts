@@ -7,7 +7,9 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { BatchClient } from '@aws-sdk/client-batch';
 import { z } from 'zod';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
+import { QueueTally } from '#shared/pipeline/queue-tally';
 import type { Log } from '#shared/ports/log';
+import type { Queue } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';
 import { consumedQueue, FUNCTION_SENDS, type FunctionName, type QueueName } from '#shared/topology';
 import { BatchLearnerJobs } from './batch-learner-jobs.ts';
@@ -15,10 +17,14 @@ import { awsClientConfig, awsClientOptionsFromEnv, s3Client, sqsClient } from '.
 import { S3BlobStore } from './s3-blob-store.ts';
 import { SqsQueue } from './sqs-queue.ts';
 
-/** The environment a function needs: bucket, the queues it sends to, and its own dead-letter queue. */
+/**
+ * The environment a function needs: bucket, the queues it sends to, its own queue (to give a failed record back
+ * sooner than its visibility timeout) and that queue's dead-letter queue.
+ */
 export function functionEnvSchema(fn: FunctionName) {
   const shape: Record<string, z.ZodType> = {
     [FUNCTION_ENV.bucket]: z.string().min(1),
+    [FUNCTION_ENV.queueUrl(consumedQueue(fn))]: z.url(),
     [FUNCTION_ENV.deadLetterQueueUrl(consumedQueue(fn))]: z.url(),
   };
   for (const q of FUNCTION_SENDS[fn]) shape[FUNCTION_ENV.queueUrl(q)] = z.url();
@@ -64,6 +70,27 @@ export interface AwsRunStarterContext extends AwsStageContext {
   readonly learnerJobs: BatchLearnerJobs;
 }
 
+/**
+ * The process's tally of each run's messages (pipeline/queue-tally.ts), one per bucket: every stage of a process
+ * (the local worker runs all five) writes one file per run. On Lambda it writes after every invocation (a container
+ * may be frozen right after one); a long-lived worker at most every 2 s, and on stop (flushQueueTallies).
+ */
+const tallies = new Map<string, QueueTally>();
+function processTally(blobs: S3BlobStore, bucket: string, log: Log): QueueTally {
+  let t = tallies.get(bucket);
+  if (!t) {
+    const onLambda = process.env.AWS_LAMBDA_FUNCTION_NAME !== undefined;
+    t = new QueueTally(blobs, { intervalMs: onLambda ? 0 : 2_000, log }, onLambda ? 'lambda' : 'worker');
+    tallies.set(bucket, t);
+  }
+  return t;
+}
+
+/** Writes every count not yet written (a worker that is stopping). */
+export async function flushQueueTallies(): Promise<void> {
+  await Promise.all([...tallies.values()].map((t) => t.flush()));
+}
+
 /** The context of function `fn` from the environment (AWS_ENDPOINT_URL selects LocalStack). */
 export function awsStageContext(
   fn: FunctionName,
@@ -73,14 +100,21 @@ export function awsStageContext(
   const vars = readFunctionEnv(fn, env);
   const clientOpts = awsClientOptionsFromEnv(env);
   const sqs = sqsClient(clientOpts);
-  const queues: Partial<Record<QueueName, SqsQueue>> = {};
-  for (const q of FUNCTION_SENDS[fn]) queues[q] = new SqsQueue(sqs, vars[FUNCTION_ENV.queueUrl(q)]!, q);
+  const bucket = vars[FUNCTION_ENV.bucket]!;
+  const blobs = new S3BlobStore(s3Client(clientOpts), bucket);
+  const stageLog = log ?? powertoolsLog(fn);
+  const tally = processTally(blobs, bucket, stageLog);
+  const queues: Partial<Record<QueueName, Queue>> = {};
+  for (const q of FUNCTION_SENDS[fn])
+    queues[q] = tally.counting(new SqsQueue(sqs, vars[FUNCTION_ENV.queueUrl(q)]!, q), q);
   const own = consumedQueue(fn);
   const ctx: AwsStageContext = {
-    blobs: new S3BlobStore(s3Client(clientOpts), vars[FUNCTION_ENV.bucket]!),
+    blobs,
     queues,
+    tally,
     deadLetter: new SqsQueue(sqs, vars[FUNCTION_ENV.deadLetterQueueUrl(own)]!, `${own}-dlq`),
-    log: log ?? powertoolsLog(fn),
+    source: new SqsQueue(sqs, vars[FUNCTION_ENV.queueUrl(own)]!, own),
+    log: stageLog,
     now: () => new Date(),
     scratchDir: join(tmpdir(), 'toolrl'),
   };

@@ -167,6 +167,10 @@ export class EmbeddedQueue implements Queue {
     else this.armWake();
   }
 
+  async visibilityTimeout(): Promise<number> {
+    return this.opts.visibilityTimeoutSec;
+  }
+
   async depth(): Promise<QueueDepth> {
     this.promote();
     let visible = 0;

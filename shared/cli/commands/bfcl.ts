@@ -97,6 +97,7 @@ export function register(program: Command): void {
     .action(async (o: DatasetFlags) => {
       if (o.split && !o.valOut) throw new UsageError('--split needs --val-out FILE');
       const { writeBfclDataset } = await import('#shared/bfcl/dataset');
+      const { toolrlName } = await import('#shared/config/resolve');
       const { InputError } = await import('#shared/data/records');
       try {
         const summary = await writeBfclDataset({
@@ -109,7 +110,7 @@ export function register(program: Command): void {
           trainRatio: Number(o.trainRatio),
           valOut: o.valOut,
           seed: Number(o.seed),
-          promptType: o.promptType,
+          promptType: o.promptType === undefined ? undefined : toolrlName.promptType(o.promptType),
         });
         printJson(summary);
       } catch (err) {

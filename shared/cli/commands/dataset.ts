@@ -163,6 +163,7 @@ export function register(program: Command): void {
       if (opts.maxSamples === 0) throw new UsageError('--max-samples must be at least 1');
       await import('#shared/bfcl/register-converter'); // `--from bfcl`
       const { convertDataset } = await import('#shared/data/convert');
+      const { toolrlName } = await import('#shared/config/resolve');
       const { InputError } = await import('#shared/data/records');
       let summary: Awaited<ReturnType<typeof convertDataset>>;
       try {
@@ -176,7 +177,8 @@ export function register(program: Command): void {
           maxSamples: opts.maxSamples as number | undefined,
           seed: opts.seed as number,
           dataSource: opts.dataSource as string | undefined,
-          promptType: opts.promptType as string | undefined,
+          promptType:
+            opts.promptType === undefined ? undefined : toolrlName.promptType(String(opts.promptType)),
           answers: opts.answers as string | undefined,
           bfclPython: opts.bfclPython as string | undefined,
           category: opts.category as string | undefined,
@@ -203,8 +205,10 @@ export function register(program: Command): void {
     .argument('[name]', 'template to print (toolcall, retool, search)')
     .action(async (name: string | undefined) => {
       const { listPromptTemplates, loadPromptTemplate } = await import('#shared/data/prompts/templates');
+      const { toolrlName } = await import('#shared/config/resolve');
       const { readFileSync } = await import('node:fs');
       const all = listPromptTemplates();
+      if (name) name = toolrlName.promptType(name);
       if (!name) {
         for (const { template, path } of all)
           process.stdout.write(`${template.name.padEnd(10)} ${template.description}\n  ${path}\n`);

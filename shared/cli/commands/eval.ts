@@ -84,6 +84,7 @@ export function register(program: Command): void {
       if (o.n !== undefined && o.n > 1 && o.temperature === 0)
         throw new UsageError('--n > 1 with --temperature 0 samples the same greedy answer n times; use one');
       const tty = process.stderr.isTTY;
+      const { BundleError } = await import('#shared/policy/bundle');
       const summary = await evaluate({
         policyDir: o.policy,
         dataPath: o.data,
@@ -100,6 +101,9 @@ export function register(program: Command): void {
         onProgress: (done, total) => {
           if (tty) process.stderr.write(`\r${done}/${total} prompts scored`);
         },
+      }).catch((err: unknown) => {
+        if (err instanceof BundleError) throw new UsageError(err.message);
+        throw err;
       });
       if (tty) process.stderr.write('\n');
       if (o.json) {
@@ -124,7 +128,7 @@ export function register(program: Command): void {
 }
 
 async function loadConfig(path: string) {
-  const { loadRunConfig, ConfigError } = await import('#shared/pipeline/run-config');
+  const { loadRunConfig, ConfigError } = await import('#shared/config/resolve');
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

@@ -14,9 +14,10 @@ export function register(program: Command): void {
     )
     .action(async (opts: { format: string; json?: boolean }) => {
       const { getParser } = await import('#shared/parsing/registry');
+      const { toolrlName } = await import('#shared/config/resolve');
       let parser: ReturnType<typeof getParser>;
       try {
-        parser = getParser(opts.format);
+        parser = getParser(toolrlName.parserFormat(opts.format));
       } catch (err) {
         throw new UsageError((err as Error).message);
       }

@@ -79,7 +79,7 @@ export function register(program: Command): void {
         config: string,
         o: { gpus?: number; gpuMemory?: number; env?: string; cpu?: boolean; json?: boolean },
       ) => {
-        const { parseRunConfig, ConfigError } = await import('#shared/pipeline/run-config');
+        const { parseRunConfig, ConfigError } = await import('#shared/config/resolve');
         const { learnerPython, REPO_ROOT } = await import('#shared/runtime/embedded');
         let text: string;
         try {

@@ -41,9 +41,13 @@ async function score(trajectoryPath: string, opts: ScoreOptions) {
   const rewards = await import('#shared/rewards/index');
   if (!opts.reward && !opts.config)
     throw new UsageError('give --reward NAME, or --config FILE with a `reward:` block');
+  const { resolveRewardBlock, rewardConfig, toolrlName } = await import('#shared/config/resolve');
   const doc = opts.config ? readStructuredFile(opts.config) : {};
   if (!isObject(doc)) throw new UsageError(`${opts.config} must hold a mapping`);
-  const block = rewardBlock(doc);
+  // Other systems' reward names and config keys (`retool_reward`, `format_reward_weight`) in toolrl's.
+  const raw = rewardBlock(doc);
+  const block = raw ? resolveRewardBlock(raw) : null;
+  const name = opts.reward === undefined ? undefined : toolrlName.reward(opts.reward);
   const baseDir = opts.config ? dirname(resolve(opts.config)) : process.cwd();
   const cliModules = opts.module.map((m) => resolve(m));
 
@@ -59,12 +63,12 @@ async function score(trajectoryPath: string, opts: ScoreOptions) {
   let scoreFn: (i: typeof input) => unknown;
   let closeFn: { close?: () => Promise<void> } | undefined;
   try {
-    if (opts.reward) {
+    if (name) {
       const functions = Array.isArray(block?.['functions'])
         ? (block['functions'] as Record<string, unknown>[])
         : [];
-      const spec = functions.find((f) => f['name'] === opts.reward);
-      const config = block ? (spec?.['config'] ?? {}) : doc;
+      const spec = functions.find((f) => f['name'] === name);
+      const config = block ? (spec?.['config'] ?? {}) : rewardConfig(name, doc);
       if (spec && spec['path'] !== undefined) {
         // A Python function of the config: scored alone, weight 1.
         const python = block?.['python'];
@@ -77,7 +81,7 @@ async function score(trajectoryPath: string, opts: ScoreOptions) {
       } else {
         const modules = [...((block?.['modules'] as string[] | undefined) ?? []), ...cliModules];
         const registry = await rewards.rewardRegistry(modules, { baseDir });
-        scoreFn = rewards.createReward(registry, opts.reward, config);
+        scoreFn = rewards.createReward(registry, name, config);
       }
     } else {
       if (!block) throw new Error(`${opts.config} has no \`reward:\` block (or top-level \`functions\`)`);

@@ -1,11 +1,58 @@
-// `toolrl status RUN_ID (--env ENV | --workdir DIR) [--json] [--watch [SECONDS]]`: a run's state, step, policy
-// version and reward, its dead-lettered messages by stage with their reasons, and the queue depths (AWS, or
-// LocalStack with AWS_ENDPOINT_URL; `--workdir`: an embedded `toolrl train` run, read from its folder).
+// `toolrl status RUN_ID (--env ENV | --workdir DIR) [--json] [--watch [SECONDS]] [--start-timeout SECONDS]`: a
+// run's state, warm start, step, policy version and reward, its dead-lettered messages by stage with their reasons,
+// and its messages in each queue (AWS, or LocalStack with AWS_ENDPOINT_URL; `--workdir`: an embedded `toolrl train`
+// run, read from its folder). `--watch` on a run uploaded but not started yet waits for it to start.
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 import { printJson } from '../io.ts';
 
 const TERMINAL = new Set(['completed', 'failed']);
+
+/** How long `--watch` waits for an uploaded run to start, by default. */
+const DEFAULT_START_TIMEOUT_S = 600;
+
+type Report = import('#shared/operator/run-report').RunReport;
+
+/**
+ * `next`, but while the run's files are uploaded and its run.json is not there yet, a line saying so (on stderr) every
+ * `period` seconds instead of an error, until `timeoutS` has passed since the watch began; then the error, saying
+ * how long it waited and what to look at.
+ */
+function waitingForStart(
+  next: () => Promise<Report>,
+  runId: string,
+  period: number,
+  timeoutS: number,
+  json: boolean,
+): () => Promise<Report> {
+  const began = Date.now();
+  return async () => {
+    const { RunNotStartedError } = await import('#shared/operator/run-report');
+    const { INPUT_WAIT_SEC } = await import('#shared/pipeline/stages/input-check');
+    for (;;) {
+      try {
+        return await next();
+      } catch (err) {
+        if (!(err instanceof RunNotStartedError)) throw err;
+        const waited = (Date.now() - began) / 1000;
+        const failsAt = new Date(err.configAt.getTime() + INPUT_WAIT_SEC * 1000).toISOString();
+        if (waited >= timeoutS)
+          throw new UsageError(
+            `run ${runId} has not started after ${Math.round(waited)} s of watching: ${err.message}. A running ` +
+              `pipeline starts it when the last dataset its config names arrives, and fails it at ${failsAt} if ` +
+              'they have not all arrived; look at the worker (or the run-starter function) logs. --start-timeout ' +
+              'SECONDS waits longer',
+          );
+        if (!json)
+          process.stderr.write(
+            `${new Date().toISOString()} run ${runId} is uploaded (input/: ${err.inputs.join(', ')}) and not ` +
+              `started yet; waiting (up to ${timeoutS} s; the pipeline fails it at ${failsAt} if a dataset is missing)\n`,
+          );
+        await new Promise((r) => setTimeout(r, period * 1000));
+      }
+    }
+  };
+}
 
 export function register(program: Command): void {
   program
@@ -18,10 +65,21 @@ export function register(program: Command): void {
     .option('--workdir <dir>', 'an embedded run: the --workdir of its `toolrl train`')
     .option('--json', 'print the report as JSON')
     .option('--watch [seconds]', 'refresh every SECONDS (default 10) until the run completes or fails')
+    .option(
+      '--start-timeout <seconds>',
+      'with --watch: how long to wait for a run whose files are uploaded but which has not started',
+      String(DEFAULT_START_TIMEOUT_S),
+    )
     .action(
       async (
         runId: string,
-        o: { env: string; workdir?: string; json?: boolean; watch?: string | boolean },
+        o: {
+          env: string;
+          workdir?: string;
+          json?: boolean;
+          watch?: string | boolean;
+          startTimeout: string;
+        },
       ) => {
         const { assertEnvName } = await import('#shared/deployment/names');
         const { clientOptions, resolveEnvironment, EnvironmentNotFoundError, awsSetupError } = await import(
@@ -31,6 +89,9 @@ export function register(program: Command): void {
         const period = o.watch === undefined ? 0 : o.watch === true ? 10 : Number(o.watch);
         if (!Number.isFinite(period) || period < 0)
           throw new UsageError(`--watch must be a number of seconds, got ${o.watch}`);
+        const startTimeout = Number(o.startTimeout);
+        if (!Number.isFinite(startTimeout) || startTimeout < 0)
+          throw new UsageError(`--start-timeout must be a number of seconds, got ${o.startTimeout}`);
         try {
           let next: () => Promise<import('#shared/operator/run-report').RunReport>;
           if (o.workdir !== undefined) {
@@ -42,6 +103,8 @@ export function register(program: Command): void {
             const client = clientOptions();
             const resources = await resolveEnvironment(o.env, client);
             next = () => runReport(resources, runId, client);
+            // Uploaded but not started yet: wait for the run-starter, within the bound.
+            if (period) next = waitingForStart(next, runId, period, startTimeout, !!o.json);
           }
           for (;;) {
             const report = await next();

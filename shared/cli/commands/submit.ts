@@ -42,7 +42,7 @@ export function register(program: Command): void {
         const { submitRun } = await import('#shared/operator/submit');
         const { assertEnvName } = await import('#shared/deployment/names');
         const { EnvironmentNotFoundError, awsSetupError } = await import('#shared/operator/environment');
-        const { ConfigError } = await import('#shared/pipeline/run-config');
+        const { ConfigError } = await import('#shared/config/resolve');
         try {
           assertEnvName(o.env);
         } catch (err) {

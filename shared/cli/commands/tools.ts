@@ -16,8 +16,11 @@ async function loadRegistry(file: string | undefined, truncate?: Truncate) {
     throw new UsageError(
       `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; ')}`,
     );
+  // A verl / MindSpeed-RL tools file: its class names and config keys in toolrl's.
+  const { resolveToolSpecs } = await import('#shared/config/resolve');
   try {
-    return await buildToolRegistry(parsed.data, { baseDir: dirname(resolve(file)), truncate });
+    const tools = resolveToolSpecs(parsed.data.tools);
+    return await buildToolRegistry({ tools }, { baseDir: dirname(resolve(file)), truncate });
   } catch (err) {
     throw new UsageError(`${file}: ${(err as Error).message}`);
   }

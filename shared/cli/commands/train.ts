@@ -58,7 +58,7 @@ export function register(program: Command): void {
       ) => {
         const { train } = await import('#shared/runtime/train');
         const { TrainProgress, formatEval } = await import('#shared/runtime/progress');
-        const { ConfigError } = await import('#shared/pipeline/run-config');
+        const { ConfigError } = await import('#shared/config/resolve');
         const { JournalsInUseError } = await import('#shared/adapters/embedded/journal-owner');
         const { prepareInputs } = await import('#shared/pipeline/run-inputs');
         let prepared: ReturnType<typeof prepareInputs>;

@@ -2,6 +2,8 @@
 // and every trajectory, read from its folder or its environment's bucket (the same key layout), refreshing while
 // the run goes on. Bound to 127.0.0.1; it only reads the run.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 
@@ -28,11 +30,14 @@ export function register(program: Command): void {
     .command('view')
     .description("Serve a web page of a run's curves and trajectories on 127.0.0.1 (prints the URL)")
     .argument('<runId>', 'the id `toolrl train` (or `toolrl submit`) printed')
-    .option('--env <env>', 'environment name (the run is in its bucket)', 'dev')
-    .option('--workdir <dir>', 'an embedded run: the --workdir of its `toolrl train`')
+    .option('--env <env>', 'environment name (the run is in its bucket; default dev)')
+    .option(
+      '--workdir <dir>',
+      'an embedded run: the --workdir of its `toolrl train` (default: . when ./runs/RUN_ID/ exists and no --env)',
+    )
     .option('--port <n>', 'port on 127.0.0.1 (0 picks a free one)', '0')
     .option('--open', 'open the page in the default browser')
-    .action(async (runId: string, o: { env: string; workdir?: string; port: string; open?: boolean }) => {
+    .action(async (runId: string, o: { env?: string; workdir?: string; port: string; open?: boolean }) => {
       const port = Number(o.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535)
         throw new UsageError(`--port must be 0..65535, not ${o.port}`);
@@ -41,19 +46,23 @@ export function register(program: Command): void {
       const { serveRun } = await import('#shared/viewer/server');
       const { serveUntilSignal } = await import('#shared/tools/serve');
       let source: import('#shared/viewer/source').RunSource;
-      if (o.workdir !== undefined) {
+      // `toolrl train`'s default workdir is `.`: a run trained here is viewed without flags.
+      const workdir =
+        o.workdir ?? (o.env === undefined && existsSync(join('runs', runId, 'run.json')) ? '.' : undefined);
+      const env = o.env ?? 'dev';
+      if (workdir !== undefined) {
         const { folderSource } = await import('#shared/viewer/source');
-        source = folderSource(o.workdir, runId);
+        source = folderSource(workdir, runId);
       } else {
         try {
-          assertEnvName(o.env);
+          assertEnvName(env);
         } catch (err) {
           throw new UsageError((err as Error).message);
         }
         const { bucketSource } = await import('#shared/viewer/source');
         const { EnvironmentNotFoundError, awsSetupError } = await import('#shared/operator/environment');
         try {
-          source = await bucketSource(o.env, runId);
+          source = await bucketSource(env, runId);
         } catch (err) {
           if (err instanceof EnvironmentNotFoundError) throw new UsageError(err.message);
           const setup = awsSetupError(err);

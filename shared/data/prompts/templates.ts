@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { ChatMessage } from '#shared/schemas/chat';
-import { promptTypeName } from '#shared/schemas/config/aliases';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 
 /** Where the built-in templates live; bundles that cannot ship this folder next to the code set TOOLRL_PROMPTS_DIR. */
@@ -20,7 +19,7 @@ export const PromptTemplateSchema = z
   .object({
     name: z.string().min(1),
     description: z.string().default(''),
-    /** Other names it answers to (the seed systems' names for the built-ins are in schemas/config/aliases.ts). */
+    /** Other names it answers to (other systems' names for the built-ins are translated by shared/config). */
     aliases: z.array(z.string()).default([]),
     /** Replaces the row's leading system message, or is put first when the row has none. */
     system: z.string().optional(),
@@ -72,7 +71,7 @@ export const looksLikePath = (s: string): boolean =>
   /\.ya?ml$/.test(s) || s.includes('/') || s.includes('\\');
 
 /**
- * Loads a template by built-in name or alias (`retool`, `qwen_retool`), or from a YAML file path
+ * Loads a template by built-in name or one of its `aliases`, or from a YAML file path
  * (relative to `baseDir`, e.g. the run config's folder).
  */
 export function loadPromptTemplate(promptType: string, baseDir = process.cwd()): PromptTemplate {
@@ -81,7 +80,7 @@ export function loadPromptTemplate(promptType: string, baseDir = process.cwd()):
     path = isAbsolute(promptType) ? promptType : resolve(baseDir, promptType);
     if (!existsSync(path)) throw new Error(`prompt template file ${path} does not exist`);
   } else {
-    const name = promptTypeName(promptType);
+    const name = promptType;
     const found = listPromptTemplates().find(
       ({ template }) => template.name === name || template.aliases.includes(name),
     );

@@ -11,7 +11,7 @@ import { sendTo } from '#shared/pipeline/context';
 import { maybeCompleteRun, wantedEvalVersions } from '#shared/pipeline/eval';
 import { groupAt, groupSeed, planStages } from '#shared/pipeline/plan';
 import { applyRunTemplate, PromptTypeError, runPromptTemplate } from '#shared/pipeline/prompt-type';
-import { type RunResources, stageConfig } from '#shared/pipeline/run-resources';
+import { type RunResources, stageConfigOf } from '#shared/pipeline/run-resources';
 import { readRunStatus, transitionRun } from '#shared/pipeline/run-status';
 import type { StageContext } from '#shared/ports/stage-context';
 import type { RunConfig } from '#shared/schemas/config/run';
@@ -53,12 +53,17 @@ export async function handlePolicyEvent(ctx: FeederContext, event: PolicyEvent):
 
 /** One feeder pass over a run; safe to repeat (a lost race re-sends groups, which later stages dedupe). */
 export async function feedRun(ctx: FeederContext, runId: string): Promise<void> {
-  const run = await readRunStatus(ctx.blobs, runId);
+  // The three reads at once: on S3 each is a request on the way from a learner step to the next rollouts.
+  const [run, pointer, learnerState] = await Promise.all([
+    readRunStatus(ctx.blobs, runId),
+    readJson(ctx.blobs, keys.policyLatest(runId), PolicyPointerSchema),
+    readJson(ctx.blobs, keys.learnerState(runId), LearnerStateSchema),
+  ]);
   if (!run?.config || (run.status !== 'running' && run.status !== 'starting')) {
     ctx.log.info('run is not running; nothing to feed', { runId, status: run?.status });
     return;
   }
-  const latest = (await readJson(ctx.blobs, keys.policyLatest(runId), PolicyPointerSchema))?.value;
+  const latest = pointer?.value;
   if (!latest) {
     ctx.log.info('no policy published yet', { runId });
     return;
@@ -70,7 +75,7 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
     ctx.log.error('run failed: its chat template drops tool use', { runId, reason: refusal });
     return;
   }
-  const learner = (await readJson(ctx.blobs, keys.learnerState(runId), LearnerStateSchema))?.value;
+  const learner = learnerState?.value;
   if (learner?.done && learner.failed !== undefined) {
     // The learner stopped a run that cannot learn: fail it with its reason; nothing more to sample or validate.
     await maybeCompleteRun(ctx, runId, learner);
@@ -83,7 +88,8 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
   const plan = planStages(config, (k) => rowCounts.get(k) ?? 0);
   const planned = run.totals.groupsPlanned ?? 0;
   const consumed = (learner?.groupsConsumed ?? 0) + (learner?.groupsDropped ?? 0);
-  const stages = new StageConfigs(config);
+  const resolved = await ctx.resources.resolved(runId);
+  const stages = { get: (stage: string | null) => stageConfigOf(resolved, stage) };
   const prompts = new PromptTemplates(ctx.resources, runId);
 
   for (let attempt = 0; attempt < 10; attempt++) {
@@ -184,19 +190,6 @@ export function pinnedVersion(
       `deterministic run: the version after batch ${after} is no longer in learner/state.json (it keeps batches ${first}-${batches.settled})`,
     );
   return batches.versions[after - first];
-}
-
-/** The resolved config of each curriculum stage (null: the run's), built once per pass. */
-class StageConfigs {
-  private readonly byName = new Map<string | null, RunConfig>();
-  constructor(private readonly config: RunConfig) {}
-  get(stage: string | null): RunConfig {
-    const hit = this.byName.get(stage);
-    if (hit) return hit;
-    const resolved = stageConfig(this.config, stage);
-    this.byName.set(stage, resolved);
-    return resolved;
-  }
 }
 
 /** The run's prompt templates by `prompt_type`, loaded once per pass against the run's base folder. */

@@ -85,7 +85,8 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
       {
         groundTruth: row.reward_model?.ground_truth ?? null,
         dataSource: t.group.dataSource,
-        extraInfo: row.extra_info ?? {},
+        // An agent episode's outcome (what the agent returned, or why it failed) is the rewards' to read too.
+        extraInfo: t.episode.agent ? { ...row.extra_info, agent: t.episode.agent } : (row.extra_info ?? {}),
         // No schemas in the prompt (an inline format such as code blocks): the rewards do not judge tool names.
         tools: t.tokens.tools.length ? t.tokens.tools : null,
         toolRewards: tools.rewards,
@@ -107,6 +108,7 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
     reward: score,
     rewardComponents: components,
     ...(rewardErrors.length ? { rewardErrors } : {}),
+    ...(t.segments?.length ? { segments: t.segments } : {}),
   });
 }
 
@@ -169,12 +171,14 @@ async function writeManifest(
   manifestKey: string,
   sampleIndex: number,
 ): Promise<{ manifest: ScoredGroup; text: string } | undefined | 'stray'> {
-  const trajectories: Trajectory[] = [];
-  for (let i = 0; i < group.groupSize; i++) {
-    const t = await getJson(ctx.blobs, keys.trajectory(group.runId, group.groupId, i), TrajectoryWireSchema);
-    if (!t) return 'stray';
-    trajectories.push(t);
-  }
+  // All G at once: the last sample's record waits on these reads before its group reaches the learner.
+  const read = await Promise.all(
+    Array.from({ length: group.groupSize }, (_, i) =>
+      getJson(ctx.blobs, keys.trajectory(group.runId, group.groupId, i), TrajectoryWireSchema),
+    ),
+  );
+  if (read.some((t) => !t)) return 'stray';
+  const trajectories = read as Trajectory[];
   const manifest: ScoredGroup = {
     schemaVersion: 1,
     runId: group.runId,

@@ -22,6 +22,7 @@ import type { RolloutContinue, RolloutRequest, RolloutStart } from '#shared/sche
 import type { ToolCallRequest } from '#shared/schemas/messages/tool-call-request';
 import type { TrajectoryInFlight } from '#shared/schemas/messages/trajectory-in-flight';
 import { keys } from '#shared/topology';
+import { runAgentGroup } from './agent-rollout.ts';
 
 export interface RolloutStageContext extends StageContext {
   readonly resources: RunResources;
@@ -37,17 +38,25 @@ interface Routed {
 export async function handleRolloutRequest(
   ctx: RolloutStageContext,
   req: RolloutRequest,
-  delivery?: Delivery,
+  delivery?: Delivery & { readonly remainingMs?: () => number },
 ): Promise<void> {
   const routed: Routed = { toolCalls: [], rewards: [] };
   const runId = req.kind === 'start' ? req.group.runId : req.trajectory.group.runId;
-  if (req.kind === 'start') await startGroup(ctx, req, routed);
+  if (req.kind === 'start') await startGroup(ctx, req, routed, delivery?.remainingMs);
   else await continueTrajectory(ctx, req, routed, delivery);
-  await sendTo(ctx, 'tool-calls', runId, routed.toolCalls);
-  await sendTo(ctx, 'reward', runId, routed.rewards);
+  // Both at once: on SQS each is a request whose latency the next stage waits on.
+  await Promise.all([
+    sendTo(ctx, 'tool-calls', runId, routed.toolCalls),
+    sendTo(ctx, 'reward', runId, routed.rewards),
+  ]);
 }
 
-async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Routed): Promise<void> {
+async function startGroup(
+  ctx: RolloutStageContext,
+  req: RolloutStart,
+  out: Routed,
+  remainingMs?: () => number,
+): Promise<void> {
   const g = req.group;
   if (await ctx.blobs.head(keys.group(g.runId, g.groupId))) {
     ctx.log.info('group already complete; duplicate start dropped', { groupId: g.groupId });
@@ -67,6 +76,14 @@ async function startGroup(ctx: RolloutStageContext, req: RolloutStart, out: Rout
     throw new PermanentError(`group ${g.groupId}: bad dataset row: ${(err as Error).message}`);
   }
   const registry = await ctx.resources.toolRegistry(g.runId, g.stage);
+  if (config.rollout.agent) {
+    // The user's agent drives each episode through its own endpoint (agent-rollout.ts); each goes to reward.
+    const tools = registry.forRow(rowTools).schemas();
+    out.rewards.push(
+      ...(await runAgentGroup(ctx, { req, row, config, tools, ...(remainingMs ? { remainingMs } : {}) })),
+    );
+    return;
+  }
   // What the chat template renders: the row's tools, unless the call format lists them in the prompt's own text
   // (ReAct) or its calls are inline (code blocks reach their tool from the reply's text, as the prompt describes
   // it; a template's tool schemas would teach a call format the run does not parse). They are callable either way.

@@ -2,24 +2,21 @@
 // datasets, then either fail the run with a readable reason in run.json (no retries, no rollouts) or start
 // it: resolved config and plan in run.json (created once: a second event for the same upload starts
 // nothing) and the learner job submitted.
-// The upload contract (what `toolrl submit` and `toolrl train` do): config.yaml first, then the other files it
-// names, the validation datasets, and the training datasets last; the run starts when the last dataset the config
-// names has arrived. An upload that cannot start a run ends it at once with the reason in run.json: a dataset
-// before (or without) its config, a dataset the config does not name, a dataset outside input/.
+// The upload contract (what `toolrl submit` and `toolrl train` do, and README "Start a run with any S3 client"):
+// config.yaml first, then the other files it names, the validation datasets, and the training datasets last; the run
+// starts when the last dataset the config names has arrived. The config's own upload is checked at once and starts
+// the watch over the datasets (input-check.ts): a `.json` dataset, which notifies nothing, starts the run at the next
+// look. An upload that cannot start a run ends it with the reason in run.json: an invalid config, a dataset before
+// (or without) its config, a dataset (or a `.csv`) the config does not name, a dataset outside input/, datasets
+// still missing INPUT_WAIT_SEC after the config.
+
+import { ConfigError, parseRunConfig, resolveRun, toolsFilesOf } from '#shared/config/resolve';
 import { DatasetError, type DatasetProblem, formatProblem } from '#shared/data/dataset';
 import { datasetFormat, readDatasetObject } from '#shared/data/dataset-file';
 import { putJsonIfAbsent } from '#shared/pipeline/blob-json';
 import { recordLearnerJob, takeLearnerLease } from '#shared/pipeline/learner-lease';
 import { groupsPlanned, planStages, resolveSaveEvery } from '#shared/pipeline/plan';
-import {
-  ConfigError,
-  datasetPaths,
-  inputName,
-  parseRunConfig,
-  referencedFiles,
-  resolveRunConfig,
-} from '#shared/pipeline/run-config';
-import { stageConfig } from '#shared/pipeline/run-resources';
+import { datasetPaths, inputName, referencedFiles, resolveRunConfig } from '#shared/pipeline/run-config';
 import { readRunStatus, transitionRun } from '#shared/pipeline/run-status';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { PermanentError } from '#shared/ports/errors';
@@ -31,6 +28,7 @@ import { notifiedKeys } from '#shared/schemas/messages/s3-event';
 import type { RunStatus } from '#shared/schemas/run-status';
 import { templatePattern } from '#shared/templates';
 import { KEY_TEMPLATES, keys } from '#shared/topology';
+import { INPUT_WAIT_SEC, scheduleInputCheck, strayInputs } from './input-check.ts';
 
 /** Counts prompt tokens when a tokenizer is at hand (a local model folder); undefined skips that check. */
 export type PromptTokenCounter = (row: import('#shared/schemas/dataset-row').DatasetRow) => Promise<number>;
@@ -43,6 +41,10 @@ export interface RunStarterContext extends StageContext {
 }
 
 export async function handleRunEvent(ctx: RunStarterContext, event: RunEvent): Promise<void> {
+  if ('kind' in event) {
+    await checkRunInputs(ctx, event.runId, event.check);
+    return;
+  }
   for (const { key } of notifiedKeys(event)) await startRunFromUpload(ctx, key);
 }
 
@@ -65,11 +67,12 @@ function inPipelineFolder(key: string): boolean {
 }
 
 export async function startRunFromUpload(ctx: RunStarterContext, key: string): Promise<void> {
-  if (inPipelineFolder(key) || datasetFormat(key) === null) {
+  const input = parseInputKey(key);
+  const isConfig = input !== undefined && key === keys.config(input.runId);
+  if (inPipelineFolder(key) || (datasetFormat(key) === null && !isConfig)) {
     ctx.log.debug('ignored: not an upload under runs/<runId>/', { key });
     return;
   }
-  const input = parseInputKey(key);
   const runId = input?.runId ?? RUN_KEY.exec(key)?.groups?.runId;
   if (runId === undefined) {
     ctx.log.info('ignored: not under runs/<runId>/', { key });
@@ -88,6 +91,11 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
     return;
   }
 
+  if (isConfig) {
+    await checkRunInputs(ctx, runId, 0);
+    return;
+  }
+
   const existing = await readRunStatus(ctx.blobs, runId);
   if (existing) {
     // A second event (duplicate delivery, or the upload of another input file) starts nothing; a run left
@@ -97,39 +105,14 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
     return;
   }
 
-  const base = baseStatus(ctx, runId);
-  const configBytes = await ctx.blobs.get(keys.config(runId));
-  if (!configBytes) {
-    await failRun(ctx, {
-      ...base,
-      reason: `${keys.config(runId)} is missing: upload the run config before the dataset (toolrl submit uploads config.yaml first, the datasets last; start again under a new run id)`,
-    });
-    return;
-  }
-  let config: RunConfig;
-  try {
-    config = resolveRunConfig(
-      parseRunConfig(Buffer.from(configBytes).toString('utf8'), 'config.yaml'),
-      runId,
-    );
-    for (const s of config.stages ?? []) stageConfig(config, s.name);
-  } catch (err) {
-    if (err instanceof ConfigError || err instanceof PermanentError) {
-      await failRun(ctx, { ...base, reason: err.message });
-      return;
-    }
-    throw err;
-  }
-  const paths = datasetPaths(config);
-  const withConfig = { ...base, config, input: { ...base.input, train: paths.train, val: paths.val } };
+  const loaded = await loadConfig(ctx, runId);
+  if (!loaded) return;
+  const { paths, withConfig } = loaded;
 
   // An upload the config does not name (a misspelt file, a wrong folder) would leave the run waiting forever.
-  const named = new Set([...paths.train, ...paths.val, ...otherInputKeys(config, runId)]);
+  const named = namedInputs(loaded.config, runId);
   if (!named.has(key)) {
-    await failRun(ctx, {
-      ...withConfig,
-      reason: `${key} was uploaded, but config.yaml names the datasets ${[...paths.train, ...paths.val].join(', ')}: upload those (or fix data.train / data.val)`,
-    });
+    await failRun(ctx, { ...withConfig, reason: notNamedReason([key], paths) });
     return;
   }
 
@@ -140,7 +123,132 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
       return;
     }
   }
+  await startRun(ctx, withConfig, paths, loaded.toolsFiles);
+}
 
+/**
+ * A look at the run's inputs (`check` 0: its config.yaml was just uploaded): the run starts when every dataset the
+ * config names is there; it fails when the config is invalid, when input/ holds a dataset the config does not name,
+ * or when a named dataset is still missing INPUT_WAIT_SEC after the config; otherwise the next look is scheduled.
+ */
+export async function checkRunInputs(ctx: RunStarterContext, runId: string, check: number): Promise<void> {
+  const existing = await readRunStatus(ctx.blobs, runId);
+  if (existing) {
+    if (existing.status === 'starting') await submitLearner(ctx, existing);
+    return;
+  }
+  const configInfo = await ctx.blobs.head(keys.config(runId));
+  const loaded = await loadConfig(ctx, runId);
+  if (!loaded || !configInfo) return;
+  const { paths, withConfig } = loaded;
+  const datasets = [...paths.train, ...paths.val];
+  const present = new Set(await ctx.blobs.listKeys(keys.inputPrefix(runId)));
+  const stray = strayInputs([...present], namedInputs(loaded.config, runId), keys.config(runId));
+  if (stray.length > 0) {
+    await failRun(ctx, { ...withConfig, reason: notNamedReason(stray, paths) });
+    return;
+  }
+  const missing = datasets.filter((k) => !present.has(k));
+  if (missing.length === 0) {
+    await startRun(ctx, withConfig, paths, loaded.toolsFiles);
+    return;
+  }
+  const waitedSec = (ctx.now().getTime() - configInfo.lastModified.getTime()) / 1000;
+  if (waitedSec >= INPUT_WAIT_SEC) {
+    await failRun(ctx, {
+      ...withConfig,
+      reason:
+        `${missing.join(', ')} never arrived: config.yaml names ${missing.length === 1 ? 'it' : 'them'} and was ` +
+        `uploaded ${Math.round(waitedSec / 60)} min ago (a run waits ${INPUT_WAIT_SEC / 60} min for its datasets); ` +
+        'start again under a new run id with every dataset the config names',
+    });
+    return;
+  }
+  const own = ctx.queues['run-events'];
+  if (!own)
+    throw new Error('the run-starter has no run-events queue to schedule its next look at the inputs');
+  ctx.log.info('waiting for the remaining inputs', { runId, missing, check: check + 1 });
+  await scheduleInputCheck(own, runId, check + 1);
+}
+
+/** The run's config, resolved; undefined (and the run failed with the reason) when it is missing or invalid. */
+async function loadConfig(
+  ctx: RunStarterContext,
+  runId: string,
+): Promise<
+  | {
+      config: RunConfig;
+      paths: { train: string[]; val: string[] };
+      withConfig: RunStatus;
+      toolsFiles: Map<string, string>;
+    }
+  | undefined
+> {
+  const base = baseStatus(ctx, runId);
+  const configBytes = await ctx.blobs.get(keys.config(runId));
+  if (!configBytes) {
+    await failRun(ctx, {
+      ...base,
+      reason: `${keys.config(runId)} is missing: upload the run config before the dataset (toolrl submit uploads config.yaml first, the datasets last; start again under a new run id)`,
+    });
+    return undefined;
+  }
+  let config: RunConfig;
+  const toolsFiles = new Map<string, string>();
+  try {
+    config = resolveRunConfig(
+      parseRunConfig(Buffer.from(configBytes).toString('utf8'), 'config.yaml'),
+      runId,
+    );
+    // The tools files are uploaded with the config, under their file names: read now, inlined into `resolved`.
+    for (const file of toolsFilesOf(config)) {
+      const bytes = await ctx.blobs.get(`${keys.inputPrefix(runId)}${inputName(file)}`);
+      if (bytes) toolsFiles.set(file, Buffer.from(bytes).toString('utf8'));
+    }
+    resolveRun(config, (f) => toolsFiles.get(f)); // every stage and tools file checked before the datasets are read
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof PermanentError) {
+      await failRun(ctx, { ...base, reason: err.message });
+      return undefined;
+    }
+    throw err;
+  }
+  const paths = datasetPaths(config);
+  return {
+    config,
+    paths,
+    withConfig: { ...base, config, input: { ...base.input, train: paths.train, val: paths.val } },
+    toolsFiles,
+  };
+}
+
+/**
+ * Why uploads the config does not name fail the run (the same words whether a dataset's own event or a look at the
+ * inputs finds them first).
+ */
+function notNamedReason(uploaded: readonly string[], paths: { train: string[]; val: string[] }): string {
+  return (
+    `${uploaded.join(', ')} ${uploaded.length === 1 ? 'was' : 'were'} uploaded, but config.yaml names the datasets ` +
+    `${[...paths.train, ...paths.val].join(', ')}: a dataset is .parquet, .jsonl or .json, uploaded under the bare ` +
+    'file name data.train / data.val give it (data/train.parquet is input/train.parquet); upload those (or fix the config)'
+  );
+}
+
+/** Keys of every file the config names under the run's input/: datasets and other inputs. */
+function namedInputs(config: RunConfig, runId: string): Set<string> {
+  const paths = datasetPaths(config);
+  return new Set([...paths.train, ...paths.val, ...otherInputKeys(config, runId)]);
+}
+
+/** Validates the datasets, plans the run, creates run.json (once) and submits the learner. */
+async function startRun(
+  ctx: RunStarterContext,
+  withConfig: RunStatus,
+  paths: { train: string[]; val: string[] },
+  toolsFiles: Map<string, string>,
+): Promise<void> {
+  const runId = withConfig.runId;
+  const config = withConfig.config as RunConfig;
   const counts = new Map<string, number>();
   const problems: string[] = [];
   const countTokens = await ctx.countPromptTokens?.(config);
@@ -157,10 +265,12 @@ export async function startRunFromUpload(ctx: RunStarterContext, key: string): P
   }
 
   const stages = planStages(config, (k) => counts.get(k) ?? 0);
+  // The learner counts checkpoints in steps: save_every_epochs becomes steps of each stage here.
+  const final = resolveSaveEvery(config, stages);
   const status: RunStatus = {
     ...withConfig,
-    // The learner counts checkpoints in steps: save_every_epochs becomes steps of each stage here.
-    config: resolveSaveEvery(config, stages),
+    config: final,
+    resolved: resolveRun(final, (f) => toolsFiles.get(f)),
     totals: {
       groupsPlanned: groupsPlanned(stages),
       trainPrompts: stages.reduce((n, s) => n + s.rows, 0),

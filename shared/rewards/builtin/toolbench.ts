@@ -13,7 +13,7 @@
 // A call the API cache could not answer (tool error `not_cached`) is the environment's gap, not the model's: it
 // counts in neither function_call nor error_rate, and `not_cached` (such calls / API calls) logs how often.
 // The seed's names for the weights (format_reward_weight, function_call_reward_weight, finish_reward_weight) are
-// accepted in the config (schemas/config/aliases.ts).
+// translated to these when the run config is read (shared/config).
 import { z } from 'zod';
 import { goldAnswers } from '../answer.ts';
 import type { ScoredCall } from '../input.ts';

@@ -68,6 +68,42 @@ export const ValKwargsSchema = z
   });
 export type ValKwargs = z.infer<typeof ValKwargsSchema>;
 
+/** What an agent file may be: Python (run in the agent host) or a TypeScript / JavaScript module (run in-process). */
+export const AGENT_FILE_EXTENSIONS = ['.py', '.ts', '.mts', '.js', '.mjs'] as const;
+
+/**
+ * `rollout.agent`: the user's own agent runs each episode (shared/agent). `name` in `path` is an async function
+ * called with keyword arguments `base_url` and `model` (the episode's OpenAI-compatible endpoint), `messages` (the
+ * row's prompt), `tools` (the run's tool schemas, OpenAI format), `extra_info` (the row's), `sample_index`,
+ * `episode_id` and `kwargs`' entries; it runs its own tools and returns when the episode is done.
+ * @example {"path": "agents/calculator_agent.py", "name": "run", "timeout": 120}
+ */
+export const AgentConfigSchema = z
+  .object({
+    /** The agent's file, relative to the config: `.py` runs in the agent's Python host, `.ts`/`.js` in-process. */
+    path: z
+      .string()
+      .min(1)
+      .refine((p) => AGENT_FILE_EXTENSIONS.some((e) => p.endsWith(e)), {
+        message: `an agent file ends in ${AGENT_FILE_EXTENSIONS.join(', ')}`,
+      }),
+    /** The function in it. */
+    name: z.string().min(1).default('run'),
+    /** Wall-clock seconds per episode; past it the agent is cancelled and the episode ends with `timeout`. */
+    timeout: z.number().positive().default(600),
+    /**
+     * Episodes running at once per process (all of them share its agent host's event loop and its rollout engine);
+     * the others wait for a slot, and an episode's clock starts when it gets one.
+     */
+    max_concurrency: z.number().int().positive().default(32),
+    /** More keyword arguments for every call (JSON values). */
+    kwargs: z.record(z.string(), z.unknown()).default({}),
+    /** The Python agent's interpreter (default: TOOLRL_PYTHON, else the agent environment `npm run setup` made). */
+    python: z.string().min(1).optional(),
+  })
+  .strict();
+export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+
 export const RolloutConfigSchema = z
   .object({
     /** G: samples per prompt (TRL's num_generations). */
@@ -81,6 +117,8 @@ export const RolloutConfigSchema = z
     seed: z.number().int().nonnegative().default(0),
     multi_turn: MultiTurnConfigSchema.default(MultiTurnConfigSchema.parse({})),
     val_kwargs: ValKwargsSchema.default(ValKwargsSchema.parse({})),
+    /** Bring your own agent: it drives each episode through an OpenAI-compatible endpoint (AgentConfigSchema). */
+    agent: AgentConfigSchema.optional(),
   })
   .strict();
 export type RolloutConfig = z.infer<typeof RolloutConfigSchema>;

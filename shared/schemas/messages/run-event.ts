@@ -1,17 +1,32 @@
-// The run-events queue message: S3's notification of a dataset upload under `runs/<runId>/input/`.
+// The run-events queue message: S3's notification of an upload under `runs/<runId>/input/` (a dataset, or the run's
+// config.yaml), or the run-starter's own delayed look at a run's inputs while it waits for them.
 import { z } from 'zod';
 import { templatePattern } from '#shared/templates';
 import { KEY_TEMPLATES } from '#shared/topology';
 import { S3NotificationSchema } from './s3-event.ts';
 
 /**
- * A dataset (`*.parquet`) was written under a run's input prefix; the run-starter starts the run once the
- * config and every file it names are present.
+ * The run-starter's look at a run's inputs, `check` (1, 2, ...) after its config.yaml arrived: sent by the
+ * run-starter to its own queue with a delay while a dataset the config names is missing (a `.json` dataset
+ * notifies nothing; a file may never come), until the run starts or its inputs have waited too long.
+ * @example {"schemaVersion": 1, "kind": "input-check", "runId": "r-1a2b", "check": 1}
+ */
+export const InputCheckSchema = z.object({
+  schemaVersion: z.literal(1),
+  kind: z.literal('input-check'),
+  runId: z.string().min(1),
+  check: z.number().int().positive(),
+});
+export type InputCheck = z.infer<typeof InputCheckSchema>;
+
+/**
+ * A dataset (`*.parquet`, `*.jsonl`) or the config (`config.yaml`) was written under a run's input prefix; the
+ * run-starter starts the run once the config and every file it names are present. Or an InputCheck.
  * @example {"Records": [{"eventSource": "aws:s3", "eventTime": "2025-01-01T00:00:00.000Z",
  *   "eventName": "ObjectCreated:Put", "s3": {"bucket": {"name": "toolrl-dev"},
  *   "object": {"key": "runs/r-1a2b/input/train.parquet", "size": 1024, "eTag": "0123abcd"}}}]}
  */
-export const RunEventSchema = S3NotificationSchema;
+export const RunEventSchema = z.union([S3NotificationSchema, InputCheckSchema]);
 export type RunEvent = z.infer<typeof RunEventSchema>;
 
 const INPUT_KEY = templatePattern(`${KEY_TEMPLATES.inputPrefix}{file}`, { file: '.+' });

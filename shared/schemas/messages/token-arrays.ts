@@ -3,7 +3,7 @@
 // one loop instead of one zod schema per element, which made validation the pipeline's main overhead.
 import { z } from 'zod';
 import { TokenStateSchema } from '../token-state.ts';
-import { TrajectorySchema } from '../trajectory.ts';
+import { TrajectorySchema, TrajectorySegmentSchema } from '../trajectory.ts';
 
 const ints = (min: number, what: string) =>
   z.custom<number[]>(
@@ -48,15 +48,31 @@ export const TokenStateWireSchema = z
   .object({ ...TokenStateSchema.shape, ...fastArrays })
   .superRefine(sameLengths);
 
-/** shared/schemas' TrajectorySchema (a scored trajectory) with the token arrays checked in one pass each. */
-export const TrajectoryWireSchema = z
-  .object({ ...TrajectorySchema.shape, ...fastArrays })
+function promptWithin(t: { tokenIds: number[]; promptLength: number }, ctx: z.RefinementCtx): void {
+  if (t.promptLength > t.tokenIds.length)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['promptLength'],
+      message: `promptLength ${t.promptLength} > ${t.tokenIds.length} tokens`,
+    });
+}
+
+/** An agent episode's earlier token sequence (TrajectorySegmentSchema), its arrays checked in one pass each. */
+export const TrajectorySegmentWireSchema = z
+  .object({ ...TrajectorySegmentSchema.shape, ...fastArrays })
   .superRefine((t, ctx) => {
     sameLengths(t, ctx);
-    if (t.promptLength > t.tokenIds.length)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['promptLength'],
-        message: `promptLength ${t.promptLength} > ${t.tokenIds.length} tokens`,
-      });
+    promptWithin(t, ctx);
+  });
+
+/** shared/schemas' TrajectorySchema (a scored trajectory) with the token arrays checked in one pass each. */
+export const TrajectoryWireSchema = z
+  .object({
+    ...TrajectorySchema.shape,
+    ...fastArrays,
+    segments: z.array(TrajectorySegmentWireSchema).optional(),
+  })
+  .superRefine((t, ctx) => {
+    sameLengths(t, ctx);
+    promptWithin(t, ctx);
   });

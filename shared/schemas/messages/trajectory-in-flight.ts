@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { EpisodeStateSchema } from '../episode-state.ts';
 import { GroupRefSchema, TaskRowSchema } from './group-ref.ts';
-import { TokenStateWireSchema } from './token-arrays.ts';
+import { TokenStateWireSchema, TrajectorySegmentWireSchema } from './token-arrays.ts';
 
 /**
  * @example {"schemaVersion": 1, "group": {"runId": "r-1a2b", "groupId": "e0-p17", "promptId": "p17",
@@ -20,5 +20,7 @@ export const TrajectoryInFlightSchema = z.object({
   row: TaskRowSchema,
   tokens: TokenStateWireSchema,
   episode: EpisodeStateSchema,
+  /** Agent episodes whose agent rewrote its history: the earlier token sequences (TrajectorySegmentSchema). */
+  segments: z.array(TrajectorySegmentWireSchema).optional(),
 });
 export type TrajectoryInFlight = z.infer<typeof TrajectoryInFlightSchema>;

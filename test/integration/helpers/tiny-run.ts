@@ -5,8 +5,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
+import { deepMerge } from '#shared/config/merge';
 import { readDataset, writeDataset } from '#shared/data/dataset';
-import { deepMerge } from '#shared/pipeline/run-resources';
 import { type TrainResult, train } from '#shared/runtime/train';
 import type { DatasetRow } from '#shared/schemas/dataset-row';
 import type { LearnerOutputLine } from '#shared/schemas/learner-stdio';

@@ -29,6 +29,8 @@ const COMPUTED_IMPORTS: readonly string[] = [
   'shared/cli/main.ts',
   'shared/rewards/modules.ts',
   'shared/tools/module.ts',
+  // A user's TypeScript agent (`rollout.agent.path`).
+  'shared/agent/runner.ts',
 ];
 
 interface Unit {
@@ -160,6 +162,26 @@ describe('imports outside shared/', () => {
           `${describeEdge(e)}: test helpers are not product or benchmark code; move what both need into shared/`,
       );
     expect(offenders, offenders.join('\n')).toEqual([]);
+  });
+});
+
+describe('the resolver (shared/config/) is the only reader of the alias table', () => {
+  it('no product file outside shared/config/ imports shared/config/aliases.ts', () => {
+    // Other systems' names (verl, MindSpeed-RL, the seed projects) are translated where the config is read, and
+    // nowhere else: domain code, the stages and the CLI see toolrl's names only (ARCHITECTURE.md, layer 3).
+    const table = 'shared/config/aliases';
+    const offenders = ['shared', 'bench', 'functions', 'infra', 'bin', 'scripts', 'examples']
+      .filter((d) => existsSync(join(ROOT, d)))
+      .flatMap((d) => typescriptFiles(ROOT, d))
+      .filter((f) => !f.startsWith('shared/config/'))
+      .flatMap((f) => importsOf(ROOT, f))
+      .filter((e) => stripExt(e.to ?? '') === table)
+      .map((e) => `${describeEdge(e)}: only the resolver (shared/config/) reads the alias table`);
+    expect(offenders, offenders.join('\n')).toEqual([]);
+    // The rule sees the table's readers: the resolver itself imports it.
+    expect(
+      sharedEdges.some((e) => e.from.startsWith('shared/config/') && stripExt(e.to ?? '') === table),
+    ).toBe(true);
   });
 });
 

@@ -6,7 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AWS_TIMEOUTS, s3Client, sqsClient } from '#shared/adapters/aws/clients';
+import { AWS_MAX_SOCKETS, AWS_TIMEOUTS, s3Client, sqsClient } from '#shared/adapters/aws/clients';
 import { awsSetupError } from '#shared/operator/environment';
 import { REPO_ROOT } from '../../../infra/lib/docker-context.ts';
 import { writeRun } from '../../e2e/support/run-fixture.ts';
@@ -137,11 +137,17 @@ describe('timeouts on every AWS client', () => {
       const handler = c.config.requestHandler as unknown as {
         configProvider: Promise<Record<string, unknown>>;
       };
-      expect(await handler.configProvider).toMatchObject({
+      const config = await handler.configProvider;
+      expect(config).toMatchObject({
         connectionTimeout: AWS_TIMEOUTS.connectMs,
         requestTimeout: AWS_TIMEOUTS.requestMs,
         throwOnRequestTimeout: true,
       });
+      // The connection timeout counts a wait for a free socket: the pools are sized above what a process has in
+      // flight (the SDK's default of 50 made the LocalStack worker's sends time out: bench/pipeline/sqs-pool.ts).
+      const https = config.httpsAgent as { maxSockets: number };
+      const http = (await (config.httpAgentProvider as () => Promise<{ maxSockets: number }>)()).maxSockets;
+      expect([https.maxSockets, http]).toEqual([AWS_MAX_SOCKETS, AWS_MAX_SOCKETS]);
     }
   });
 

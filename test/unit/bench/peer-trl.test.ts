@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadRunConfig } from '#shared/config/resolve';
 import { parseToolCalls } from '#shared/parsing/registry';
-import { loadRunConfig } from '#shared/pipeline/run-config';
 import { buildReward } from '#shared/rewards/build';
 import { normaliseRewardInput } from '#shared/rewards/input';
 import type { ToolResult } from '#shared/schemas/tool-result';

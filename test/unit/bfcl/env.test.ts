@@ -133,7 +133,7 @@ describe('the environment process', () => {
 
   it('reports a process that cannot start or dies, and starts again on the next request', async () => {
     await expect(new BfclEnv({ python: '/nonexistent/python' }).hello()).rejects.toThrow(
-      /BFCL environment process could not start \(\/nonexistent\/python\)/,
+      /BFCL environment process \(\/nonexistent\/python\) could not start/,
     );
     await expect(new BfclEnv({ python: 'false' }).hello()).rejects.toThrow(/exited \(code 1\)/);
     const again = new BfclEnv();

@@ -45,6 +45,30 @@ describe('toolrl view', () => {
     expect(await exited).toBe(0);
   });
 
+  it('serves a run of the current folder without --workdir, as `toolrl train` writes it by default', async () => {
+    await writeSyntheticRun(dir, 'r-here', { groups: 2, groupSize: 2, batchPrompts: 2 });
+    const child = spawn(process.execPath, [bin, 'view', 'r-here', '--port', '0'], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        const m = /toolrl view: (http:\/\/127\.0\.0\.1:\d+)\//.exec(stdout);
+        if (m) resolve(m[1]!);
+      });
+      void exited.then((code) => reject(new Error(`exited ${code} before serving: ${stderr}`)));
+    });
+    const info = (await (await fetch(`${url}/api/run`)).json()) as RunInfo;
+    expect(info).toMatchObject({ runId: 'r-here', found: true });
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
   it('refuses a port out of range', () => {
     const r = spawnSync(process.execPath, [bin, 'view', 'r', '--workdir', dir, '--port', '70000'], {
       encoding: 'utf8',

@@ -10,6 +10,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { toolrlName } from '#shared/config/resolve';
 import { type ConvertOptions, convertDataset } from '#shared/data/convert';
 import { readDataset } from '#shared/data/dataset';
 import { InputError } from '#shared/data/records';
@@ -308,7 +309,10 @@ describe('split, sample cap and prompt templates', () => {
   });
 
   it('--prompt-type wraps the question once and records the template', async () => {
-    const rows = await convert('math', fx('aime.jsonl'), { promptType: 'qwen_retool' });
+    // MindSpeed-RL's name, as the CLI's --prompt-type translates it (the resolver)
+    const rows = await convert('math', fx('aime.jsonl'), {
+      promptType: toolrlName.promptType('qwen_retool'),
+    });
     expect(rows[1]!.prompt[0]!.role).toBe('system');
     expect(rows[1]!.prompt[1]!.content).toBe(
       'Find the remainder when 2^10 is divided by 7.\n\nGive the final answer in the form \\boxed{answer}.',

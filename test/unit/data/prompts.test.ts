@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { toolrlName } from '#shared/config/resolve';
 import { applyPromptTemplate, listPromptTemplates, loadPromptTemplate } from '#shared/data/prompts/templates';
 import { type DatasetRow, DatasetRowSchema } from '#shared/schemas/dataset-row';
 
@@ -26,7 +27,8 @@ describe('prompt templates', () => {
     expect(once.prompt[0]!.content).toMatch(/code_interpreter tool/);
     expect(once.prompt[1]!.content).toBe('Find x.\n\nGive the final answer in the form \\boxed{answer}.');
     expect(once.extra_info.prompt_type).toBe('retool');
-    expect(applyPromptTemplate(once, 'qwen_retool')).toBe(once);
+    // MindSpeed-RL's name for it, as the resolver translates a config's or the CLI's prompt_type
+    expect(applyPromptTemplate(once, toolrlName.promptType('qwen_retool'))).toBe(once);
   });
 
   it('search: puts the system prompt first when the row has none, question after the instructions', () => {

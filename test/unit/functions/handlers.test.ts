@@ -11,7 +11,7 @@ import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { readJson } from '#shared/pipeline/blob-json';
 import { RunResources } from '#shared/pipeline/run-resources';
-import { createRewardHandler, createRunStarterHandler } from '#shared/pipeline/stages/handlers';
+import { createStageHandler } from '#shared/pipeline/stages/handlers';
 import { silentLog } from '#shared/ports/log';
 import { ATTR } from '#shared/ports/queue';
 import { RunStatusSchema } from '#shared/schemas/run-status';
@@ -52,6 +52,7 @@ describe('functions/<stage>/index.ts cold start', () => {
     Object.assign(process.env, {
       [FUNCTION_ENV.bucket]: 'toolrl-dev-123456789012-us-east-1',
       [FUNCTION_ENV.queueUrl('rollout')]: 'http://127.0.0.1:9/000000000000/toolrl-dev-rollout',
+      [FUNCTION_ENV.queueUrl('policy-events')]: 'http://127.0.0.1:9/000000000000/toolrl-dev-policy-events',
       [FUNCTION_ENV.deadLetterQueueUrl('policy-events')]:
         'http://127.0.0.1:9/000000000000/toolrl-dev-policy-events-dlq',
       AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
@@ -67,7 +68,7 @@ describe('functions/<stage>/index.ts cold start', () => {
 describe('run-starter handler', () => {
   it('ignores s3:TestEvent', async () => {
     const { blobs, base, submitted } = embedded();
-    const handler = createRunStarterHandler({
+    const handler = createStageHandler('run-starter', {
       ...base,
       learnerJobs: {
         submit: async (r) => {
@@ -83,7 +84,7 @@ describe('run-starter handler', () => {
 
   it('decodes the key, and fails the run with a readable reason when the config is missing', async () => {
     const { blobs, base, submitted } = embedded();
-    const handler = createRunStarterHandler({
+    const handler = createStageHandler('run-starter', {
       ...base,
       learnerJobs: {
         submit: async (r) => {
@@ -112,7 +113,7 @@ describe('run-starter handler', () => {
 describe('reward handler', () => {
   it('dead-letters each malformed record with its own reason and reports no batch failure', async () => {
     const { blobs, base, dlq } = embedded();
-    const handler = createRewardHandler({
+    const handler = createStageHandler('reward', {
       ...base,
       resources: new RunResources(blobs, { scratchDir: tmpdir() }),
     });
@@ -126,5 +127,24 @@ describe('reward handler', () => {
       'arn:aws:sqs:us-east-1:123456789012:toolrl-dev-reward',
       'arn:aws:sqs:us-east-1:123456789012:toolrl-dev-reward',
     ]);
+  });
+});
+
+describe('the stage table (shared/topology.ts FUNCTIONS)', () => {
+  it('gives every stage a Lambda entry, a queue handler, and its group messages a dead-letter stage', async () => {
+    const { DeadLetterStageSchema } = await import('#shared/schemas/dead-letter');
+    const { createStageHandlers } = await import('#shared/pipeline/stages/handlers');
+    const { FUNCTION_NAMES, FUNCTIONS } = await import('#shared/topology');
+    const { existsSync } = await import('node:fs');
+    const { base } = embedded();
+    const contexts = Object.fromEntries(FUNCTION_NAMES.map((fn) => [fn, base])) as never;
+    expect(Object.keys(createStageHandlers(contexts))).toEqual(FUNCTION_NAMES);
+    for (const fn of FUNCTION_NAMES)
+      expect(existsSync(join(import.meta.dirname, '../../../functions', fn, 'index.ts'))).toBe(true);
+    expect(DeadLetterStageSchema.options).toEqual([
+      ...FUNCTION_NAMES.filter((fn) => FUNCTIONS[fn].groupMessages),
+      'learner',
+    ]);
+    expect(DeadLetterStageSchema.options).toEqual(['rollout', 'tool-call', 'reward', 'learner']);
   });
 });

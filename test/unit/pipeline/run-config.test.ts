@@ -1,12 +1,7 @@
 // The run config: errors name the field, referenced files, and the resolved form stored in run.json.
 import { describe, expect, it } from 'vitest';
-import {
-  ConfigError,
-  checkInputNames,
-  parseRunConfig,
-  referencedFiles,
-  resolveRunConfig,
-} from '#shared/pipeline/run-config';
+import { ConfigError, parseRunConfig } from '#shared/config/resolve';
+import { checkInputNames, referencedFiles, resolveRunConfig } from '#shared/pipeline/run-config';
 import { notifiedKeys } from '#shared/schemas/messages/s3-event';
 
 const yaml = `

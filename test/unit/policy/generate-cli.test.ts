@@ -101,6 +101,6 @@ describe('toolrl generate', () => {
   it('says when the folder is not a bundle', async () => {
     const r = await toolrl(['--policy', dir, '--prompt', 'hi']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/is not a rollout bundle: no manifest.json/);
+    expect(r.stderr).toMatch(/is neither a rollout bundle \(manifest.json \+ model.onnx\), a checkpoint/);
   });
 });

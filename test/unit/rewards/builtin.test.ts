@@ -5,6 +5,7 @@
 //                  turn 2: python(...) refused as unknown_tool; turn 3: "The answer is 391.0"; gt "391";
 //                  tools [calculator]. Calls C = 3, parse errors 1, attempts A = 4.
 import { describe, expect, it } from 'vitest';
+import { rewardConfig } from '#shared/config/resolve';
 import { normaliseRewardInput } from '#shared/rewards/index';
 import { fixture, score } from './helpers.ts';
 
@@ -421,7 +422,10 @@ describe('toolbench', () => {
       error_penalty: 0,
       finish_bonus: 0,
     };
-    expect(score('toolbench', input, seedWeights).score).toBe(1);
+    // translated where the config is read (the resolver), as a run's reward.functions are
+    expect(
+      score('toolbench', input, rewardConfig('toolbench', seedWeights) as Record<string, unknown>).score,
+    ).toBe(1);
   });
 });
 

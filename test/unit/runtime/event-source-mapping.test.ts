@@ -7,12 +7,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
-import { sqsBatchHandler } from '#shared/pipeline/batch-handler';
+import { GIVE_BACK, giveBackSec, sqsBatchHandler } from '#shared/pipeline/batch-handler';
+import { LEASE_STALE_MS } from '#shared/pipeline/learner-lease';
 import { PermanentError } from '#shared/ports/errors';
 import { silentLog } from '#shared/ports/log';
 import { ATTR } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';
-import { EventSourceMapping, type SqsHandler } from '#shared/runtime/event-source-mapping';
+import { EventSourceMapping, POLLERS, type SqsHandler } from '#shared/runtime/event-source-mapping';
+import { QUEUES } from '#shared/topology';
+import { HANG_MS } from '../../helpers/hang.ts';
 
 const mappings: EventSourceMapping[] = [];
 afterEach(async () => {
@@ -52,7 +55,7 @@ function run(
   return m;
 }
 
-async function until(cond: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+async function until(cond: () => boolean | Promise<boolean>, ms = HANG_MS): Promise<void> {
   const end = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error('condition not reached in time');
@@ -110,6 +113,73 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
       [4, 1],
     ]);
     expect(m.stats.recordsFailed).toBe(1);
+  });
+
+  it('a service call that fails transiently is retried inside the record: handled on its first receive', async () => {
+    // GIVEN a stage whose first call fails as a refused connection does (the SDK's error carries code ECONNREFUSED)
+    const { queue, ctx } = setup();
+    const counts: number[] = [];
+    let calls = 0;
+    const handler = sqsBatchHandler(ctx, {
+      name: 'work',
+      schema: ItemSchema,
+      maxReceiveCount: 3,
+      handle: async (_m, meta) => {
+        calls++;
+        counts.push(meta.receiveCount);
+        if (calls === 1)
+          throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:4566'), { code: 'ECONNREFUSED' });
+      },
+    });
+    await queue.send(JSON.stringify({ n: 1 }));
+    // WHEN the mapping runs it (no runtime retry: a failure would wait out the 30 s visibility timeout)
+    const m = run(queue, handler, { batchSize: 1 });
+    await until(() => queue.size === 0);
+    // THEN the second attempt ran in the same invocation, on the same receive, and nothing failed
+    expect(counts).toEqual([1, 1]);
+    expect(m.stats.recordsFailed).toBe(0);
+  });
+
+  it('a record that still fails is given back visible after GIVE_BACK, not after its visibility timeout', async () => {
+    // GIVEN a stage that knows its own queue (as on Lambda) and fails with an error that is not a service's
+    const { queue, ctx } = setup();
+    const changed: number[] = [];
+    const source = Object.create(queue) as EmbeddedQueue;
+    source.changeVisibility = async (handle, sec) => {
+      changed.push(sec);
+      await queue.changeVisibility(handle, 0); // seen by the test at once; what was asked is recorded above
+    };
+    const receives: number[] = [];
+    const handler = sqsBatchHandler(
+      { ...ctx, source },
+      {
+        name: 'work',
+        schema: ItemSchema,
+        maxReceiveCount: 3,
+        handle: async (_m, meta) => {
+          receives.push(meta.receiveCount);
+          if (meta.receiveCount < 3) throw new Error('judge down');
+        },
+      },
+    );
+    await queue.send(JSON.stringify({ n: 1 }));
+    run(queue, handler, { batchSize: 1 });
+    await until(() => queue.size === 0);
+    // THEN each failure asked for the backoff of its receive, capped by the queue's 30 s visibility timeout
+    expect(receives).toEqual([1, 2, 3]);
+    expect(changed).toEqual([giveBackSec(1, 30), giveBackSec(2, 30)]);
+    expect(giveBackSec(1, 5400)).toBe(GIVE_BACK.baseSec);
+    expect(giveBackSec(3, 5400)).toBe(4 * GIVE_BACK.baseSec);
+    expect(giveBackSec(1, 30)).toBe(30);
+  });
+
+  it("the backoffs before a record's last receive outlast the learner lease's takeover", () => {
+    // A run-starter retrying on a lease whose holder died must reach the takeover before it is dead-lettered.
+    const maxReceiveCount = QUEUES['run-events'].maxReceiveCount;
+    const visibility = QUEUES['run-events'].visibilityTimeoutSec;
+    let waited = 0;
+    for (let receive = 1; receive < maxReceiveCount; receive++) waited += giveBackSec(receive, visibility);
+    expect(waited * 1000).toBeGreaterThan(LEASE_STALE_MS);
   });
 
   it('a handler that throws fails its whole batch: every record is redelivered', async () => {
@@ -218,6 +288,55 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     run(queue, handler, { batchSize: 1, concurrency: 3 });
     await until(() => queue.size === 0);
     expect(peak).toBe(3);
+  });
+
+  it('feeds 64 concurrent invocations from at most POLLERS long polls, each receive taking up to ten messages', async () => {
+    // GIVEN a queue whose receives are counted while they are open, and 64 messages whose handlers all wait for
+    // each other (a barrier): the batch completes only if all 64 run at once.
+    const { queue } = setup();
+    let open = 0;
+    let peakOpen = 0;
+    const sizes: number[] = [];
+    const counted = Object.create(queue) as EmbeddedQueue;
+    counted.receive = async (o) => {
+      open++;
+      peakOpen = Math.max(peakOpen, open);
+      try {
+        const got = await queue.receive(o);
+        if (got.length) sizes.push(got.length);
+        return got;
+      } finally {
+        open--;
+      }
+    };
+    let arrived = 0;
+    let release!: () => void;
+    const all = new Promise<void>((r) => (release = r));
+    const handler: SqsHandler = async () => {
+      if (++arrived === 64) release();
+      await all;
+      return undefined;
+    };
+    await queue.sendBatch(Array.from({ length: 10 }, (_, i) => ({ body: String(i) })));
+    for (let i = 10; i < 64; i += 9)
+      await queue.sendBatch(Array.from({ length: Math.min(9, 64 - i) }, (_, j) => ({ body: String(i + j) })));
+    // WHEN a mapping with batch size 1 and concurrency 256 (the embedded rollouts') runs
+    const m = new EventSourceMapping({
+      name: 'work',
+      queue: counted,
+      handler,
+      batchSize: 1,
+      maxBatchingWindowSec: 0,
+      maxConcurrency: 256,
+      waitTimeSec: 0.05,
+    });
+    mappings.push(m);
+    m.start();
+    // THEN all 64 run at once, from no more than POLLERS receives open at a time, some taking several messages
+    await until(() => queue.size === 0);
+    expect(arrived).toBe(64);
+    expect(peakOpen).toBeLessThanOrEqual(POLLERS);
+    expect(Math.max(...sizes)).toBeGreaterThan(1);
   });
 
   it('gathers messages that arrive within the batching window into one batch', async () => {

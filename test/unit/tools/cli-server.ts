@@ -1,6 +1,7 @@
 // Starts a `toolrl ... serve` command as a real process on port 0 and returns the URL it prints.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { HANG_MS } from '../../helpers/hang.ts';
 
 export const TOOLRL = fileURLToPath(new URL('../../../bin/toolrl.mjs', import.meta.url));
 
@@ -23,8 +24,8 @@ export function startCliServer(args: string[]): Promise<CliServer> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL'); // never leave a server behind when the test gives up on it
-      reject(new Error(`no URL from toolrl ${args.join(' ')} in 60 s: ${err}`));
-    });
+      reject(new Error(`no URL from toolrl ${args.join(' ')} in ${HANG_MS / 1000} s: ${err}`));
+    }, HANG_MS);
     child.stderr!.on('data', (c: Buffer) => {
       err += c.toString();
     });

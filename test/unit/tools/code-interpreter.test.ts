@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { resolveToolSpecs } from '#shared/config/resolve';
 import { interpretRun } from '#shared/tools/code/tool';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import { type CliServer, startCliServer } from './cli-server.ts';
@@ -131,7 +132,8 @@ describe("verl's and MindSpeed-RL's code tool configs", () => {
     const config = { ...tool!.config };
     if (url === null) delete config.sandbox_fusion_url;
     else config.sandbox_fusion_url = url;
-    return { tools: [{ ...tool!, config }] };
+    // As a run reads it: the class in toolrl's names (the resolver, shared/config).
+    return { tools: resolveToolSpecs([{ ...tool!, config }]) };
   };
 
   it('ReTool (mindspeed_rl.tools.retool.ReTool) strips the ```python fence and prints a trailing expression', async () => {
@@ -163,9 +165,9 @@ describe("verl's and MindSpeed-RL's code tool configs", () => {
 
   it('the plain SandboxFusionTool runs code as it is (no fence stripping, nothing printed for it)', async () => {
     const reg = await buildToolRegistry({
-      tools: [
+      tools: resolveToolSpecs([
         { class_name: 'verl.tools.sandbox_fusion_tools.SandboxFusionTool', config: { type: 'native' } },
-      ],
+      ]),
     });
     try {
       expect((await run(reg, '6 * 7')).output).toBe('(no output; print() the values you want to see)');

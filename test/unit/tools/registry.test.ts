@@ -1,11 +1,12 @@
 // The registry's contract: schemas, validation before execution, limits, truncation, and every
 // failure as a ToolResult (never an exception).
 
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readToolsFile, resolveToolSpecs } from '#shared/config/resolve';
 import { ToolResultSchema } from '#shared/schemas/tool-result';
 import { buildToolRegistry } from '#shared/tools/registry';
 import { renderToolResult } from '#shared/tools/render';
@@ -64,6 +65,8 @@ const echoTool = (config: Record<string, unknown> = {}, path = '/echo') => ({
   },
 });
 
+// Other systems' class names and config keys reach the registry in toolrl's names: the resolver translates them
+// where the config is read (shared/config), as every run does.
 describe("the seeds' tool configs, verbatim", () => {
   const seedFile = (path: string) => new URL(`../../fixtures/seeds/${path}`, import.meta.url).pathname;
   it.each([
@@ -72,15 +75,18 @@ describe("the seeds' tool configs, verbatim", () => {
     ['verl/sandbox_fusion_tool_config.yaml', 'code_interpreter'],
     ['verl/search_tool_config.yaml', 'search'],
   ])('%s builds its %s tool with the schema it declares', async (file, name) => {
-    const reg = await buildToolRegistry({ config_file: seedFile(file) });
+    const tools = readToolsFile(readFileSync(seedFile(file), 'utf8'), file);
+    const reg = await buildToolRegistry({ tools });
     expect(reg.names()).toEqual([name]);
     expect(reg.schemas()[0]!.function.description).toMatch(/^(A tool for executing code\.|Searches the web)/);
     await reg.close();
   });
 
   it('a tool name that is neither a kind, nor in the alias table, nor a dotted class is an error naming them', async () => {
-    await expect(buildToolRegistry({ tools: [{ class_name: 'SearchToool', config: {} }] })).rejects.toThrow(
-      /unknown tool kind "SearchToool": not a built-in kind \(calculator, .*\) nor a tool class toolrl knows \(mindspeed_rl\.tools\.retool\.ReTool, .*\); a Python class is `class_name: my_pkg\.module\.MyTool`/,
+    const tools = resolveToolSpecs([{ class_name: 'SearchToool', config: {} }]);
+    expect(tools).toEqual([{ class_name: 'SearchToool', config: {} }]); // not another system's name: left as written
+    await expect(buildToolRegistry({ tools })).rejects.toThrow(
+      /unknown tool kind "SearchToool": not a built-in kind \(calculator, .*\); a Python class is `class_name: my_pkg\.module\.MyTool`/,
     );
   });
 
@@ -108,7 +114,7 @@ describe('buildToolRegistry', () => {
 
   it('accepts verl-style class names and config keys', async () => {
     const reg = await buildToolRegistry({
-      tools: [
+      tools: resolveToolSpecs([
         {
           class_name: 'verl.tools.sandbox_fusion_tools.SandboxFusionTool',
           config: {
@@ -120,7 +126,7 @@ describe('buildToolRegistry', () => {
           },
         },
         { class_name: 'verl.tools.search_tool.SearchTool', config: { topk: 2 } },
-      ],
+      ]),
     });
     expect(reg.names()).toEqual(['code_interpreter', 'search']);
     await reg.close();

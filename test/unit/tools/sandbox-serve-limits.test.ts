@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { resolveToolSpecs } from '#shared/config/resolve';
 import { requestLimits } from '#shared/tools/code/server';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import { type CliServer, startCliServer } from './cli-server.ts';
@@ -17,7 +18,8 @@ const retoolConfig = (url: string) => {
   ) as { tools: { class_name: string; config: Record<string, unknown> }[] };
   const [tool] = file.tools;
   expect(tool!.config).toMatchObject({ default_timeout: 30, memory_limit_mb: 1024 });
-  return { tools: [{ ...tool!, config: { ...tool!.config, sandbox_fusion_url: url } }] };
+  // As a run reads it: the class in toolrl's names (the resolver, shared/config).
+  return { tools: resolveToolSpecs([{ ...tool!, config: { ...tool!.config, sandbox_fusion_url: url } }]) };
 };
 
 /** The limits the program runs under, as it sees them: CPU seconds and address space in MiB. */

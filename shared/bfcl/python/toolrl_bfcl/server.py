@@ -1,31 +1,20 @@
-"""The JSON-lines protocol on stdin/stdout: one request `{"id", "method", "params"}` per line, one answer
-`{"id", "ok": true, "result"}` or `{"id", "ok": false, "error": {"type", "message"}}` per line, in order.
-The TypeScript side (shared/bfcl/protocol.ts) holds the same shapes as zod schemas.
-
-Methods: `hello`, `execute`, `score`, `state`, `parse`, `stats`. Requests are served one at a time (the
-environments are plain Python objects); EOF on stdin ends the process.
+"""BFCL's environment process on the JSON-lines RPC (toolrl_pyhost.rpc, the Python host's server, on PYTHONPATH
+beside this package). Methods: `hello`, `execute`, `score`, `state`, `parse`, `stats`. Requests are served one at
+a time, in order (the environments are plain Python objects); errors are `bad_request` and `internal`. The
+TypeScript side (shared/bfcl/protocol.ts) holds the same shapes as zod schemas. EOF on stdin ends the process.
 """
 
-import json
+import asyncio
 import os
 import sys
 import traceback
 from importlib.metadata import version
 
+from toolrl_pyhost.rpc import BadRequest, RpcServer
+
 from .calls import CallError, parse_call_string
 from .envs import MULTI_TURN_CLASSES, Entry, EntryError, Environments
 from .score import score
-
-
-class BadRequest(ValueError):
-    pass
-
-
-def _params(request) -> dict:
-    params = request.get("params", {})
-    if not isinstance(params, dict):
-        raise BadRequest("params must be an object")
-    return params
 
 
 def _list(params: dict, key: str) -> list:
@@ -77,40 +66,20 @@ def handle(envs: Environments, method: str, params: dict):
     raise BadRequest(f"unknown method {method!r}")
 
 
+def _error_of(err: BaseException) -> tuple[str, str]:
+    if isinstance(err, (EntryError, CallError)):
+        return "bad_request", str(err)
+    # An environment bug must not end the process: report it, with where it happened.
+    where = traceback.extract_tb(err.__traceback__)[-1]
+    return "internal", f"{type(err).__name__}: {err} (at {os.path.basename(where.filename)}:{where.lineno})"
+
+
 def serve(cache_size: int) -> int:
-    # The protocol owns the real stdout; anything the environments print goes to stderr instead.
-    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", buffering=1)
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = sys.stderr
     envs = Environments(cache_size)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request_id = None
-        try:
-            request = json.loads(line)
-            if not isinstance(request, dict):
-                raise BadRequest("a request must be a JSON object")
-            request_id = request.get("id")
-            answer = {
-                "id": request_id,
-                "ok": True,
-                "result": handle(envs, request.get("method"), _params(request)),
-            }
-        except (BadRequest, EntryError, CallError, json.JSONDecodeError) as err:
-            answer = {
-                "id": request_id,
-                "ok": False,
-                "error": {"type": "bad_request", "message": str(err)},
-            }
-        except Exception as err:  # noqa: BLE001 -- an environment bug must not end the process: report it
-            where = traceback.extract_tb(err.__traceback__)[-1]
-            message = f"{type(err).__name__}: {err} (at {os.path.basename(where.filename)}:{where.lineno})"
-            answer = {
-                "id": request_id,
-                "ok": False,
-                "error": {"type": "internal", "message": message},
-            }
-        protocol_out.write(json.dumps(answer, default=repr) + "\n")
+
+    async def handle_request(method: str, params: dict, _request: dict):
+        return handle(envs, method, params)
+
+    asyncio.run(RpcServer(handle_request, _error_of, concurrent=False, json_default=repr).serve())
     envs.clear()
     return 0

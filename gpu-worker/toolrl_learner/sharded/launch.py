@@ -68,11 +68,15 @@ def _fail(command: list[str], message: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolrl_learner launch", description=(__doc__ or "").partition("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m toolrl_learner launch", description=(__doc__ or "").partition("\n")[0]
+    )
     p.add_argument("--nproc-per-node", type=int, required=True, help="learner processes on this node (GPUs)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the learner command and its flags (stdio, sqs)")
     args = p.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command or command[0] not in ("stdio", "sqs"):
         p.error("give the learner command to run: stdio ... or sqs ...")

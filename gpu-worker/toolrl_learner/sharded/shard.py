@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import torch
@@ -95,7 +94,9 @@ def shard_policy(
         "sharded %s over %d ranks (%s%s)",
         policy.model_dir.name,
         world.size,
-        "bf16 gathers, fp32 master weights" if cfg.dtype == "bf16" and world.device.type == "cuda" else "fp32",
+        "bf16 gathers, fp32 master weights"
+        if cfg.dtype == "bf16" and world.device.type == "cuda"
+        else "fp32",
         ", CPU offload" if cfg.cpu_offload else "",
     )
     return trainer

@@ -125,7 +125,11 @@ def save_sharded(
             store.delete(stale)
     world.barrier()
     local = store.local_path(prefix + MARKER)
-    folder = Path(local).parent if local is not None else Path(workdir) / f"ckpt-{prefix.rstrip('/').rsplit('/', 1)[-1]}-rank{world.rank}"
+    folder = (
+        Path(local).parent
+        if local is not None
+        else Path(workdir) / f"ckpt-{prefix.rstrip('/').rsplit('/', 1)[-1]}-rank{world.rank}"
+    )
     try:
         (folder / DCP).mkdir(parents=True, exist_ok=True)
         dcp_save(_state(policy, trainer), checkpoint_id=str(folder / DCP), process_group=world.commands)

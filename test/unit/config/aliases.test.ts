@@ -4,9 +4,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
-import { applyConfigAliases } from '#shared/pipeline/config-aliases';
-import { applyOverrides, parseOverride } from '#shared/pipeline/config-overrides';
-import { ConfigError, loadRunConfig } from '#shared/pipeline/run-config';
 import {
   KEY_ALIASES,
   PARSER_ALIASES,
@@ -14,7 +11,10 @@ import {
   REWARD_ALIASES,
   TOOL_CLASS_ALIASES,
   VALUE_ALIASES,
-} from '#shared/schemas/config/aliases';
+} from '#shared/config/aliases';
+import { applyConfigAliases } from '#shared/config/apply-aliases';
+import { applyOverrides, parseOverride } from '#shared/config/overrides';
+import { ConfigError, loadRunConfig } from '#shared/config/resolve';
 
 const seed = (path: string): string =>
   readFileSync(new URL(`../../fixtures/seeds/${path}`, import.meta.url), 'utf8');

@@ -1,7 +1,9 @@
 // Rewrites a run config written with other systems' names (verl, MindSpeed-RL, the seed projects) into toolrl's,
 // before the schema sees it: keys move to their toolrl paths, values spelled another way are translated, names of
 // rewards, prompt types and parsers become toolrl's, and keys with no meaning here are dropped with a notice.
-// The table itself is shared/schemas/config/aliases.ts.
+// The table itself is aliases.ts.
+
+import { CriticConfigSchema } from '#shared/schemas/config/critic';
 import {
   FOREIGN_SECTIONS,
   KEY_ALIASES,
@@ -12,9 +14,8 @@ import {
   REWARD_CONFIG_ALIASES,
   rewardName,
   VALUE_ALIASES,
-} from '#shared/schemas/config/aliases';
-import { CriticConfigSchema } from '#shared/schemas/config/critic';
-import { schemaAt } from './config-paths.ts';
+} from './aliases.ts';
+import { schemaAt } from './paths.ts';
 
 export class AliasError extends Error {
   override name = 'AliasError';

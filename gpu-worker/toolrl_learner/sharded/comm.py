@@ -77,7 +77,9 @@ class ShardedComm:
         samples may land on different ranks (`share_prefix` is accepted and ignored)."""
         chosen = list(range(batch.num_seqs)) if seqs is None else seqs
         plan = plan_rank_micro_batches([batch.lengths[i] for i in chosen], budget, self.size)[self.rank]
-        return [build_micro_batch(batch, [chosen[j] for j in mb]) if mb else padding_micro_batch() for mb in plan]
+        return [
+            build_micro_batch(batch, [chosen[j] for j in mb]) if mb else padding_micro_batch() for mb in plan
+        ]
 
     def all_sum(self, t: Tensor) -> Tensor:
         if self.size == 1:
@@ -96,7 +98,9 @@ class ShardedComm:
             if p.grad is None:
                 continue
             if not isinstance(p.grad, DTensor):
-                raise RuntimeError("a trainable parameter is not sharded by FSDP; its gradient is not synchronised")
+                raise RuntimeError(
+                    "a trainable parameter is not sharded by FSDP; its gradient is not synchronised"
+                )
             grads.append(p.grad.to_local())
         sq = torch.zeros((), device=self.world.device, dtype=torch.float32)
         for g in grads:

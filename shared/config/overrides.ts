@@ -1,10 +1,10 @@
 // Command-line overrides in Hydra's style: `trainer.lr=1e-6 rollout.n=5 algorithm.adv_estimator=grpo`, also
 // `+key=value` (add) / `++key=value` (add or replace) and `~key` (remove). A path may be written the way verl or
-// MindSpeed-RL name it (see config-aliases.ts); it must exist in the run-config schema (an unknown key is refused
+// MindSpeed-RL name it (see apply-aliases.ts); it must exist in the run-config schema (an unknown key is refused
 // by name, with the keys that do exist there), and the value is read as YAML, then kept a string where the schema
 // wants one (`name=2024` is the name "2024").
 import { parse as parseYaml } from 'yaml';
-import { FOREIGN_SECTIONS } from '#shared/schemas/config/aliases';
+import { FOREIGN_SECTIONS } from './aliases.ts';
 import {
   AliasError,
   deletePath,
@@ -13,8 +13,8 @@ import {
   type Plain,
   resolveKeyPath,
   setPath,
-} from './config-aliases.ts';
-import { schemaAt, wantsString } from './config-paths.ts';
+} from './apply-aliases.ts';
+import { schemaAt, wantsString } from './paths.ts';
 
 export class OverrideError extends AliasError {
   override name = 'OverrideError';
