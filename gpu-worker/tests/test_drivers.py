@@ -265,3 +265,52 @@ def test_offline_driver_resumes_from_its_data_position_on_cpu(tiny_dir, tmp_path
     assert [m["metrics"]["groups"] for m in second if m["type"] == "step"] == [1]
     state = json.loads(store.get_bytes(f"runs/{RUN}/learner/state.json"))
     assert state["groupsConsumed"] == 5 and state["done"]
+
+
+def test_stdio_says_what_it_waits_for_on_cpu(tiny_dir, tmp_path):
+    _run(tmp_path, tiny_dir, planned=4)
+    p = _proc(tmp_path)
+    p.stdin.write(json.dumps({"type": "group", "group": _g(0)}) + "\n")  # half of the first batch
+    p.stdin.flush()
+    # an idle tick may come before the line is read (a loaded machine): such a `waiting` says it has read none
+    while (waiting := _read_until(p, "waiting")[-1])["linesRead"] == 0:
+        assert waiting["waitingFor"].startswith("step 1, 0 of 2 groups")
+    assert waiting == {
+        "type": "waiting",
+        "waitingFor": "step 1, 1 of 2 groups of the next batch in (0 of 4 planned groups settled)",
+        "linesRead": 1,
+    }
+    p.stdin.close()  # not tied to a parent: EOF finishes the run
+    assert _read_until(p, "done")[-1] == {"type": "done"}
+    assert p.wait(timeout=HANG_S) == 0
+
+
+def test_a_learner_tied_to_its_parent_dies_with_it_and_finishes_nothing_on_cpu(tiny_dir, tmp_path):
+    # GIVEN a learner started, as toolrl train starts it, by a parent it is tied to (TOOLRL_DIE_WITH_PARENT)
+    _run(tmp_path, tiny_dir, planned=4)
+    learner = [sys.executable, "-m", "toolrl_learner", "stdio", "--root", str(tmp_path), "--run-id", RUN]
+    parent_code = (
+        "import os, subprocess, sys\n"
+        f"p = subprocess.Popen({learner!r}, stdin=subprocess.PIPE,"
+        " env={**os.environ, 'OMP_NUM_THREADS': '1', 'TOOLRL_DIE_WITH_PARENT': str(os.getpid())})\n"
+        "p.stdin.write(sys.stdin.readline().encode()); p.stdin.flush()\n"
+        "p.wait()\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    parent.stdin.write(json.dumps({"type": "group", "group": _g(0)}) + "\n")  # half a batch, buffered
+    parent.stdin.flush()
+    _read_until(parent, "waiting")  # the learner's lines come through the parent's stdout
+
+    # WHEN the parent is killed (no handler runs in it)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=HANG_S)
+
+    # THEN the learner ends without finishing the run: no `done`, no step, no checkpoint past step 0
+    rest = [json.loads(raw) for raw in parent.stdout]  # EOF once the learner, the last writer, is gone
+    assert [m["type"] for m in rest if m["type"] in ("done", "step", "published", "committed")] == []
+    assert not (tmp_path / "runs" / RUN / "checkpoints").exists() or not any(
+        (tmp_path / "runs" / RUN / "checkpoints").glob("step-[1-9]*")
+    )
+    assert json.loads((tmp_path / "runs" / RUN / "learner" / "state.json").read_text())["done"] is False

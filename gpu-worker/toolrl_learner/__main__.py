@@ -45,6 +45,9 @@ def main(argv: list[str]) -> int:
     if name not in COMMANDS:
         print(f"toolrl_learner: unknown command {name!r}; one of {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
+    from .lifeline import die_with_parent
+
+    die_with_parent()
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.main(rest) or 0)
 

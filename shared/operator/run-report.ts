@@ -29,7 +29,11 @@ export interface RunReport {
   readonly runId: string;
   readonly env: string;
   readonly bucket: string;
-  readonly status: 'starting' | 'running' | 'completed' | 'failed';
+  /**
+   * run.json's status, except `interrupted`: an embedded run that run.json calls starting or running whose
+   * `toolrl train` process is gone (killed, or stopped with Ctrl-C); `resumeCommand` continues it.
+   */
+  readonly status: 'starting' | 'running' | 'completed' | 'failed' | 'interrupted';
   readonly reason: string | null;
   readonly createdAt: string;
   readonly updatedAt: string;
@@ -56,6 +60,10 @@ export interface RunReport {
    * notifications; null altogether for an embedded run, whose `queues` are its own, or before anything was counted).
    */
   readonly runQueues: Readonly<Record<QueueName, number | null>> | null;
+  /** An embedded run: the `toolrl train` process that holds it (or held it last), else null. */
+  readonly process: { readonly pid: number; readonly host: string; readonly since: string } | null;
+  /** An interrupted embedded run: the command that resumes it. */
+  readonly resumeCommand: string | null;
 }
 
 export class RunNotFoundError extends Error {
@@ -163,6 +171,8 @@ export async function reportOf(
     redriven: redriven.length,
     progress,
     runQueues: null,
+    process: null,
+    resumeCommand: null,
   };
 }
 
@@ -174,6 +184,7 @@ export function formatRunReport(r: RunReport): string {
   const lines = [
     `run       ${r.runId}  (${embedded ? `embedded, ${r.runDir}` : `environment ${r.env}, s3://${r.bucket}/${keys.runPrefix(r.runId)}`})`,
     `status    ${r.status}${r.reason ? `: ${r.reason}` : ''}  (created ${r.createdAt}, updated ${r.updatedAt})`,
+    ...(r.resumeCommand ? [`resume    ${r.resumeCommand}`] : []),
     ...formatLearnerLines(r),
     ...(embedded ? formatEmbeddedQueues(r) : formatQueues(r)),
   ];
@@ -181,7 +192,7 @@ export function formatRunReport(r: RunReport): string {
   const redriven = r.redriven ? ` (${r.redriven} sent back by toolrl redrive before)` : '';
   if (train + val === 0) lines.push(`dead      none for this run${redriven}`);
   else {
-    const live = r.status === 'running' || r.status === 'starting';
+    const live = r.status === 'running' || r.status === 'starting' || r.status === 'interrupted';
     const where = embedded ? `--workdir ${r.runDir!.replace(/\/runs\/[^/]+\/?$/, '')}` : `--env ${r.env}`;
     lines.push(
       `dead      ${train} train and ${val} validation group${train + val === 1 ? '' : 's'} dropped${redriven}; ` +

@@ -12,6 +12,7 @@ import {
   type Decoding,
   type DrawContext,
   draw,
+  type EachItem,
   type JobArgs,
   type Lane,
   type LoopStats,
@@ -41,6 +42,8 @@ export interface BatcherOptions {
 
 interface Job {
   past: KvCache;
+  /** Segments run first, one pass each, onto `past` (EachItem.replay). */
+  replay?: readonly (readonly number[])[];
   feed: readonly number[];
   rows: readonly RowSpec[];
   params: SamplingParams;
@@ -94,9 +97,7 @@ export class SlotBatcher implements Decoding {
     return this.submit(args.past, args.feed, args.rows, args.params, args.retain);
   }
 
-  async decodeEach(
-    args: JobArgs & { items: readonly { past: KvCache; feed: readonly number[]; row: RowSpec }[] },
-  ): Promise<RowResult[]> {
+  async decodeEach(args: JobArgs & { items: readonly EachItem[] }): Promise<RowResult[]> {
     if (args.items.some((it) => it.feed.length === 0 || it.past.batch !== 1))
       throw new Error('decodeEach: every item needs a one-row cache and at least one new token');
     const results = await Promise.all(
@@ -107,6 +108,7 @@ export class SlotBatcher implements Decoding {
           [it.row],
           args.params,
           args.retain ? (_row, cache) => args.retain!(k, cache) : undefined,
+          it.replay,
         ),
       ),
     );
@@ -125,10 +127,12 @@ export class SlotBatcher implements Decoding {
     rows: readonly RowSpec[],
     params: SamplingParams,
     retain: RetainCache | undefined,
+    replay?: readonly (readonly number[])[],
   ): Promise<RowResult[]> {
     return new Promise((resolve, reject) => {
       this.pending.push({
         past,
+        ...(replay?.length ? { replay } : {}),
         feed,
         rows,
         params,
@@ -192,12 +196,14 @@ export class SlotBatcher implements Decoding {
   /** Prefills a job alone, draws its rows' first tokens and puts the rows that go on into the batch. */
   private async admit(job: Job): Promise<void> {
     let t0 = now();
-    const past = SlotBatch.single(job.past);
-    const out = await this.decoder.forward([job.feed], [job.past.length], past, true);
+    let base = job.past;
+    for (const segment of job.replay ?? []) base = await this.feedAlone(base, segment);
+    const past = SlotBatch.single(base);
+    const out = await this.decoder.forward([job.feed], [base.length], past, true);
     past.release();
     this.stats.prefillTokens += job.feed.length;
     this.stats.prefillMs += now() - t0;
-    const full = appendRow(job.past, out.newKeys, out.newValues, job.feed.length);
+    const full = appendRow(base, out.newKeys, out.newValues, job.feed.length);
     t0 = now();
     const ctx = this.context(job.params);
     const rows = await rowsOf(ctx, out.logits, 1);
@@ -210,6 +216,22 @@ export class SlotBatcher implements Decoding {
       }
     });
     this.stats.sampleMs += now() - t0;
+  }
+
+  /**
+   * `cache` plus `tokens`, run as one pass alone: the same keys and values, bit for bit, as the pass that first
+   * ran them (a prefill of the same tokens, or a decode step of one: a row's result does not depend on the
+   * batch's capacity or on the rows beside it).
+   */
+  private async feedAlone(cache: KvCache, tokens: readonly number[]): Promise<KvCache> {
+    const view = SlotBatch.single(cache);
+    try {
+      const out = await this.decoder.forward([tokens], [cache.length], view, true);
+      this.stats.prefillTokens += tokens.length;
+      return appendRow(cache, out.newKeys, out.newValues, tokens.length);
+    } finally {
+      view.release();
+    }
   }
 
   /** One decode step of every row in the batch; rows whose turn ends leave it. */

@@ -265,6 +265,18 @@ async function decodeLoop(c: Common, start: Lane[], first: KvCache): Promise<voi
 }
 
 /** What one request asks of the decoding: its sampling params and where finished rows' caches go. */
+/**
+ * One continuation: its one-row cache and the tokens it feeds. `replay`: token segments to run first, each as one
+ * forward pass of its own (a prompt, one sampled token, a tool result's delta), that rebuild `past` exactly as
+ * the passes that first computed it did (slots graph; the standard graph feeds them with `feed` instead).
+ */
+export interface EachItem {
+  past: KvCache;
+  feed: readonly number[];
+  row: RowSpec;
+  replay?: readonly (readonly number[])[];
+}
+
 export interface JobArgs {
   params: SamplingParams;
   retain?: RetainCache;
@@ -275,9 +287,7 @@ export interface Decoding {
   decodeRows(
     args: JobArgs & { past: KvCache; feed: readonly number[]; rows: readonly RowSpec[] },
   ): Promise<RowResult[]>;
-  decodeEach(
-    args: JobArgs & { items: readonly { past: KvCache; feed: readonly number[]; row: RowSpec }[] },
-  ): Promise<RowResult[]>;
+  decodeEach(args: JobArgs & { items: readonly EachItem[] }): Promise<RowResult[]>;
   dispose(): Promise<void>;
 }
 
@@ -300,10 +310,12 @@ export class StandardDecoding implements Decoding {
     return decodeRows({ ...this.common(), ...a });
   }
 
-  decodeEach(
-    a: JobArgs & { items: readonly { past: KvCache; feed: readonly number[]; row: RowSpec }[] },
-  ): Promise<RowResult[]> {
-    return decodeEach({ ...this.common(), ...a });
+  decodeEach(a: JobArgs & { items: readonly EachItem[] }): Promise<RowResult[]> {
+    // One prefill of the replayed segments and the feed together: the same tokens, not the same passes.
+    const items = a.items.map(({ replay, ...it }) =>
+      replay?.length ? { ...it, feed: [...replay.flat(), ...it.feed] } : it,
+    );
+    return decodeEach({ ...this.common(), ...a, items });
   }
 
   async dispose(): Promise<void> {

@@ -200,8 +200,9 @@ export class Policy {
     state: TokenState,
     messages: readonly ChatMessage[],
     s: SamplingParams,
+    opts: ContinueOptions = {},
   ): Promise<Continuation> {
-    const [r] = await this.continueTrajectories([{ state, messages }], s);
+    const [r] = await this.continueTrajectories([{ state, messages }], s, opts);
     if (!r!.ok) throw r!.error;
     return r!;
   }
@@ -213,10 +214,17 @@ export class Policy {
   async continueTrajectories(
     items: readonly { state: TokenState; messages: readonly ChatMessage[] }[],
     s: SamplingParams,
+    opts: ContinueOptions = {},
   ): Promise<ContinueResult[]> {
     checkSamplingParams(s);
     const out: ContinueResult[] = new Array(items.length);
-    const work: { index: number; next: TokenState; past: KvCache; budget: number }[] = [];
+    const work: {
+      index: number;
+      next: TokenState;
+      past: KvCache;
+      budget: number;
+      replay?: number[][];
+    }[] = [];
     items.forEach(({ state, messages }, index) => {
       this.counters.prefixChecks++;
       let next: TokenState;
@@ -242,13 +250,21 @@ export class Policy {
       const cached = this.caches.take(state.cacheKey, next.tokenIds, this.cacheOwner);
       if (cached) this.counters.cacheHits++;
       else this.counters.cacheMisses++;
-      work.push({ index, next, past: cached ?? KvCache.empty(this.kv, 1), budget });
+      const replay = !cached && opts.exact ? passesOf(state) : undefined;
+      work.push({
+        index,
+        next,
+        past: cached ?? KvCache.empty(this.kv, 1),
+        budget,
+        ...(replay ? { replay } : {}),
+      });
     });
     const kept = new Map<number, KvCache>();
     const results = await this.decoding.decodeEach({
       items: work.map((w) => ({
         past: w.past,
-        feed: w.next.tokenIds.slice(w.past.length),
+        ...(w.replay ? { replay: w.replay } : {}),
+        feed: w.next.tokenIds.slice(w.past.length + (w.replay?.reduce((n, seg) => n + seg.length, 0) ?? 0)),
         row: {
           sampleIndex: w.next.sampleIndex,
           turn: w.next.turns.length,
@@ -287,6 +303,36 @@ export class Policy {
     if (!cache) return null;
     return this.caches.put(tokenIds.slice(0, cache.length), cache, this.cacheOwner);
   }
+}
+
+export interface ContinueOptions {
+  /**
+   * A continuation whose KV cache this process does not hold (sampled in a process since killed, or evicted)
+   * rebuilds it with the passes that first computed it (passesOf), so its next turn samples bit for bit what it
+   * would have on the kept cache; otherwise it re-prefills the trajectory in one pass (faster, rounded differently:
+   * near a tie a token could differ). Deterministic runs ask for it.
+   */
+  exact?: boolean;
+}
+
+/**
+ * The forward passes that computed the kept cache of a trajectory's tokens but its last sampled one: each turn's
+ * prefill (the prompt, or the previous turn's last token and the delta appended after it) and then one pass per
+ * sampled token but the turn's last. Undefined when the state's turns do not account for its tokens.
+ */
+export function passesOf(state: TokenState): number[][] | undefined {
+  const ids = state.tokenIds;
+  const last = state.turns.at(-1);
+  if (!last || last.tokenEnd !== ids.length) return undefined;
+  const passes: number[][] = [];
+  let held = 0;
+  for (const t of state.turns) {
+    if (t.tokenEnd <= t.tokenStart || t.tokenStart <= held) return undefined;
+    passes.push(ids.slice(held, t.tokenStart));
+    for (let k = t.tokenStart; k < t.tokenEnd - 1; k++) passes.push([ids[k]!]);
+    held = t.tokenEnd - 1;
+  }
+  return passes;
 }
 
 /** Loads a rollout bundle: checks it against its manifest, then the tokenizer and the ONNX session. */

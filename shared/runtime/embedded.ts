@@ -55,10 +55,14 @@ export const embeddedOrtThreads = (cores = availableParallelism()): number =>
 
 /**
  * The learner's environment in an embedded run: OpenMP workers that sleep when a parallel region ends instead of
- * spinning (libgomp spins by default), so between torch ops they do not hold a core a rollout is waiting for.
+ * spinning (libgomp spins by default), so between torch ops they do not hold a core a rollout is waiting for; and
+ * a lifeline to this process.
  */
 export const embeddedLearnerEnv = (env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv => ({
   OMP_WAIT_POLICY: env.OMP_WAIT_POLICY ?? 'PASSIVE',
+  // The learner (and its torchrun ranks) dies with this process, even when it is killed with SIGKILL: it never
+  // goes on alone into a run a `--resume` has started again (gpu-worker/toolrl_learner/lifeline.py).
+  TOOLRL_DIE_WITH_PARENT: String(process.pid),
 });
 
 /**

@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
 import type { Log } from '#shared/ports/log';
 import { silentLog } from '#shared/ports/log';
 import { ATTR, type Queue } from '#shared/ports/queue';
@@ -61,6 +62,8 @@ export class LearnerBridge {
   private exited: Promise<LearnerExit> | undefined;
   private readonly log: Log;
   private lastStepMetrics: Record<string, number | null> = {};
+  private terminating = false;
+  private written = 0;
 
   constructor(private readonly opts: LearnerBridgeOptions) {
     this.log = opts.log ?? silentLog;
@@ -73,6 +76,11 @@ export class LearnerBridge {
   /** The learner process's id while it runs (bench/embedded reads its CPU time from /proc). */
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /** Lines written to the learner's stdin so far (its `waiting` line says how many it had read). */
+  get linesWritten(): number {
+    return this.written;
   }
 
   get metrics(): Readonly<Record<string, number | null>> {
@@ -108,7 +116,9 @@ export class LearnerBridge {
     this.exited = new Promise((resolve) => {
       child.on('exit', (code, signal) => {
         this.abort.abort();
-        void this.releaseHeld().finally(() => {
+        // Stopped cleanly (Ctrl-C: it checkpointed and exited 143) or done: the groups it held were not tried.
+        const clean = code === 0 || (this.terminating && code === 143);
+        void this.releaseHeld(clean).finally(() => {
           this.logStream?.end();
           resolve({ code, signal, done: this.done, error: this.error });
         });
@@ -135,6 +145,7 @@ export class LearnerBridge {
   async terminate(graceMs = 60_000): Promise<LearnerExit> {
     const child = this.child;
     if (!child || !this.exited) throw new Error('learner not started');
+    this.terminating = true;
     if (this.running) child.kill('SIGTERM');
     const timer = setTimeout(() => this.running && child.kill('SIGKILL'), graceMs);
     try {
@@ -235,6 +246,7 @@ export class LearnerBridge {
   private write(text: string): Promise<void> {
     const stdin = this.child?.stdin;
     if (!stdin || stdin.destroyed) return Promise.resolve();
+    this.written += text.split('\n').length - 1;
     return new Promise((resolve) => {
       if (stdin.write(text)) resolve();
       else stdin.once('drain', () => resolve());
@@ -261,10 +273,19 @@ export class LearnerBridge {
     }
   }
 
-  /** Groups handed over but not committed become visible again for the next learner. */
-  private async releaseHeld(): Promise<void> {
+  /**
+   * Groups handed over but not committed become visible again for the next learner; after a clean stop their
+   * receive is not counted (the embedded queue's returnUntried), so a run stopped and resumed many times never
+   * dead-letters a group the learner held.
+   */
+  private async releaseHeld(clean: boolean): Promise<void> {
     const held = [...this.held.values()].flat();
     this.held.clear();
-    for (const h of held) await this.opts.scoredGroups.changeVisibility(h.handle, 0).catch(() => {});
+    const q = this.opts.scoredGroups;
+    for (const h of held) {
+      const back =
+        clean && q instanceof EmbeddedQueue ? q.returnUntried(h.handle) : q.changeVisibility(h.handle, 0);
+      await back.catch(() => {});
+    }
   }
 }

@@ -1,7 +1,10 @@
 // `toolrl train`: one whole run on this machine. Uploads the config and the files it names into the workdir's
 // blob store the way `toolrl submit` uploads them to S3 (the dataset last: its notification starts the run),
 // runs the pipeline and the learner until the run completes, fails, or is interrupted (Ctrl-C: everything
-// stops cleanly and `--resume RUN_ID` continues from the queues' journals and the learner's checkpoint).
+// stops cleanly and `--resume RUN_ID` continues from the queues' journals and the learner's checkpoint; after a
+// kill too: the learner dies with this process, and a deterministic run replays the versions it had published
+// since its last checkpoint, gpu-worker/toolrl_learner/train/versions.py). A run whose learner waits while nothing
+// in the pipeline can bring it groups fails with the reason (stall-watch.ts).
 import { spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -11,6 +14,7 @@ import { readJson } from '#shared/pipeline/blob-json';
 import { type EvalSummary, EvalSummarySchema } from '#shared/pipeline/eval';
 import { inputBytes, prepareInputs } from '#shared/pipeline/run-inputs';
 import { readRunStatus, transitionRun } from '#shared/pipeline/run-status';
+import { FeederStateSchema } from '#shared/pipeline/stages/feeder';
 import { jsonLinesLog } from '#shared/ports/log';
 import type { QueueSet } from '#shared/ports/queue-set';
 import type { RunConfig } from '#shared/schemas/config/run';
@@ -21,6 +25,8 @@ import { pause } from '#shared/tools/limits';
 import { keys } from '#shared/topology';
 import { EmbeddedPipeline, learnerPython } from './embedded.ts';
 import type { InvocationResult } from './event-source-mapping.ts';
+import { resumeCommand, writeResumeCommand } from './run-process.ts';
+import { STALL_LIMIT_SEC, StallWatch } from './stall-watch.ts';
 
 export interface TrainOptions {
   readonly configPath: string;
@@ -38,6 +44,8 @@ export interface TrainOptions {
   readonly learnerDevice?: 'cpu' | 'cuda';
   /** Ctrl-C: stop cleanly. */
   readonly signal?: AbortSignal;
+  /** How long the learner may wait with nothing queued anywhere before the run fails as stalled (stall-watch.ts). */
+  readonly stallLimitSec?: number;
   readonly onEvent?: (e: TrainEvent) => void;
   /** Called with the pipeline before it starts (bench/embedded instruments its queues, store and policies). */
   readonly onPipeline?: (pipeline: EmbeddedPipeline) => void;
@@ -74,7 +82,9 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const idCheck = RunIdSchema.safeParse(runId);
   if (!idCheck.success) throw new ConfigError(`run id ${runId}: ${idCheck.error.issues[0]?.message}`);
   const runDir = join(workdir, keys.runPrefix(runId));
-  if (opts.resume && !existsSync(join(workdir, keys.runJson(runId))))
+  // A run killed before its run.json was written (while its inputs were uploaded) resumes by uploading them again.
+  const hasRunJson = existsSync(join(workdir, keys.runJson(runId)));
+  if (opts.resume && !hasRunJson && !existsSync(join(workdir, keys.config(runId))))
     throw new ConfigError(
       `there is no run ${runId} to resume in ${workdir} (no ${join(workdir, keys.runJson(runId))})`,
     );
@@ -85,6 +95,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const logFile = createWriteStream(join(runDir, 'pipeline.log'), { flags: 'a' });
   const log = jsonLinesLog((l) => logFile.write(l), { runId });
   const emit = opts.onEvent ?? (() => {});
+  let stall: StallWatch | undefined;
   const pipeline = new EmbeddedPipeline({
     root: workdir,
     runId,
@@ -94,9 +105,27 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     ...(opts.ortThreads !== undefined ? { ortThreads: opts.ortThreads } : {}),
     ...(opts.python ? { python: opts.python } : {}),
     ...(opts.learnerDevice ? { learnerDevice: opts.learnerDevice } : {}),
-    onLearnerLine: (line) => emit({ kind: 'learner', line }),
+    onLearnerLine: (line) => {
+      stall?.onLearnerLine(line);
+      emit({ kind: 'learner', line });
+    },
     onInvoke: (result) => emit({ kind: 'invoke', result }),
   });
+  stall = new StallWatch(pipeline.queues.queues, {
+    limitSec: opts.stallLimitSec ?? STALL_LIMIT_SEC,
+    linesWritten: () => pipeline.learner?.linesWritten ?? 0,
+  });
+  writeResumeCommand(
+    runDir,
+    resumeCommand({
+      configPath: resolve(opts.configPath),
+      overrides: opts.overrides ?? [],
+      workdir,
+      runId,
+      ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
+      ...(opts.learnerDevice ? { learnerDevice: opts.learnerDevice } : {}),
+    }),
+  );
   opts.onPipeline?.(pipeline);
   const seenEvals = new Set<number>();
   const unwatch = pipeline.blobs.onPut((key) => {
@@ -113,7 +142,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   try {
     pipeline.start();
     emit({ kind: 'started', runId, runDir, resumed: Boolean(opts.resume), config, queues: pipeline.queues });
-    if (opts.resume) {
+    if (opts.resume && hasRunJson) {
       const run = await readRunStatus(pipeline.blobs, runId);
       if (run && (run.status === 'starting' || run.status === 'running'))
         pipeline.startLearner(runId, run.config?.trainer);
@@ -123,7 +152,9 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       for (const f of inputs.files)
         await pipeline.blobs.put(`${keys.inputPrefix(runId)}${f.name}`, inputBytes(f));
     }
-    interrupted = await waitForEnd(pipeline, runId, opts.signal, (run) => emit({ kind: 'running', run }));
+    interrupted = await waitForEnd(pipeline, runId, opts.signal, stall, (run) =>
+      emit({ kind: 'running', run }),
+    );
   } finally {
     unwatch();
     await pipeline.stop();
@@ -182,10 +213,12 @@ async function waitForEnd(
   pipeline: EmbeddedPipeline,
   runId: string,
   signal: AbortSignal | undefined,
+  stall: StallWatch,
   onRunning: (run: RunStatus) => void,
 ): Promise<boolean> {
   let learnerEnd: Promise<void> | undefined;
   let announced = false;
+  let stallCheckedAt = 0;
   for (;;) {
     if (signal?.aborted) return true;
     const run = await readRunStatus(pipeline.blobs, runId);
@@ -204,6 +237,19 @@ async function waitForEnd(
           reason: `the learner stopped: ${why}; see ${join('runs', runId, 'learner.log')}`,
         }));
       });
+    }
+    if (Date.now() - stallCheckedAt >= 1000) {
+      stallCheckedAt = Date.now();
+      const stalled = await stall.check();
+      if (stalled) {
+        const fed = await readJson(pipeline.blobs, keys.feederState(runId), FeederStateSchema);
+        const issued = fed
+          ? `; the feeder has issued ${fed.value.issued} of ${run?.totals.groupsPlanned ?? '?'} train groups`
+          : '';
+        await transitionRun(pipeline.blobs, runId, 'failed', new Date(), () => ({
+          reason: `${stalled}${issued}; see ${join('runs', runId, 'pipeline.log')} and learner.log`,
+        }));
+      }
     }
     await pause(250, signal);
   }

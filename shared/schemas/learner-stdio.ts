@@ -161,6 +161,20 @@ export type LearnerWarmStart = z.infer<typeof LearnerWarmStartSchema>;
  */
 export const LearnerStateLineSchema = z.object({ type: z.literal('state'), state: LearnerStateSchema });
 
+/**
+ * No input for a while and nothing to do until more groups come: what the learner waits for. Said once per idle
+ * spell (again after any other line); the embedded runtime fails a run whose learner waits while no queue holds
+ * anything that could bring it groups (runtime/stall-watch.ts).
+ * `linesRead`: the input lines it had read when it said so; a line written to it since is work it has not seen
+ * yet, so it is not waiting any more (a group it trains a long step on, say).
+ * @example {"type": "waiting", "waitingFor": "step 5, batch 4 (feeder positions 8-9): 0 of 2 in, missing 8-9 (8 of 24 planned groups settled)", "linesRead": 9}
+ */
+export const LearnerWaitingLineSchema = z.object({
+  type: z.literal('waiting'),
+  waitingFor: z.string(),
+  linesRead: z.number().int().min(0),
+});
+
 /** The run is finished (planned groups consumed or max steps reached); the process exits 0. */
 export const LearnerDoneLineSchema = z.object({ type: z.literal('done') });
 
@@ -177,5 +191,6 @@ export const LearnerOutputLineSchema = z.discriminatedUnion('type', [
   LearnerErrorLineSchema,
   LearnerSftLineSchema,
   LearnerStateLineSchema,
+  LearnerWaitingLineSchema,
 ]);
 export type LearnerOutputLine = z.infer<typeof LearnerOutputLineSchema>;

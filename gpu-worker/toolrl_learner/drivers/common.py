@@ -69,12 +69,14 @@ class LineWriter:
     def __init__(self, stream=None) -> None:
         self.stream = stream or sys.stdout
         self.lock = threading.Lock()
+        self.count = 0  # lines written
 
     def __call__(self, msg: dict[str, Any]) -> None:
         validate("learner-stdio-out", msg)
         with self.lock:
             self.stream.write(json.dumps(msg) + "\n")
             self.stream.flush()
+            self.count += 1
 
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:

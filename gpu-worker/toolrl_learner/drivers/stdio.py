@@ -2,13 +2,15 @@
 lines (shared/schemas/learner-stdio.ts): groups in on stdin, events out on stdout, logs on stderr.
 
 Exit codes (common.py): 0 done (stop, EOF, planned groups seen or max steps), 143 after SIGTERM (checkpoint
-written first), 1 on a fatal error (an `error` line is printed first).
+written first), 1 on a fatal error (an `error` line is printed first). A learner tied to `toolrl train`
+(lifeline.py) takes EOF for that process's death and exits at once (137), finishing nothing.
 
 Under torchrun (`python -m toolrl_learner launch`) rank 0 speaks the protocol and the other ranks follow it
 (sharded/session.py); they never read stdin or write stdout.
 
 stdin is read on a thread, so the session ticks every TICK_S while no line comes: it then sees dead-lettered
-groups and a failed run even when nothing more will ever arrive on stdin.
+groups and a failed run even when nothing more will ever arrive on stdin, and says what it waits for (a
+`waiting` line, once per idle spell: the embedded runtime fails a run that waits with nothing on its way).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from .. import lifeline
 from ..contracts import ContractError, validate
 from .common import LineWriter, SignalGuard, base_parser, drive, lead_or_follow, parse_args, protocol_stdout
 
@@ -94,6 +97,8 @@ def _lead(args, world: World, out: LineWriter) -> int:
 
     def feed(session: LearnerSession, guard: SignalGuard) -> None:
         lines = lines_with_ticks(sys.stdin)
+        announced = -1  # out.count when the last `waiting` line went out
+        read = 0  # input lines read (the `waiting` line says how many: the runtime then knows what it has not seen)
         while True:
             # an idle tick (None) is waiting too: the learner's time between groups
             with session.timer.phase("wait"):
@@ -103,7 +108,14 @@ def _lead(args, world: World, out: LineWriter) -> int:
                     session.tick()
                 if session.done:
                     return
+                if announced != out.count:  # idle, and something happened since it last said so
+                    out({"type": "waiting", "waitingFor": session.waiting_for(), "linesRead": read})
+                    announced = out.count
                 continue
+            announced = -1
+            read += 1 if raw else 0
+            if not raw and lifeline.tied():
+                lifeline.parent_gone()  # `toolrl train` died: finishing now would write into a run it no longer runs
             if not raw or session.done:
                 return
             if not raw.strip():

@@ -230,6 +230,23 @@ def publish_weights(model: CausalLM, out_dir: str | Path, version: int, graph_fr
     )
 
 
+def weights_digest(model: CausalLM, quantization: str, block_size: int, scratch: str | Path) -> str:
+    """The sha256 of the weights file (`model.onnx.data`) a bundle of `model` would hold: written to a scratch
+    file the way publish_weights writes it, hashed and removed. Two digests are equal only for the same weights."""
+    cfg: ModelConfig = model.config
+    tmp = Path(scratch) / f".digest-{os.getpid()}-{DATA_FILE}"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        write_data_file(bundle_tensors(_state(model), cfg, quantization, block_size), tmp)
+        h = hashlib.sha256()
+        with open(tmp, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _link_or_copy(src: Path, dst: Path) -> None:
     """A version's unchanged files as hard links to the previous version's (published files are never written
     again), or copies where the two folders are on different file systems."""

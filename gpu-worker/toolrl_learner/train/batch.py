@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -27,9 +28,12 @@ def sequences_of(trajectory: Trajectory) -> list[TokenSequence]:
     """The token sequences of one trajectory: itself, then its agent episode's earlier segments (if any)."""
     return [trajectory, *(trajectory.get("segments") or [])]
 
+if TYPE_CHECKING:
+    from .versions import Lineage
 
-def group_staleness(group: ScoredGroup, policy_version: int) -> int:
-    """How many versions behind `policy_version` the group's oldest sampled token is (0 if none)."""
+
+def oldest_version(group: ScoredGroup) -> int | None:
+    """The policy version of the group's oldest sampled token (None if it has none)."""
     versions = [
         v
         for t in group["trajectories"]
@@ -37,7 +41,16 @@ def group_staleness(group: ScoredGroup, policy_version: int) -> int:
         for v, m in zip(seq["policyVersions"], seq["lossMask"], strict=True)
         if m == 1 and v >= 0
     ]
-    return policy_version - min(versions) if versions else 0
+    return min(versions) if versions else None
+
+
+def group_staleness(group: ScoredGroup, policy_version: int, lineage: Lineage | None = None) -> int:
+    """How many versions behind `policy_version` the group's oldest sampled token is (0 if none); counted along
+    `lineage` when a resume republished (versions.py)."""
+    oldest = oldest_version(group)
+    if oldest is None:
+        return 0
+    return lineage.staleness(oldest, policy_version) if lineage is not None else policy_version - oldest
 
 
 def tool_calls(trajectory: Trajectory) -> int:

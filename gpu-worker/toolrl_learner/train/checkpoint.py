@@ -70,6 +70,10 @@ class TrainerState:
     # trainer.deterministic: whole batches settled, and the policy version after each of the last few of them.
     batches_settled: int = 0
     batch_versions: list[int] = field(default_factory=list)
+    # The step of the last publish (None in checkpoints written before it was kept: taken as `step`).
+    published_step: int | None = None
+    # Lineage anchors [version, index] left by resumes that republished (versions.py); empty for a run never killed.
+    lineage: list[list[int]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

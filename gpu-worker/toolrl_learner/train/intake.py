@@ -13,8 +13,9 @@ from ..config import LearnerConfig
 from ..contracts import ContractError, validate
 from ..scored_group import ScoredGroup
 from ..storage import BlobStore
-from .batch import group_staleness
+from .batch import group_staleness, oldest_version
 from .group_check import check_scored_group
+from .versions import Lineage
 
 
 def resolve_group(store: BlobStore, run_id: str, line: dict[str, Any]) -> ScoredGroup:
@@ -38,12 +39,16 @@ def resolve_group(store: BlobStore, run_id: str, line: dict[str, Any]) -> Scored
     return scored
 
 
-def refusal(group: ScoredGroup, policy_version: int, cfg: LearnerConfig) -> tuple[str, str] | None:
+def refusal(
+    group: ScoredGroup, policy_version: int, cfg: LearnerConfig, lineage: Lineage | None = None
+) -> tuple[str, str] | None:
     """Why the policy at `policy_version` must not train the group, as the `dropped` line's (reason, message):
-    too stale (trainer.max_staleness), or no signal while trainer.filter_groups is on; None to train it."""
-    staleness = group_staleness(group, policy_version)
+    too stale (trainer.max_staleness, counted along `lineage` after a crash: versions.py), or no signal while
+    trainer.filter_groups is on; None to train it."""
+    staleness = group_staleness(group, policy_version, lineage)
     if staleness > cfg.max_staleness:
-        return "stale", f"oldest sampled token is {staleness} versions behind v{policy_version}"
+        oldest = oldest_version(group)
+        return "stale", f"oldest sampled token (v{oldest}) is {staleness} versions behind v{policy_version}"
     rewards = [t["reward"] for t in group["trajectories"]]
     if cfg.filter_groups and not has_signal(rewards, cfg.group_relative):
         return "no_signal", "all rewards equal" if len(rewards) > 1 else "a group of one"

@@ -57,6 +57,33 @@ class OrderedBatches:
         self.settled += 1
         self.versions = (self.versions + [version_after])[-KEEP_VERSIONS:]
 
+    def waiting_for(self, planned: int | None) -> str:
+        """What the next release waits for, in words (the `waiting` line)."""
+        start = self.settled * self.batch_prompts
+        end = start + self.batch_prompts if planned is None else min(start + self.batch_prompts, planned)
+        missing = [p for p in range(start, end) if p not in self.pending]
+        later = sorted(p for p in self.pending if p >= end)
+        held = (
+            f"; holding {len(later)} groups of later batches (positions {later[0]}-{later[-1]})"
+            if later
+            else ""
+        )
+        return (
+            f"batch {self.settled} (feeder positions {start}-{end - 1}): {end - start - len(missing)} of "
+            f"{end - start} in, missing {_ranges(missing)}{held}"
+        )
+
     def state(self) -> dict[str, Any]:
         """`batches` of learner/state.json."""
         return {"settled": self.settled, "versions": list(self.versions)}
+
+
+def _ranges(ps: list[int]) -> str:
+    """[3, 4, 5, 9] -> '3-5, 9'."""
+    out: list[str] = []
+    for p in ps:
+        if out and out[-1].split("-")[-1] == str(p - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{p}"
+        else:
+            out.append(str(p))
+    return ", ".join(out) or "none"

@@ -71,6 +71,20 @@ class Publisher:
         (dest / MANIFEST).write_bytes(json.dumps(manifest).encode())
         return dest
 
+    def same_weights(self, model, version: int) -> bool:
+        """Whether the published policy/v<version>/ holds exactly `model`'s weights (a deterministic run replaying
+        versions a killed learner had published: lineage.py); False when that version has no manifest."""
+        from ..export.bundle import weights_digest
+
+        try:
+            manifest = json.loads(self.store.get_bytes(keys.policy_version(self.run_id, version) + MANIFEST))
+        except BlobNotFound:
+            return False
+        published = (manifest.get("files") or {}).get(DATA_FILE, {}).get("sha256")
+        block_size = (manifest.get("export") or {}).get("blockSize") or self.block_size
+        digest = weights_digest(model, manifest.get("quantization", "none"), block_size, self.workdir)
+        return published == digest
+
     def publish(self, model, version: int) -> dict[str, Any]:
         """Write policy/v<version>/ and move LATEST to it; returns the pointer {version, prefix, sha256}."""
         from ..export.bundle import export_bundle, publish_weights

@@ -26,6 +26,7 @@ from ..config import LearnerConfig
 from ..contracts import ContractError
 from ..scored_group import ScoredGroup
 from ..storage import BlobNotFound, BlobStore, keys
+from .batch import group_staleness
 from .checkpoint import TrainerState
 from .dead_letters import DeadLetterWatch
 from .intake import refusal, resolve_group
@@ -38,6 +39,7 @@ from .policy import Policy
 from .progress import RunDoc, WarmStartProgress, read_run, write_state
 from .publish import Publisher
 from .timing import PREFIX, PhaseTimer
+from .versions import Lineage, Versions
 
 log = logging.getLogger(__name__)
 Emit = Callable[[dict[str, Any]], None]
@@ -156,25 +158,32 @@ class LearnerSession:
             publish_every=cfg.publish_every,
         )
 
-        latest = self.publisher.latest()
         weights_changed = False
         if cfg.sft_data and not self.state.sft_done:
             self._run_sft(cfg)
             self.state.sft_done = True
             weights_changed = True
-        if latest is None:
-            self._publish(self.state.policy_version)  # v0 of a fresh run
-        elif latest["version"] != self.state.policy_version or weights_changed:
-            # LATEST holds weights this learner no longer has (steps lost in a crash, or pre-SFT weights):
-            # these weights go out as the next version, so rollouts follow the learner; versions are never rewritten.
-            self._publish(max(latest["version"], self.state.policy_version) + 1)
-        self.last_published_step = self.state.step
-        self.no_signal.start_version = self.state.policy_version
+        self.versions = Versions(self.publisher, Lineage.from_json(self.state.lineage))
+        published = self.state.published_step
+        self.last_published_step = self.state.step if published is None else published
+        # After a crash LATEST may be past these weights: replayed or republished (versions.py).
+        with self.timer.phase("publish"):
+            version, pointer = self.versions.resume(
+                self.model.rollout_model,
+                self.state.policy_version,
+                deterministic=cfg.deterministic,
+                weights_changed=weights_changed,
+            )
+        if pointer is not None:
+            self._published(version, pointer)
+        self.no_signal.start_version = self.state.policy_version  # older groups in flight: the backlog
         if self.ordered is not None and not self.ordered.versions:
             # the version that samples the first 1 + max_staleness batches
             self.ordered.versions = [self.state.policy_version]
         if weights_changed and resumed is None:
             self._commit()  # a step-0 checkpoint, so a restart does not redo the SFT
+        elif resumed is not None and self.state.lineage != self.versions.lineage.to_json():
+            self._commit()  # the checkpoint's marker records the republished version, so a second crash knows it
         self._write_state()
         ready = {"type": "ready", "policyVersion": self.state.policy_version, "resumedFromStep": resumed_from}
         self.timer = PhaseTimer()  # the first step row's phases start here, after loading and the warm start
@@ -259,7 +268,7 @@ class LearnerSession:
             self.ledger.in_flight.add(gid)
             self._place_ordered(group.get("position"), gid, group)
             return
-        refused = refusal(group, self.state.policy_version, self.cfg)
+        refused = refusal(group, self.state.policy_version, self.cfg, self.versions.lineage)
         if refused is None:
             self.buffer.append(group)
             self.ledger.in_flight.add(gid)
@@ -294,14 +303,12 @@ class LearnerSession:
                 if g is None:
                     continue  # dropped on arrival (unreadable), counted then
                 # Judged at release, against the version the batch is trained by, so arrival order cannot matter.
-                refused = refusal(g, self.state.policy_version, self.cfg)
+                refused = refusal(g, self.state.policy_version, self.cfg, self.versions.lineage)
                 if refused is None:
                     self.buffer.append(g)
                 else:
                     self._drop(g["groupId"], *refused, group=g)
-            self.step()
-            self.ordered.settle(self.state.policy_version)
-            self._write_state()
+            self.step()  # settles the batch (before a checkpoint at this step records how many are settled)
             if self._should_stop():
                 break
         if self._should_stop():
@@ -350,10 +357,17 @@ class LearnerSession:
         groups, self.buffer, self.batch_arrivals, self.gen_offered = self.buffer, [], 0, 0
         if not groups:
             self._empty_batch()
+            if self.ordered is not None:  # a released batch whose groups were all dropped
+                self.ordered.settle(self.state.policy_version)
+                self._write_state()
             return
         version_before = self.state.policy_version
         t0 = time.perf_counter()
         metrics = self.model.train_step(self.state.step + 1, groups, version_before)
+        # After a republish, staleness counts along the learner's lineage (versions.py), as its drops do.
+        if self.versions.lineage.anchors:
+            ages = [group_staleness(g, version_before, self.versions.lineage) for g in groups]
+            metrics = {**metrics, "staleness_mean": sum(ages) / len(ages), "staleness_max": float(max(ages))}
         inner = self.model.trainer.last_phases
         for k, v in inner.items():
             self.timer.add(k.removeprefix(PREFIX), v)
@@ -385,6 +399,11 @@ class LearnerSession:
         self.emit({"type": "step", "step": st.step, "metrics": row})
         if st.step % self.cfg.publish_every == 0:
             self._publish(st.policy_version + 1)
+        if self.ordered is not None:
+            # Settled with the version after it, before a checkpoint at this step records the count: a checkpoint
+            # that counted one batch fewer than it trained sent a resumed learner waiting for groups it had
+            # trained already, whose messages were deleted (a hang).
+            self.ordered.settle(st.policy_version)
         if st.step % self.cfg.save_every == 0:
             with self.timer.phase("checkpoint"):
                 self._commit()
@@ -396,7 +415,14 @@ class LearnerSession:
 
     def _publish(self, version: int) -> None:
         with self.timer.phase("publish"):
-            pointer = self.publisher.publish(self.model.rollout_model(), version)
+            version, pointer = self.versions.publish(self.model.rollout_model, version)
+        if pointer is not None:
+            self._published(version, pointer)
+        else:  # replayed after a restart: out already (versions.py)
+            self.state.policy_version = version
+            self.last_published_step = self.state.step
+
+    def _published(self, version: int, pointer: dict[str, Any]) -> None:
         self.state.policy_version = version
         self.last_published_step = self.state.step
         self.emit({"type": "published", **pointer})
@@ -405,6 +431,8 @@ class LearnerSession:
         """Checkpoint, then tell the driver which groups' messages may now be deleted."""
         # Buffered groups are the last ones offered and are not trained yet: a resume re-reads them.
         self.state.data_position = max(0, self.lines_offered - len(self.buffer))
+        self.state.published_step = self.last_published_step
+        self.state.lineage = self.versions.lineage.to_json()
         if self.ordered is not None:
             self.state.batches_settled = self.ordered.settled
             self.state.batch_versions = list(self.ordered.versions)
@@ -437,6 +465,16 @@ class LearnerSession:
         # Buffered groups count: finish() trains them, so the last partial batch is not waited for forever.
         seen = self.state.groups_consumed + self.state.groups_dropped + len(self.buffer)
         return self.groups_planned is not None and seen >= self.groups_planned
+
+    def waiting_for(self) -> str:
+        """What the learner waits for while no input comes (the stdio driver's `waiting` line)."""
+        if self.ordered is not None:
+            what = self.ordered.waiting_for(self.groups_planned)
+        else:
+            what = f"{len(self.buffer)} of {self.cfg.batch_prompts} groups of the next batch in"
+        seen = self.state.groups_consumed + self.state.groups_dropped
+        planned = self.groups_planned if self.groups_planned is not None else "?"
+        return f"step {self.state.step + 1}, {what} ({seen} of {planned} planned groups settled)"
 
     def tick(self) -> None:
         """Between inputs (idle polls): finish once the planned groups are all seen (totals may come late)."""

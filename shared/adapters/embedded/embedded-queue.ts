@@ -171,6 +171,19 @@ export class EmbeddedQueue implements Queue {
     return this.opts.visibilityTimeoutSec;
   }
 
+  /**
+   * Hands a received message back untried: visible now, and its receive no longer counted (embedded only; SQS has
+   * no such call). For a consumer stopped cleanly (Ctrl-C) before it could act on the message, so stopping and
+   * resuming a run never moves a message toward its dead-letter queue; a consumer that crashed does not call it.
+   */
+  async returnUntried(receiptHandle: string): Promise<void> {
+    const m = this.byHandle(receiptHandle);
+    if (!m) return;
+    await this.changeVisibility(receiptHandle, 0);
+    if (m.receiveCount > 0) m.receiveCount--;
+    this.journal?.recv(m.id, m.receiveCount, m.firstReceivedAt);
+  }
+
   async depth(): Promise<QueueDepth> {
     this.promote();
     let visible = 0;

@@ -1,12 +1,22 @@
 // Which process holds a run's queue journals. Only that process may touch them (its queues live in its memory; a
 // second writer would be lost at its next compaction), so `toolrl train --resume` and `toolrl redrive` check the
-// owner first: a live one is asked (redrive) or refused (a second train), a dead one's claim is taken over.
+// owner first: a live one is asked (redrive) or refused (a second train), a dead one's claim is taken over. The
+// claim is also how `toolrl status` tells a running embedded run from one whose process is gone (interrupted).
+//
+// A claim names the process by pid, host and, where /proc has it (Linux), the process's start time in clock ticks
+// since boot, so a pid the system has since given to another process does not pass for the owner.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 
-const OwnerSchema = z.object({ pid: z.number().int().positive(), host: z.string(), since: z.string() });
+const OwnerSchema = z.object({
+  pid: z.number().int().positive(),
+  host: z.string(),
+  since: z.string(),
+  /** The process's start time (/proc/<pid>/stat, field 22); absent where there is no /proc. */
+  startTicks: z.number().int().nonnegative().optional(),
+});
 export type JournalOwner = z.infer<typeof OwnerSchema>;
 
 const ownerFile = (dir: string) => join(dir, 'owner.json');
@@ -15,24 +25,52 @@ export class JournalsInUseError extends Error {
   override name = 'JournalsInUseError';
 }
 
-function alive(pid: number): boolean {
+/** A process's start time in clock ticks since boot (Linux /proc); undefined where it cannot be read. */
+export function processStartTicks(pid: number | 'self'): number | undefined {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'; // alive, another user's
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces and parentheses) start at field 3; starttime is 22.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[22 - 3]);
+    return Number.isInteger(ticks) ? ticks : undefined;
+  } catch {
+    return undefined;
   }
+}
+
+function alive(owner: JournalOwner): boolean {
+  try {
+    process.kill(owner.pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false; // EPERM: alive, another user's
+  }
+  if (owner.startTicks === undefined) return true;
+  const now = processStartTicks(owner.pid);
+  return now === undefined || now === owner.startTicks; // another start time: the pid was reused
+}
+
+/** The claim in `dir` as written, whoever made it and whether or not its process lives; undefined when none. */
+export function readJournalClaim(dir: string): JournalOwner | undefined {
+  try {
+    return OwnerSchema.parse(JSON.parse(readFileSync(ownerFile(dir), 'utf8')));
+  } catch {
+    return undefined; // none, or unreadable (a crash mid-write): nobody holds them
+  }
+}
+
+/**
+ * Whether the claim's process runs: `alive`, `gone` (the pid is free or another process's), or `elsewhere` (it was
+ * made on another host, which this one cannot look into).
+ */
+export function claimState(owner: JournalOwner): 'alive' | 'gone' | 'elsewhere' {
+  if (owner.host !== hostname()) return 'elsewhere';
+  return owner.pid === process.pid || alive(owner) ? 'alive' : 'gone';
 }
 
 /** The live process (on this host) that holds the journals in `dir`, other than this one; undefined when none. */
 export function journalOwner(dir: string): JournalOwner | undefined {
-  let owner: JournalOwner;
-  try {
-    owner = OwnerSchema.parse(JSON.parse(readFileSync(ownerFile(dir), 'utf8')));
-  } catch {
-    return undefined; // none, or unreadable (a crash mid-write): nobody holds them
-  }
-  if (owner.pid === process.pid || owner.host !== hostname() || !alive(owner.pid)) return undefined;
+  const owner = readJournalClaim(dir);
+  if (!owner || owner.pid === process.pid || claimState(owner) !== 'alive') return undefined;
   return owner;
 }
 
@@ -44,16 +82,19 @@ export function claimJournals(dir: string): void {
       `the queues in ${dir} are held by process ${owner.pid} (since ${owner.since}): is a toolrl train of this run ` +
         `still running? (if not, remove ${ownerFile(dir)})`,
     );
-  const me: JournalOwner = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
+  const startTicks = processStartTicks('self');
+  const me: JournalOwner = {
+    pid: process.pid,
+    host: hostname(),
+    since: new Date().toISOString(),
+    ...(startTicks !== undefined ? { startTicks } : {}),
+  };
   writeFileSync(ownerFile(dir), `${JSON.stringify(me)}\n`);
 }
 
 /** Gives the claim up (only this process's own). */
 export function releaseJournals(dir: string): void {
-  try {
-    const owner = OwnerSchema.parse(JSON.parse(readFileSync(ownerFile(dir), 'utf8')));
-    if (owner.pid === process.pid && owner.host === hostname()) rmSync(ownerFile(dir), { force: true });
-  } catch {
-    // nothing to give up
-  }
+  const owner = readJournalClaim(dir);
+  if (owner && owner.pid === process.pid && owner.host === hostname())
+    rmSync(ownerFile(dir), { force: true });
 }

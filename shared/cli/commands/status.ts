@@ -1,12 +1,14 @@
 // `toolrl status RUN_ID (--env ENV | --workdir DIR) [--json] [--watch [SECONDS]] [--start-timeout SECONDS]`: a
 // run's state, warm start, step, policy version and reward, its dead-lettered messages by stage with their reasons,
 // and its messages in each queue (AWS, or LocalStack with AWS_ENDPOINT_URL; `--workdir`: an embedded `toolrl train`
-// run, read from its folder). `--watch` on a run uploaded but not started yet waits for it to start.
+// run, read from its folder, `interrupted` with the command that resumes it when its process is gone). `--watch` on
+// a run uploaded but not started yet waits for it to start.
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 import { printJson } from '../io.ts';
 
-const TERMINAL = new Set(['completed', 'failed']);
+// Nothing changes until someone acts: an interrupted embedded run waits for `toolrl train --resume`.
+const TERMINAL = new Set(['completed', 'failed', 'interrupted']);
 
 /** How long `--watch` waits for an uploaded run to start, by default. */
 const DEFAULT_START_TIMEOUT_S = 600;
@@ -114,8 +116,9 @@ export function register(program: Command): void {
                 `${period ? `\n${new Date().toISOString()}\n` : ''}${formatRunReport(report)}`,
               );
             if (!period || TERMINAL.has(report.status)) {
-              // A failed run is an error for scripts that wait on it.
-              if (report.status === 'failed') process.exitCode = 1;
+              // A failed run is an error for scripts that wait on it; so is an interrupted one (it will not finish
+              // unless resumed).
+              if (report.status === 'failed' || report.status === 'interrupted') process.exitCode = 1;
               return;
             }
             await new Promise((r) => setTimeout(r, period * 1000));

@@ -122,10 +122,18 @@ export function register(program: Command): void {
         if (last && last !== first) out.write(`  end    ${formatEval(last)}\n`);
         out.write(`  metrics: ${result.metricsPath}\n  plot:    ${result.plotPath}\n`);
         out.write(`  tensorboard --logdir ${result.runDir}/metrics/tensorboard\n`);
-        if (result.status === 'interrupted')
-          out.write(
-            `  resume with: toolrl train ${config}${overrides.length ? ` ${overrides.join(' ')}` : ''}${o.learnerDevice ? ` --learner-device ${o.learnerDevice}` : ''} --workdir ${o.workdir} --resume ${result.runId}\n`,
-          );
+        if (result.status === 'interrupted') {
+          const { resumeCommand } = await import('#shared/runtime/run-process');
+          const command = resumeCommand({
+            configPath: config,
+            overrides,
+            workdir: o.workdir,
+            runId: result.runId,
+            ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
+            ...(o.learnerDevice ? { learnerDevice: o.learnerDevice } : {}),
+          });
+          out.write(`  resume with: ${command}\n`);
+        }
         if (o.json) process.stdout.write(`${JSON.stringify(result)}\n`);
         process.exitCode = result.status === 'completed' ? 0 : result.status === 'interrupted' ? 130 : 1;
       },

@@ -175,6 +175,8 @@ async function continueTrajectory(
         t.tokens,
         req.toolMessages,
         samplingParams(config.rollout, t.tokens.seed, t.group.split),
+        // A deterministic run samples the same after a kill (or an eviction) as on the kept cache.
+        { exact: config.trainer.deterministic },
       );
     } catch (err) {
       if (!(err instanceof PrefixBreakError)) throw err;

@@ -179,6 +179,34 @@ describe('EmbeddedQueue', () => {
     q2.close();
   });
 
+  it('a message handed back untried (a consumer stopped cleanly) is visible at once and its receive is not counted, across a restart too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolrl-q-'));
+    const path = join(dir, 'q.jsonl');
+    const dlq = new EmbeddedQueue({ name: 'j-dlq', visibilityTimeoutSec: 30 });
+    const open = () =>
+      new EmbeddedQueue({
+        name: 'j',
+        visibilityTimeoutSec: 600,
+        maxReceiveCount: 1,
+        deadLetter: dlq,
+        journalPath: path,
+      });
+    const q1 = open();
+    await q1.send('held');
+    for (let i = 0; i < 3; i++) {
+      const [m] = await q1.receive({ visibilityTimeoutSec: 3600 });
+      expect(m?.receiveCount).toBe(1); // never past maxReceiveCount 1, however often it is handed back
+      await q1.returnUntried(m!.receiptHandle);
+    }
+    const [m] = await q1.receive({ visibilityTimeoutSec: 3600 });
+    await q1.returnUntried(m!.receiptHandle);
+    q1.close();
+    const q2 = open();
+    expect((await q2.receive()).map((x) => [x.body, x.receiveCount])).toEqual([['held', 1]]);
+    expect(await dlq.receive()).toEqual([]);
+    q2.close();
+  });
+
   it('the topology queue set wires every queue to its dead-letter queue', async () => {
     const set = createEmbeddedQueues({ visibilityTimeoutSec: { reward: 0 } });
     await set.queues.reward.send('r');

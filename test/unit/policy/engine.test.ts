@@ -207,6 +207,32 @@ describe('continueTrajectory', () => {
     }
   });
 
+  it('exact: without its kept cache, a continuation rebuilds it pass by pass and samples bit for bit as on it', async () => {
+    const params = s({ seed: 23, maxNewTokens: 6 });
+    const { states } = await policy.startGroup(messages, tools, 2, params);
+    // A process that did not sample these turns (one killed since, or whose cache was evicted) holds no cache.
+    const fresh = await loadPolicy(bundleDir, { threads: 1, cacheBytes: 0 });
+    try {
+      let hot = states[0]!;
+      let cold = TokenStateSchema.parse(JSON.parse(JSON.stringify(hot)));
+      for (const result of ['391', '7']) {
+        const misses = fresh.metrics.cacheMisses;
+        const h = await policy.continueTrajectory(hot, [{ role: 'tool', content: result }], params);
+        const c = await fresh.continueTrajectory(cold, [{ role: 'tool', content: result }], params, {
+          exact: true,
+        });
+        expect(fresh.metrics.cacheMisses).toBe(misses + 1);
+        expect(c.sample.tokenIds).toEqual(h.sample.tokenIds);
+        expect(c.sample.logprobs).toEqual(h.sample.logprobs); // bit for bit, not only close
+        expect(c.state.tokenIds).toEqual(h.state.tokenIds);
+        hot = h.state;
+        cold = c.state;
+      }
+    } finally {
+      await fresh.dispose();
+    }
+  });
+
   it('continues many trajectories as one padded batch, matching one-by-one re-prefills', async () => {
     const params = s({ seed: 31, maxNewTokens: 6 });
     const { states } = await policy.startGroup(messages, tools, 3, params);

@@ -8,8 +8,11 @@ describe('embedded thread budget', () => {
     expect([1, 2, 3, 8].map((cores) => embeddedOrtThreads(cores))).toEqual([1, 1, 1, 4]);
   });
 
-  it("sets OpenMP's passive waiting for the learner, keeping a value the user set", () => {
-    expect(embeddedLearnerEnv({})).toEqual({ OMP_WAIT_POLICY: 'PASSIVE' });
-    expect(embeddedLearnerEnv({ OMP_WAIT_POLICY: 'ACTIVE' })).toEqual({ OMP_WAIT_POLICY: 'ACTIVE' });
+  it("sets OpenMP's passive waiting for the learner, keeping a value the user set, and ties it to this process", () => {
+    expect(embeddedLearnerEnv({})).toEqual({
+      OMP_WAIT_POLICY: 'PASSIVE',
+      TOOLRL_DIE_WITH_PARENT: String(process.pid),
+    });
+    expect(embeddedLearnerEnv({ OMP_WAIT_POLICY: 'ACTIVE' })).toMatchObject({ OMP_WAIT_POLICY: 'ACTIVE' });
   });
 });
