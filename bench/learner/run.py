@@ -1,18 +1,26 @@
-"""bench/learner: one learner step against a plain reference step written here, on the same random weights
-and the same sequences, each variant in a fresh child process (so peak memory is its own).
+"""bench/learner: one learner step against a plain reference step written here, on the same weights and the
+same sequences, each variant in a fresh child process (so peak memory is its own).
 
-ours       toolrl's Trainer.step: sequences packed into micro-batches by a token budget (no padding),
-           log-probs of the sampled tokens only, in chunks (never [tokens x vocab] logits), bf16 autocast
-           over fp32 master weights, fused AdamW.
-reference  what a plain PyTorch/transformers step does: Hugging Face Qwen2ForCausalLM (SDPA attention),
-           right-padded [B, L] micro-batches, full [B, L, V] logits, log_softmax + gather, the same
-           on-policy GRPO token-mean loss, bf16 autocast over fp32 weights, fused AdamW.
+ours       toolrl's Trainer.step: sequences packed into micro-batches by a token budget (no padding; on a CPU a
+           group's samples share their prompt), log-probs of the sampled tokens only, in chunks (never
+           [tokens x vocab] logits), bf16 autocast over fp32 master weights where the device has bf16 units (a GPU,
+           a CPU with AVX512-BF16 or AMX; fp32 elsewhere), AdamW.
+reference  what a plain PyTorch/transformers step does: Hugging Face's model class for the shape
+           (Qwen2ForCausalLM, LlamaForCausalLM; SDPA attention), right-padded [B, L] micro-batches, full
+           [B, L, V] logits, log_softmax + gather, the same on-policy GRPO token-mean loss, AdamW; bf16 autocast
+           over fp32 weights on a GPU, fp32 on a CPU.
 
     python3 bench/learner/run.py                   # GPU: Qwen2.5-0.5B and 1.5B shapes; CPU: a tiny shape
     python3 bench/learner/run.py --shapes qwen2.5-1.5b --steps 5
+    python3 bench/learner/run.py --shapes smollm2-135m --ours default,fp32,bf16+ckpt   # variants: child.py
 
+`smollm2-135m` uses SmolLM2-135M-Instruct's real weights when they are installed (shapes.real_weights; or
+--weights DIR), random weights of its shape otherwise: speed and memory do not depend on the values.
 Needs only torch, transformers and safetensors (the machine's python3, no venv) and the repo's files.
-Prints one JSON summary on stdout (progress on stderr). On a CPU only the ratios mean anything.
+Prints one JSON summary on stdout (progress on stderr). On a CPU only the ratios mean anything. Each ours variant
+is also checked against the reference: the mean log-prob of the sampled tokens under the starting weights
+(`logprob_diff`) and, on a CPU (or with --compare-grads), the first step's gradients over every parameter
+(`grad_rel_err`, `grad_cos`).
 """
 
 from __future__ import annotations
@@ -21,54 +29,15 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "gpu-worker"))
 
-SHAPES = {
-    # Qwen2.5 dimensions (config.json of the released checkpoints), random weights.
-    "qwen2.5-0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                         num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True),
-    "qwen2.5-1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
-                         num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True),
-    # CPU: small layers, a real-sized vocabulary so the logits matter as they do at scale.
-    "tiny": dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, vocab_size=32768, tie_word_embeddings=True),
-    # The quickstart's model (model.path: tiny): its learner steps are ~15k tokens of 150-250-token sequences.
-    "quickstart": dict(hidden_size=128, intermediate_size=384, num_hidden_layers=2, num_attention_heads=4,
-                       num_key_value_heads=2, vocab_size=1024, tie_word_embeddings=True),
-}  # fmt: skip
-# Dense bf16 tensor-core peak (FLOP/s) by device name.
-PEAK_FLOPS = {
-    "H100": 989.4e12,
-    "H200": 989.4e12,
-    "A100": 312e12,
-    "L40S": 362e12,
-    "A10G": 125e12,
-}
-
-
-def hf_config(shape: str) -> dict:
-    d = SHAPES[shape]
-    return {
-        "model_type": "qwen2",
-        "architectures": ["Qwen2ForCausalLM"],
-        **d,
-        "head_dim": d["hidden_size"] // d["num_attention_heads"],
-        "rms_norm_eps": 1e-6,
-        "rope_theta": 1_000_000.0,
-        "max_position_embeddings": 32768,
-        "hidden_act": "silu",
-        "attention_dropout": 0.0,
-        "bos_token_id": 0,
-        "eos_token_id": 1,
-        "use_sliding_window": False,
-    }
+from shapes import SHAPES, real_weights  # noqa: E402 (bench/learner/shapes.py, beside this script)
 
 
 def make_sequences(
@@ -99,155 +68,130 @@ def make_sequences(
     return out
 
 
-def model_flops(cfg: dict, seqs, train: bool = True) -> float:
-    """FLOPs a training step needs: 6 x matmul params per token (all tokens), 6 x V x H per sampled token
-    (the LM head is needed only where there is a loss), causal attention 6 x layers x H x (L/2) per token."""
-    h, i, nl, v = (
-        cfg["hidden_size"],
-        cfg["intermediate_size"],
-        cfg["num_hidden_layers"],
-        cfg["vocab_size"],
-    )
-    kv = cfg["num_key_value_heads"] * (h // cfg["num_attention_heads"])
-    per_layer = h * h * 2 + h * kv * 2 + 3 * h * i  # q, o, k, v, gate/up/down
-    total = 0.0
-    for ids, n_resp in seqs:
-        length = len(ids)
-        total += 6 * nl * per_layer * length + 6 * v * h * n_resp + 6 * nl * h * length * length / 2
-    return total
-
-
-def _rss_gb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
-
-
-def child(args) -> dict:
-    import torch
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    from steps import run_ours, run_reference  # bench/learner/steps.py (the script's folder is on sys.path)
-
-    device = args.device
-    cfg = hf_config(args.shape)
-    seqs = make_sequences(
-        args.seqs,
-        args.min_len,
-        args.max_len,
-        cfg["vocab_size"],
-        args.response_frac,
-        args.seed,
-        args.group_size,
-        args.shared_prompts,
-    )
-    rng = random.Random(args.seed + 1)
-    rewards = [float(rng.random() < 0.5) for _ in seqs]
-    torch.manual_seed(args.seed)
-    cuda = device.startswith("cuda")
-    build = run_ours if args.variant == "ours" else run_reference
-    try:
-        step = build(args, cfg, seqs, rewards, device)
-        rss_before = _rss_gb()
-        if cuda:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-        first_loss = step()  # warm-up (allocates optimizer state, autotunes kernels)
-        if cuda:
-            torch.cuda.synchronize()
-            # what stays between steps: weights, gradients, optimizer state (16 bytes a parameter in both)
-            resident = torch.cuda.memory_allocated()
-        t0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(args.steps):
-            step()
-        if cuda:
-            torch.cuda.synchronize()
-        elapsed = (time.perf_counter() - t0) / args.steps
-        cpu_s = (time.process_time() - c0) / args.steps
-    except torch.OutOfMemoryError as e:
-        return {
-            "variant": args.variant,
-            "shape": args.shape,
-            "oom": str(e).splitlines()[0],
-        }
-    tokens = sum(len(ids) for ids, _ in seqs)
-    out = {
-        "variant": args.variant,
-        "shape": args.shape,
-        "step_s": elapsed,
-        "tokens_per_s": tokens / elapsed,
-        # Tokens per CPU-second (all threads): what a loaded machine distorts least (other processes' time is not
-        # counted); with --threads 1 it is the work itself, with more it includes threads waiting for each other.
-        "tokens_per_cpu_s": tokens / cpu_s,
-        "first_loss": first_loss,
-        "flops_per_step": model_flops(cfg, seqs),
-    }
-    if cuda:
-        out["peak_gb"] = torch.cuda.max_memory_allocated() / 2**30
-        # the part the step's implementation controls: activations, logits, temporaries
-        out["working_gb"] = (torch.cuda.max_memory_allocated() - resident) / 2**30
-        name = torch.cuda.get_device_name()
-        peak = next((v for k, v in PEAK_FLOPS.items() if k in name), None)
-        out["device"] = name
-        out["mfu"] = out["flops_per_step"] / elapsed / peak if peak else None
-    else:
-        # peak RSS of the steps above the process before them (imports and weights differ between the variants)
-        out["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20 - rss_before
-        out["device"] = "cpu"
-    return out
+# Sizes of a step by device (and shape): sequences, their lengths, the reference's padded micro-batch (sequences)
+# and ours' packs (tokens), the log-prob chunk rows.
+GPU_DEFAULTS = dict(
+    steps=3, seqs=64, min_len=512, max_len=4096, response_frac=0.6, shared_prompts=False, micro_batch_tokens=8192,
+    ref_micro_seqs=2, chunk=2048,
+)  # fmt: skip
+CPU_DEFAULTS = dict(
+    steps=2, seqs=16, min_len=64, max_len=256, response_frac=0.6, shared_prompts=False, micro_batch_tokens=1024,
+    ref_micro_seqs=4, chunk=256,
+)  # fmt: skip
+CPU_SHAPE_DEFAULTS = {
+    # Two GRPO groups of 8 shaped as examples/smollm2's (a ~300-token prompt with the tool's schema, ~100-140
+    # sampled tokens each, ~6.4k tokens a step), its 2,048-token packs; the reference pads 4 length-sorted sequences
+    # a micro-batch (~1.9k slots).
+    "smollm2-135m": dict(
+        min_len=320, max_len=480, response_frac=0.3, shared_prompts=True, micro_batch_tokens=2048
+    ),
+}
 
 
 def _public(r: dict) -> dict:
     return {
         k: (round(v, 4) if isinstance(v, float) else v)
         for k, v in r.items()
-        if k not in ("variant", "shape", "ckpt", "attention")
+        if k not in ("variant", "shape", "spec", "grads_file")
     }
+
+
+def _sequences(args):
+    def make(vocab: int):
+        return make_sequences(
+            args.seqs, args.min_len, args.max_len, vocab, args.response_frac, args.seed, args.group_size,
+            args.shared_prompts,
+        )  # fmt: skip
+
+    return make
+
+
+def _child(args) -> int:
+    from child import run_child  # bench/learner/child.py
+
+    print(json.dumps(run_child(args, _sequences(args))))
+    return 0
+
+
+def _compare(ours: dict, ref: dict, gpu: bool) -> dict:
+    from child import compare_grads
+
+    o: dict = {}
+    if "tokens_per_s" not in ours or "tokens_per_s" not in ref:
+        return {k: v for k, v in ours.items() if k in ("oom", "error")}
+    o["speedup"] = round(ours["tokens_per_s"] / ref["tokens_per_s"], 2)
+    o["speedup_cpu_time"] = round(ours["tokens_per_cpu_s"] / ref["tokens_per_cpu_s"], 2)
+    o["peak_memory_ratio"] = round(ours["peak_gb"] / ref["peak_gb"], 3)
+    if "working_gb" in ours and "working_gb" in ref:
+        o["working_memory_ratio"] = round(ours["working_gb"] / ref["working_gb"], 3)
+    o["compute_dtype"] = ours["compute_dtype"]
+    o["loss_diff"] = abs(ours["first_loss"] - ref["first_loss"])
+    o["logprob_diff"] = abs(ours["first_logprob_mean"] - ref["first_logprob_mean"])
+    if ours.get("grads_file") and ref.get("grads_file"):
+        o.update(
+            {
+                k: (float(f"{v:.3g}") if isinstance(v, float) else v)
+                for k, v in compare_grads(ours["grads_file"], ref["grads_file"]).items()
+            }
+        )
+    if gpu:
+        o.update(_public(ours))
+    else:
+        o["peak_gb"] = round(ours["peak_gb"], 3)
+    return o
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
-    p.add_argument("--shapes", help="comma-separated: qwen2.5-0.5b, qwen2.5-1.5b, tiny")
+    p.add_argument("--shapes", help=f"comma-separated: {', '.join(SHAPES)}")
     p.add_argument("--steps", type=int, default=None, help="timed steps after one warm-up")
-    p.add_argument(
-        "--seqs",
-        type=int,
-        default=None,
-        help="sequences per step (groups of --group-size)",
-    )
+    p.add_argument("--seqs", type=int, default=None, help="sequences per step (groups of --group-size)")
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument(
         "--shared-prompts",
-        action="store_true",
-        help="the sequences of a group share their prompt, as GRPO samples do (ours shares it off CUDA)",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the sequences of a group share their prompt, as GRPO samples do (ours shares it off CUDA); "
+        "default: on for smollm2-135m on a CPU",
     )
     p.add_argument("--min-len", type=int, default=None)
     p.add_argument("--max-len", type=int, default=None)
     p.add_argument(
         "--response-frac",
         type=float,
-        default=0.6,
-        help="sampled share of each sequence (the rest: prompt, tool results)",
+        default=None,
+        help="sampled share of each sequence (the rest: prompt, tools); default 0.6, 0.3 for smollm2-135m on a CPU",
     )
     p.add_argument(
-        "--micro-batch-tokens",
-        type=int,
-        default=None,
-        help="ours: token budget per packed micro-batch",
+        "--micro-batch-tokens", type=int, default=None, help="ours: token budget per packed micro-batch"
     )
     p.add_argument(
-        "--ref-micro-seqs",
-        type=int,
-        default=None,
-        help="reference: sequences per padded micro-batch",
+        "--ref-micro-seqs", type=int, default=None, help="reference: sequences per padded micro-batch"
     )
     p.add_argument("--chunk", type=int, default=None, help="ours: rows of logits per chunk")
-    p.add_argument("--grad-ckpt", action="store_true", help="ours: gradient checkpointing")
+    p.add_argument(
+        "--grad-ckpt", action="store_true", help="ours: also a variant with gradient checkpointing"
+    )
     p.add_argument(
         "--attention",
         default="auto",
         help="ours: packed attention backend(s), comma-separated, each a variant: auto, padded, per_seq, sdpa",
+    )
+    p.add_argument(
+        "--ours",
+        default=None,
+        help="ours' variants, comma-separated specs (child.py: default, fp32, bf16, ckpt, lora16, chunk=N, mbt=N, "
+        "keep=MiB, attn=NAME, '+'-joined); replaces --attention and --grad-ckpt",
+    )
+    p.add_argument(
+        "--weights", default=None, help="a model folder whose weights (and shape) both variants load"
+    )
+    p.add_argument(
+        "--compare-grads",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="compare each ours variant's first-step gradients with the reference's (default: on a CPU)",
     )
     p.add_argument(
         "--threads", type=int, default=None, help="torch intra-op threads in both (default: torch's)"
@@ -255,121 +199,86 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variant", choices=("ours", "ref"), help=argparse.SUPPRESS)
     p.add_argument("--shape", help=argparse.SUPPRESS)
+    p.add_argument("--spec", default="default", help=argparse.SUPPRESS)
+    p.add_argument("--grads-out", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
 
     if args.variant:
-        print(json.dumps(child(args)))
-        return 0
+        return _child(args)
 
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     gpu = device.startswith("cuda")
     shapes = (args.shapes or ("qwen2.5-0.5b,qwen2.5-1.5b" if gpu else "tiny")).split(",")
-    # GPU: 64 sequences of 512-4096 tokens (~146k per step); the reference pads 2 length-sorted sequences per
-    # micro-batch (<= 8k slots), ours packs 8k-token micro-batches. CPU: 16 sequences of 64-256 tokens, 4 per
-    # padded micro-batch against 1k-token packs. The logits chunk keeps the same share of a micro-batch.
-    defaults = (
-        dict(
-            steps=3,
-            seqs=64,
-            min_len=512,
-            max_len=4096,
-            micro_batch_tokens=8192,
-            ref_micro_seqs=2,
-            chunk=2048,
-        )
-        if gpu
-        else dict(
-            steps=2,
-            seqs=16,
-            min_len=64,
-            max_len=256,
-            micro_batch_tokens=1024,
-            ref_micro_seqs=4,
-            chunk=256,
-        )
-    )
-    for k, v in defaults.items():
-        if getattr(args, k) is None:
-            setattr(args, k, v)
-    # GPU: ours also with gradient checkpointing (an option of the learner; the reference has none).
-    backends = args.attention.split(",")
-    variants = [("ref", False, "auto")] + [("ours", False, a) for a in backends]
-    variants += [("ours", True, backends[0])] if gpu or args.grad_ckpt else []
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        p.error(f"unknown shape(s) {', '.join(unknown)}; one of {', '.join(SHAPES)}")
+    if args.ours:
+        specs = args.ours.split(",")
+    else:
+        specs = [f"attn={a}" if a != "auto" else "default" for a in args.attention.split(",")]
+        specs += ["ckpt" if specs[0] == "default" else f"{specs[0]}+ckpt"] if gpu or args.grad_ckpt else []
+    compare_grads = (not gpu) if args.compare_grads is None else args.compare_grads
     results = []
+    summary: dict = {"device": device, "shapes": {}}
     for shape in shapes:
-        for variant, ckpt, attention in variants:
-            cmd = [
-                sys.executable,
-                __file__,
-                "--variant",
-                variant,
-                "--shape",
-                shape,
-                "--device",
-                device,
-            ]
+        sizes = {
+            **(GPU_DEFAULTS if gpu else CPU_DEFAULTS),
+            **({} if gpu else CPU_SHAPE_DEFAULTS.get(shape, {})),
+        }
+        settings = argparse.Namespace(**vars(args))
+        for k, v in sizes.items():
+            if getattr(settings, k) is None:
+                setattr(settings, k, v)
+        weights = Path(args.weights) if args.weights else real_weights(shape)
+        tmp = tempfile.TemporaryDirectory(prefix="bench-learner-grads-")
+        results = []
+        for variant, spec in [("ref", "default"), *(("ours", s) for s in specs)]:
+            cmd = [sys.executable, __file__, "--variant", variant, "--shape", shape, "--device", device,
+                   "--spec", spec]  # fmt: skip
             for k in ("steps", "seqs", "group_size", "min_len", "max_len", "response_frac", "micro_batch_tokens",
                       "ref_micro_seqs", "chunk", "seed"):  # fmt: skip
-                cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
-            cmd += ["--attention", attention]
-            if args.shared_prompts:
+                cmd += [f"--{k.replace('_', '-')}", str(getattr(settings, k))]
+            if settings.shared_prompts:
                 cmd += ["--shared-prompts"]
-            if args.threads:
-                cmd += ["--threads", str(args.threads)]
-            if ckpt:
-                cmd.append("--grad-ckpt")
-            print(
-                f"bench/learner: {shape} {variant}{f' [{attention}]' if variant == 'ours' else ''}"
-                f"{' +grad-ckpt' if ckpt else ''} ...",
-                file=sys.stderr,
-                flush=True,
-            )
+            if settings.threads:
+                cmd += ["--threads", str(settings.threads)]
+            if weights is not None:
+                cmd += ["--weights", str(weights)]
+            grads = None
+            if compare_grads and "lora" not in spec:  # LoRA's trainable parameters are not the reference's
+                grads = str(Path(tmp.name) / f"{variant}-{len(results)}.safetensors")
+                cmd += ["--grads-out", grads]
+            label = "reference" if variant == "ref" else f"ours[{spec}]"
+            print(f"bench/learner: {shape} {label} ...", file=sys.stderr, flush=True)
             proc = subprocess.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                cmd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, check=False
             )
             if proc.returncode != 0:
                 print(proc.stderr[-3000:], file=sys.stderr)
                 results.append(
-                    {
-                        "variant": variant,
-                        "ckpt": ckpt,
-                        "shape": shape,
-                        "error": proc.stderr.strip().splitlines()[-1:],
-                    }
+                    {"variant": variant, "spec": spec, "error": proc.stderr.strip().splitlines()[-1:]}
                 )
                 continue
-            results.append(
-                {**json.loads(proc.stdout.strip().splitlines()[-1]), "ckpt": ckpt, "attention": attention}
-            )
-    summary = {
-        "device": device,
-        "settings": {k: getattr(args, k) for k in (*defaults, "threads")},
-        "shapes": {},
-    }
-    for shape in shapes:
-        ref = next(r for r in results if r["shape"] == shape and r["variant"] == "ref")
-        s = {"reference": _public(ref)} if gpu else {"note": "CPU: ratios only"}
-        for ours in (r for r in results if r["shape"] == shape and r["variant"] == "ours"):
-            name = ("ours+grad_ckpt" if ours["ckpt"] else "ours") + (
-                f"[{ours['attention']}]" if len(backends) > 1 else ""
-            )
-            o = {}
-            if "tokens_per_s" in ours and "tokens_per_s" in ref:
-                o["speedup"] = round(ours["tokens_per_s"] / ref["tokens_per_s"], 2)
-                o["speedup_cpu_time"] = round(ours["tokens_per_cpu_s"] / ref["tokens_per_cpu_s"], 2)
-                o["peak_memory_ratio"] = round(ours["peak_gb"] / ref["peak_gb"], 3)
-                if "working_gb" in ours and "working_gb" in ref:
-                    o["working_memory_ratio"] = round(ours["working_gb"] / ref["working_gb"], 3)
-                o["loss_diff"] = abs(ours["first_loss"] - ref["first_loss"])
-            if gpu:
-                o.update(_public(ours))
-            s[name] = o
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            print(f"bench/learner: {shape} {label}: {json.dumps(r)}", file=sys.stderr, flush=True)
+            results.append({**r, "spec": spec, "grads_file": grads})
+        ref = results[0]
+        s: dict = {
+            "weights": str(weights) if weights else "random",
+            "settings": {k: getattr(settings, k) for k in (*sizes, "threads")},
+        }
+        s["reference"] = (
+            _public(ref) if gpu or "error" in ref else {"peak_gb": round(ref.get("peak_gb", 0), 3)}
+        )
+        if not gpu:
+            s["note"] = "CPU: ratios only (the machine's load moves wall-clock; tokens per CPU-second less)"
+        for ours in results[1:]:
+            name = "ours" if ours["spec"] == "default" else f"ours[{ours['spec']}]"
+            s[name] = _compare(ours, ref, gpu) if "error" not in ours else {"error": ours["error"]}
         summary["shapes"][shape] = s
+        tmp.cleanup()
     print(json.dumps(summary, indent=1))
     return 0
 

@@ -28,12 +28,8 @@ sys.path.insert(0, str(HERE))
 
 def worker(args) -> None:
     import torch
-    from run import (
-        PEAK_FLOPS,
-        hf_config,
-        make_sequences,
-        model_flops,
-    )  # bench/learner/run.py
+    from run import make_sequences  # bench/learner/run.py
+    from shapes import PEAK_FLOPS, hf_config, model_flops  # bench/learner/shapes.py
 
     from toolrl_learner.config import LearnerConfig
     from toolrl_learner.model.config import ModelConfig
@@ -95,7 +91,7 @@ def main() -> int:
     p.add_argument(
         "--shape",
         default="tiny",
-        help="qwen2.5-0.5b, qwen2.5-1.5b or tiny (bench/learner/run.py)",
+        help="a shape of bench/learner/shapes.py: qwen2.5-0.5b, qwen2.5-1.5b, smollm2-135m, tiny",
     )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--steps", type=int, default=3)
@@ -115,7 +111,9 @@ def main() -> int:
         worker(args)
         return 0
     results = []
-    for n in (1, args.gpus):
+    for n in (
+        (1, args.gpus) if args.gpus > 1 else (1,)
+    ):  # one GPU: the sharded path at 1 rank (NCCL all the same)
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", __file__,
                "--worker", *sys.argv[1:]]  # fmt: skip
         env = {**os.environ, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // n))}
@@ -125,7 +123,7 @@ def main() -> int:
             print(r.stderr[-4000:], file=sys.stderr)
             return 1
         results.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    one, many = results
+    one, many = results[0], results[-1]
     summary = {
         "shape": args.shape,
         "one": one,

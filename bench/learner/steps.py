@@ -1,5 +1,7 @@
 """The two steps bench/learner/run.py times: ours (toolrl's Trainer.step) and the plain reference (padded
-batch, full logits, Hugging Face Qwen2ForCausalLM). Each builder returns a `step() -> first-step loss`."""
+batch, full logits, Hugging Face's model class for the shape). Each builder returns (step, model): `step()`
+runs one step and returns (first-step pg loss, mean log-prob of the sampled tokens under the weights it started
+from); `model` is the module whose `.grad`s the step leaves (bench's gradient comparison)."""
 
 from __future__ import annotations
 
@@ -21,33 +23,37 @@ def init_weights(model, seed: int) -> None:
                 p.normal_(0.0, 0.02, generator=gen)
 
 
-def run_ours(args, cfg, seqs, rewards, device):
+def run_ours(args, cfg, seqs, rewards, device, weights: Path | None):
     import torch
 
     from toolrl_learner.config import LearnerConfig
     from toolrl_learner.model.config import ModelConfig
-    from toolrl_learner.model.modeling import CausalLM
+    from toolrl_learner.model.modeling import CausalLM, skip_init
     from toolrl_learner.train.policy import Policy
     from toolrl_learner.train.trainer import Trainer
 
-    mcfg = ModelConfig.from_hf(cfg)
-    with torch.device(device):
-        model = CausalLM(mcfg)
-    init_weights(model, args.seed)
+    if weights is None:
+        with torch.device(device), skip_init():
+            model = CausalLM(ModelConfig.from_hf(cfg))
+        init_weights(model, args.seed)
+    else:
+        from toolrl_learner.model.hf_io import load_pretrained
+
+        model = load_pretrained(weights, dtype=torch.float32, device=device)
     model.attention_backend = args.attention
     lcfg = LearnerConfig(
         model_path="bench",
-        dtype="bf16",
+        dtype=args.dtype,
         lr=1e-6,
         micro_batch_tokens=args.micro_batch_tokens,
         logprob_chunk_size=args.chunk,
         rollout_is="none",
         gradient_checkpointing=args.grad_ckpt,
         filter_groups=False,
+        lora_rank=args.lora_rank,
+        lora_alpha=None if args.lora_rank is None else 2.0 * args.lora_rank,
     )
     policy = Policy(lcfg, Path("."), torch.device(device), base=model)
-    if args.grad_ckpt:
-        model.gradient_checkpointing_enable()
     trainer = Trainer(lcfg, policy)
     groups = []
     g = args.group_size
@@ -66,25 +72,41 @@ def run_ours(args, cfg, seqs, rewards, device):
                 }
             )
         groups.append({"groupId": f"g{k}", "trajectories": trajs})
+    # The training forward's log-probs, summed as the step runs (the bench's view of "the loss": the on-policy
+    # pg_loss is -mean(advantage) whatever the model computes).
+    sampled = sum(n for _, n in seqs)
+    logp_sum: list[float] = []
+    forward = policy.forward
+
+    def recorded(mb, **kw):
+        out = forward(mb, **kw)
+        logp_sum.append(float(out.logprobs.detach().sum()))
+        return out
+
+    policy.forward = recorded  # pyright: ignore[reportAttributeAccessIssue]
 
     def step():
+        logp_sum.clear()
         m = trainer.step(groups, 0)
-        return m["pg_loss"]
+        return m["pg_loss"], sum(logp_sum) / sampled
 
-    return step
+    return step, policy.base, policy.autocast_dtype
 
 
-def run_reference(args, cfg, seqs, rewards, device):
+def run_reference(args, cfg, seqs, rewards, device, weights: Path | None):
     import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-    hf = Qwen2Config(
-        **{k: v for k, v in cfg.items() if k not in ("model_type", "architectures")},
-        attn_implementation="sdpa",
-    )
-    with torch.device(device):
-        model = Qwen2ForCausalLM(hf)
-    init_weights(model, args.seed)
+    if weights is None:
+        hf = AutoConfig.for_model(
+            cfg["model_type"], **{k: v for k, v in cfg.items() if k not in ("model_type", "architectures")}
+        )
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(hf, attn_implementation="sdpa", dtype=torch.float32)
+        init_weights(model, args.seed)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(weights, attn_implementation="sdpa", dtype=torch.float32)
+        model.to(device)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6, fused=device.startswith("cuda") or None)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else None
@@ -99,7 +121,7 @@ def run_reference(args, cfg, seqs, rewards, device):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        total = 0.0
+        total = logp_total = 0.0
         for k in range(0, len(order), args.ref_micro_seqs):
             idx = order[k : k + args.ref_micro_seqs]
             width = max(len(seqs[i][0]) for i in idx)
@@ -121,9 +143,10 @@ def run_reference(args, cfg, seqs, rewards, device):
             loss = -(a[:, None] * ratio * lmask[:, 1:]).sum() / total_loss_tokens
             loss.backward()
             total += float(loss)
+            logp_total += float((logp.detach() * lmask[:, 1:]).sum())
             del logits, logp, ratio, loss
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        return total
+        return total, logp_total / total_loss_tokens
 
-    return step
+    return step, model, None

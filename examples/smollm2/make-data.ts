@@ -23,7 +23,7 @@ import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
 
 /** Shares of the demonstrations: a correct call, a call with the wrong expression, no call at all. */
-export const DEMONSTRATION_MIX = { correct: 0.5, wrongExpression: 0.25, noCall: 0.25 } as const;
+export const DEMONSTRATION_MIX = { correct: 0.7, wrongExpression: 0.15, noCall: 0.15 } as const;
 
 const rng = samplingStream(20251129, 0, 0);
 const next = () => rng.next();

@@ -1,4 +1,5 @@
-"""Chunked log-probs equal full log-probs (values and gradients); the `logprobs` command against transformers."""
+"""Chunked log-probs equal full log-probs (values and gradients, in fp32 and under bf16 autocast within stated
+tolerances); the `logprobs` command against transformers."""
 
 from __future__ import annotations
 
@@ -214,3 +215,47 @@ def test_kept_log_softmax_gives_the_recomputed_values_and_gradients_on_cpu():
         results.append((lp, ent, *torch.autograd.grad((lp * g_lp).sum() + (ent * g_ent).sum(), (h, w))))
     for a, b in zip(*results, strict=True):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("chunk_size", [16, 100, 1000])
+@pytest.mark.parametrize("save_bytes", [0, 2**30])
+def test_chunked_under_bf16_autocast_equals_the_full_computation_within_tolerance_on_cpu(
+    chunk_size, save_bytes
+):
+    # The learner's bf16 path: the logits matmul in bf16 (as an lm_head Linear under autocast), softmax in fp32.
+    # Against the full [T, V] computation under the same autocast, chunking changes only how rows are grouped:
+    # measured (AMD EPYC) 2e-6 on log-probs, 4e-5 relative on the hidden states' gradient, up to 2e-3 on the
+    # weight's (summed over chunks of bf16 products); bounds 50x, 25x and 5x those. Against fp32 logits, bf16's own
+    # rounding (logits up to ~22 here): 0.05 on log-probs, 1% on gradients; bounds 3x.
+    gen = torch.Generator().manual_seed(0)
+    t, hdim, v = 100, 64, 4096
+    h = torch.randn(t, hdim, generator=gen, requires_grad=True)
+    w = (0.5 * torch.randn(v, hdim, generator=gen)).requires_grad_()
+    tgt = torch.randint(0, v, (t,), generator=gen)
+    g_lp, g_ent = torch.randn(t, generator=gen), torch.randn(t, generator=gen)
+
+    def full(bf16: bool):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            z = (h @ w.T).float()
+        logp = z.log_softmax(-1)
+        return logp.gather(1, tgt[:, None]).squeeze(1), -(logp.exp() * logp).sum(-1)
+
+    def grads(lp, ent):
+        return torch.autograd.grad((lp * g_lp).sum() + (ent * g_ent).sum(), (h, w))
+
+    def rel(a, b):
+        return float((a - b).norm() / b.norm())
+
+    ref32_lp, ref32_ent = full(False)
+    ref32_grads = grads(ref32_lp, ref32_ent)
+    ref_lp, ref_ent = full(True)
+    ref_grads = grads(ref_lp, ref_ent)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        lp, ent = token_logprobs(h, w, tgt, chunk_size=chunk_size, return_entropy=True, save_bytes=save_bytes)
+    assert lp.dtype == ent.dtype == torch.float32
+    got = grads(lp, ent)
+    assert float((lp - ref_lp).abs().max()) < 1e-4
+    assert float((ent - ref_ent).abs().max()) < 1e-3
+    assert rel(got[0], ref_grads[0]) < 1e-3 and rel(got[1], ref_grads[1]) < 1e-2
+    assert float((lp - ref32_lp).abs().max()) < 0.15
+    assert rel(got[0], ref32_grads[0]) < 0.03 and rel(got[1], ref32_grads[1]) < 0.03

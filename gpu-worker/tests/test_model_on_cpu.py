@@ -241,3 +241,47 @@ def test_auto_backend_is_the_padded_one_on_cpu_and_unknown_names_are_refused():
     )
     with pytest.raises(ValueError, match="unknown attention backend 'flash'"):
         packed_causal_attention(q, k, v, cu, backend="flash")
+
+
+def test_shared_prefix_units_equal_the_dense_tree_mask_with_gradients_on_cpu():
+    # One micro-batch of three units: a 5-token prefix with branches of 3, 1 and 4 tokens; a lone 6-token sequence;
+    # a 2-token prefix with branches of 2 and 5. The split computation (shared tokens, then the branches batched over
+    # their unit's prefix) must give the one masked row's values and gradients.
+    gen = torch.Generator().manual_seed(7)
+    units = [(5, [3, 1, 4]), (6, []), (2, [2, 5])]
+    branch, pos, cu = [], [], [0]
+    for prefix, branches in units:
+        branch += [-1] * prefix
+        pos += list(range(prefix))
+        for b, n in enumerate(branches):
+            branch += [b] * n
+            pos += list(range(prefix, prefix + n))
+        cu.append(len(branch))
+    branch, pos, cu = torch.tensor(branch), torch.tensor(pos), torch.tensor(cu)
+    t = len(branch)
+    q, k, v = (torch.randn(t, h, 8, generator=gen, requires_grad=True) for h in (4, 2, 2))
+    g = torch.randn(t, 4, 8, generator=gen)
+    ref = packed_causal_attention(q, k, v, cu, backend="sdpa", branch=branch, positions=pos)
+    ref_grads = torch.autograd.grad((ref * g).sum(), (q, k, v))
+    out = packed_causal_attention(q, k, v, cu, max_seqlen=12, branch=branch, positions=pos)
+    grads = torch.autograd.grad((out * g).sum(), (q, k, v))
+    torch.testing.assert_close(out, ref)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b)
+    # and a branch token's output is the plain causal attention of [prefix; its branch]
+    rows = list(range(0, 5)) + list(range(8, 9))  # unit 0's prefix and its branch 1 (one token)
+    alone = packed_causal_attention(q[rows], k[rows], v[rows], torch.tensor([0, 6]), backend="sdpa")
+    torch.testing.assert_close(out[8], alone[5])
+
+
+def test_attention_under_bf16_autocast_computes_in_fp32_on_cpu():
+    # The CPU kernel is faster in fp32: bf16 inputs are upcast, the result is cast back; the same numbers as fp32
+    # attention on the bf16-rounded inputs, computed the same way on the same machine.
+    gen = torch.Generator().manual_seed(8)
+    q, k, v = (torch.randn(12, h, 8, generator=gen).bfloat16() for h in (4, 2, 2))
+    cu = torch.tensor([0, 5, 12])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = packed_causal_attention(q, k, v, cu)
+    assert out.dtype == torch.bfloat16
+    expected = packed_causal_attention(q.float(), k.float(), v.float(), cu).bfloat16()
+    assert torch.equal(out, expected)

@@ -144,3 +144,24 @@ def test_a_run_that_trained_ends_as_before_on_cpu(tiny_dir, tmp_path):
     _offer(s, _g(1, rewards=(0.0, 1.0)))
     assert s.done and s.state.step == 1
     assert "failed" not in _state(store) and _state(store)["done"] is True
+
+
+def test_stale_groups_sampled_before_a_restart_do_not_count_on_cpu():
+    """A resumed learner republishes its weights as a new version, and every group still in flight from before
+    the restart is too stale for it: those drops empty batches without saying the run cannot learn. Groups sampled
+    after the restart that come too late count as before."""
+    from toolrl_learner.train.no_signal import NoSignalWatch
+
+    def sampled_by(version: int, i: int):
+        return group(RUN, f"e0-p{i}", [trajectory([5, 6], [[7, 8]], r, version=version) for r in (0.0, 1.0)])
+
+    watch = NoSignalWatch(batch_prompts=2, max_batches=1, start_version=14)
+    for i in range(4):
+        watch.dropped("stale", sampled_by(6, i))
+    row = watch.batch_empty(step=0, policy_version=14)  # a batch of the backlog: reported, not counted
+    assert row["dropped/stale_before_restart"] == 4 and row["empty_batches"] == 0
+    assert not watch.exhausted() and watch.trajectories == 0
+    watch.dropped("stale", sampled_by(14, 5))
+    row = watch.batch_empty(step=0, policy_version=14)
+    assert row["dropped/stale"] == 1 and "dropped/stale_before_restart" not in row
+    assert watch.exhausted()

@@ -1,6 +1,7 @@
 """The memory planner: its parameter counts are the model's (full, tied, LoRA), it refuses a 7B full fine-tune on
 one 24 GB GPU and accepts it on 8 x 80 GB with FSDP, the learner refuses at start (before reading any weight) a
-model that cannot fit, and a preset bundle written tensor by tensor has the layout of the model-folder export."""
+model that cannot fit, a preset bundle written tensor by tensor has the layout of the model-folder export, and the
+CPU's per-token activation bytes (fp32 and bf16) are what autograd saves."""
 
 import json
 import subprocess
@@ -147,3 +148,48 @@ def test_a_preset_bundle_written_tensor_by_tensor_has_the_model_folder_exports_l
     # the same tensor whenever it is read (a tied embedding is read for the Gather and for the LM head)
     state = RandomState({"model.embed_tokens.weight": torch.Size([8, 4])}, seed=0, std=0.02)
     assert torch.equal(state["model.embed_tokens.weight"], state["model.embed_tokens.weight"])
+
+
+@pytest.mark.parametrize("cpu_bf16", [False, True])
+def test_cpu_activation_bytes_are_what_autograd_saves_on_cpu(cpu_bf16, monkeypatch):
+    # What one layer's forward keeps for its backward, counted by autograd's saved-tensor hooks (sizes and dtypes,
+    # not timings: the same on any CPU), against the plan's per-token bytes for the CPU in fp32 and in bf16.
+    from toolrl_learner.model.modeling import init_weights, skip_init
+    from toolrl_learner.plan.memory import activation_bytes_per_token_layer
+    from toolrl_learner.train import precision
+    from toolrl_learner.train.batch import LearnerBatch
+    from toolrl_learner.train.packing import pack_batch
+    from toolrl_learner.train.synthetic import group, trajectory
+
+    monkeypatch.setattr(precision, "cpu_bf16_unit", lambda: "AVX512-BF16" if cpu_bf16 else None)
+    shape = ModelConfig.from_hf(
+        {"model_type": "llama", "hidden_size": 192, "intermediate_size": 512, "num_hidden_layers": 1,
+         "num_attention_heads": 3, "num_key_value_heads": 1, "vocab_size": 512, "tie_word_embeddings": True}
+    )  # fmt: skip
+    with skip_init():
+        model = CausalLM(shape)
+    init_weights(model, 0)
+    policy = Policy(LearnerConfig(model_path="x", dtype="bf16"), Path("."), torch.device("cpu"), base=model)
+    assert (policy.autocast_dtype is not None) == cpu_bf16
+    trajs = [
+        trajectory(list(range(100 * i, 100 * i + 60)), [list(range(10, 70))], float(i % 2)) for i in range(2)
+    ]
+    mb = pack_batch(LearnerBatch.from_groups([group("r", "e0-p0", trajs)], 0), 1024)[0]
+    layer = model.model.layers[0]
+    storages: dict[int, int] = {}
+
+    def pack(t):
+        storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    hidden = torch.randn(mb.num_tokens, shape.hidden_size, requires_grad=True)
+    cos, sin = torch.ones(mb.num_tokens, shape.head_dim), torch.zeros(mb.num_tokens, shape.head_dim)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), policy._autocast():
+        layer(hidden, cos, sin, mb.cu_seqlens, mb.max_seqlen, "auto", None, mb.position_ids)
+    weights_bf16 = 2 * parameter_counts(shape)["layer"] if cpu_bf16 else 0  # autocast's casts of the weights
+    saved = sum(n for ptr, n in storages.items() if ptr not in params) - weights_bf16
+    planned = activation_bytes_per_token_layer(shape, "cpu_bf16" if cpu_bf16 else "cpu") * mb.num_tokens
+    assert saved == pytest.approx(planned, rel=0.15)
+    plan = plan_memory(shape, LearnerConfig(model_path="x", dtype="bf16"), device="cpu", cpu_bf16=cpu_bf16)
+    assert ("bf16 cache" in plan.parts) == cpu_bf16

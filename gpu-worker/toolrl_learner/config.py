@@ -92,7 +92,8 @@ class LearnerConfig:
     `model:` keys
 
     model_path: a Hugging Face model folder, or "tiny" for the built-in test model.
-    dtype ("bf16"): compute dtype; bf16 is autocast over fp32 master weights (on a GPU; CPU runs fp32).
+    dtype ("bf16"): compute dtype; bf16 is autocast over fp32 master weights where the device has bf16 units
+        (a GPU; a CPU with AVX512-BF16 or AMX, detected at run time), fp32 elsewhere (train/precision.py).
     gradient_checkpointing (False): recompute layer activations in backward.
     lora_rank, lora_alpha, lora_dropout (0.0), lora_target_modules: LoRA through peft
         (arXiv:2106.09685); None rank = full fine-tuning. With LoRA the reference policy is the base

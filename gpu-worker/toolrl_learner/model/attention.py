@@ -11,8 +11,12 @@ Backends behind one function, chosen per call:
   (a reference for the others and for the tests).
 
 With `branch` (train/packing.py's shared prefixes) a packed unit is a prefix followed by branches: a token sees the
-earlier tokens of its unit that are shared (branch -1) or of its own branch. That runs as the padded layout with a
-boolean mask built from the positions and branch ids (`_padded_tree_sdpa`), whatever the backend asked.
+earlier tokens of its unit that are shared (branch -1) or of its own branch. That runs as two calls: the shared
+tokens causally, then the branches batched over [prefix; branch] (`_shared_prefix_sdpa`, about a quarter of the work
+of one masked row per unit); backend `sdpa` runs the unit as one row with the dense boolean mask built from the
+positions and branch ids instead (`_padded_tree_sdpa`, the reference).
+
+On a CPU, bf16/fp16 inputs (bf16 autocast) are computed in fp32: PyTorch's CPU attention kernel is slower in bf16.
 """
 
 from __future__ import annotations
@@ -21,6 +25,16 @@ from typing import cast
 
 import torch
 import torch.nn.functional as F
+
+# On a CPU, compute bf16/fp16 attention in fp32 (faster there, and closer); bench/learner turns it off to measure.
+CPU_FP32_ATTENTION = True
+# Shared-prefix units as two calls of the work they need (_shared_prefix_sdpa) rather than one masked row.
+SPLIT_SHARED_PREFIX = True
+
+
+def attention_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype packed_causal_attention computes in for inputs like x: fp32 on a CPU, x's own elsewhere."""
+    return torch.float32 if CPU_FP32_ATTENTION and x.device.type == "cpu" else x.dtype
 
 
 def block_causal_mask(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
@@ -90,6 +104,56 @@ def _padded_tree_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, gqa, branch, posit
     return out.transpose(1, 2).reshape(u * width, hq, d).index_select(0, slot)  # [T, Hq, D]
 
 
+def _shared_prefix_sdpa(q, k, v, cu_seqlens, scale, gqa, branch):
+    """Units of a shared prefix and branches in two attention calls that do only the work the tree needs: the
+    shared tokens (the prefixes, and the lone sequences, which lead their units) causally among their unit's shared
+    tokens; then every branch's tokens over [its unit's prefix; the branch itself], the branches batched as rows
+    of the same width. A unit of a P-token prefix and B branches of L tokens costs P^2 / 2 + B L (P + L) score
+    entries instead of the (P + B L)^2 of one masked row (4-5x fewer for the quickstart's shapes)."""
+    total, hq, d = q.shape
+    dev = q.device
+    lengths = (cu_seqlens[1:] - cu_seqlens[:-1]).long()  # [U]
+    u = lengths.shape[0]
+    unit = torch.repeat_interleave(torch.arange(u, device=dev), lengths, output_size=total)  # [T]
+    shared = branch < 0  # [T]
+    n_shared = torch.zeros(u, dtype=torch.long, device=dev).index_add_(0, unit, shared.long())  # [U]
+    sh_rows = torch.nonzero(shared).squeeze(1)  # [Ts]
+    has = n_shared > 0
+    cu_sh = F.pad(torch.cumsum(n_shared[has], 0), (1, 0)).to(torch.int32)  # [U'+1]
+    out_sh = _padded_sdpa(q[sh_rows], k[sh_rows], v[sh_rows], cu_sh, int(n_shared.max()), scale, gqa)
+    br_rows = torch.nonzero(~shared).squeeze(1)  # [Tb]
+    if br_rows.numel() == 0:
+        return out_sh
+    # Branch segments: runs of branch tokens of one (unit, branch), in row order.
+    key = unit[br_rows] * (int(branch.max()) + 1) + branch[br_rows]
+    first = torch.ones_like(key, dtype=torch.bool)
+    first[1:] = key[1:] != key[:-1]
+    seg = torch.cumsum(first.long(), 0) - 1  # [Tb]
+    nb = int(seg[-1]) + 1
+    seg_start = br_rows[first]  # [NB] the segment's first row
+    seg_len = torch.bincount(seg, minlength=nb)  # [NB]
+    seg_unit = unit[seg_start]
+    pre_len, pre_start = n_shared[seg_unit], cu_seqlens[:-1].long()[seg_unit]  # [NB]
+    lq, p = int(seg_len.max()), int(pre_len.max())
+    i, j = torch.arange(lq, device=dev), torch.arange(p, device=dev)
+    q_real = i[None] < seg_len[:, None]  # [NB, Lq]
+    pre_real = j[None] < pre_len[:, None]  # [NB, P]
+    q_idx = torch.where(q_real, seg_start[:, None] + i[None], total)  # row `total`: a zero row (padding)
+    k_idx = torch.cat([torch.where(pre_real, pre_start[:, None] + j[None], total), q_idx], 1)  # [NB, P+Lq]
+    # A query sees its unit's prefix and its branch's tokens up to itself (a padding query: at least itself).
+    causal = torch.ones(lq, lq, dtype=torch.bool, device=dev).tril()
+    mask = torch.cat([pre_real[:, None, :].expand(nb, lq, p), causal[None].expand(nb, lq, lq)], 2)
+
+    def grid(x, idx):  # [T, H, D] -> [NB, H, L, D]
+        return torch.cat([x, x.new_zeros(1, *x.shape[1:])])[idx].transpose(1, 2)
+
+    out_br = F.scaled_dot_product_attention(
+        grid(q, q_idx), grid(k, k_idx), grid(v, k_idx), attn_mask=mask[:, None], scale=scale, enable_gqa=gqa
+    ).transpose(1, 2)[q_real]  # [Tb, Hq, D], in row order
+    out = q.new_zeros(total, hq, d)
+    return out.index_copy(0, sh_rows, out_sh).index_copy(0, br_rows, out_br)
+
+
 def _per_seq_sdpa(q, k, v, cu_seqlens, scale, gqa):
     bounds = cu_seqlens.tolist()
     outs = [
@@ -132,10 +196,21 @@ def packed_causal_attention(
     hkv = k.shape[1]
     if backend not in BACKENDS:
         raise ValueError(f"unknown attention backend {backend!r}; one of {', '.join(BACKENDS)}")
+    low = (torch.bfloat16, torch.float16)
+    if attention_dtype(q) == torch.float32 and (q.dtype in low or torch.is_autocast_enabled(q.device.type)):
+        # PyTorch's CPU attention kernel is slower in bf16 than in fp32 (~1.4x the CPU time at 135M's heads, even
+        # counting the casts): under bf16 autocast on a CPU, attention computes in fp32 (and returns v's dtype).
+        with torch.autocast(q.device.type, enabled=False):
+            out = packed_causal_attention(
+                q.float(), k.float(), v.float(), cu_seqlens, max_seqlen, scale, backend, branch, positions
+            )
+        return out.to(v.dtype)
     if branch is not None:
         if positions is None:
             raise ValueError("packed attention with branches needs the tokens' positions")
-        return _padded_tree_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, hq != hkv, branch, positions)
+        if backend == "sdpa" or not SPLIT_SHARED_PREFIX:  # the dense-mask reference
+            return _padded_tree_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, hq != hkv, branch, positions)
+        return _shared_prefix_sdpa(q, k, v, cu_seqlens, scale, hq != hkv, branch)
     use_varlen = backend == "varlen" or (backend == "auto" and _varlen_available(q))
     if use_varlen:
         from torch.nn.attention.varlen import varlen_attn

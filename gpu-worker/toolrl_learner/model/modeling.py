@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .attention import packed_causal_attention
+from .attention import attention_dtype, packed_causal_attention
 from .config import ModelConfig
 
 
@@ -91,8 +91,9 @@ class Attention(nn.Module):
         if self.cfg.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        # Under autocast q/k/v can differ in dtype (norms promote to fp32); attention wants one dtype.
-        dtype = v.dtype
+        # Under autocast q/k leave the rotation in fp32 and v a bf16 projection; attention takes one dtype: v's, or
+        # fp32 on a CPU, where attention computes in fp32 (attention.py).
+        dtype = attention_dtype(v)
         out = packed_causal_attention(
             q.to(dtype),
             k.to(dtype),
@@ -128,9 +129,23 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, cos, sin, cu_seqlens, max_seqlen, backend, branch=None, positions=None):
         x = x + self.self_attn(
-            self.input_layernorm(x), cos, sin, cu_seqlens, max_seqlen, backend, branch, positions
+            _autocast_input(self.input_layernorm(x)),
+            cos,
+            sin,
+            cu_seqlens,
+            max_seqlen,
+            backend,
+            branch,
+            positions,
         )
-        return x + self.mlp(self.post_attention_layernorm(x))
+        return x + self.mlp(_autocast_input(self.post_attention_layernorm(x)))
+
+
+def _autocast_input(x: torch.Tensor) -> torch.Tensor:
+    """A norm's fp32 output cast once to the autocast dtype for the projections that share it (q/k/v, gate/up):
+    left to autocast, each projection casts (and keeps for its backward) a copy of its own. The same numbers."""
+    dev = x.device.type
+    return x.to(torch.get_autocast_dtype(dev)) if torch.is_autocast_enabled(dev) else x
 
 
 class DecoderModel(nn.Module):

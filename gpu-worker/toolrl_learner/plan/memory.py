@@ -8,7 +8,8 @@ What is counted (P parameters, P_t trainable, W ranks, b = 2 bytes on a GPU in b
   optimizer   AdamW's two moments: 8 P_t, / W sharded; with trainer.cpu_offload these three live in host memory
   gathered    sharded only: the root unit (embedding, LM head) kept gathered, two layers gathered (the one
               running and the next), one layer's unsharded gradients: b (P_emb + P_head) + 2 b P_layer + (b + 4) P_layer
-  bf16 cache  one process in bf16: autocast keeps a bf16 copy of every trainable layer weight, 2 P_layers
+  bf16 cache  one process in bf16 (a GPU, or a CPU with bf16 units): autocast keeps a bf16 copy of every trainable
+              layer weight, 2 P_layers
   reference   full fine-tuning with a KL term: the frozen reference policy, b P (/ W sharded)
   activations per token of a micro-batch (micro_batch_tokens): what each layer saves for backward
               (ACTIVATION_BYTES below), x layers; with gradient checkpointing only each layer's input is
@@ -37,11 +38,14 @@ def activation_bytes_per_token_layer(shape: ModelConfig, mode: str) -> float:
     cpu (fp32):        norms save their input and normalised output (2 x 8h), q/k/v and gate/up share their
                        input (2 x 4h), q, k, v and the rotated q, k (4a + 8k + 4a + 4k), the attention output
                        (4a), the MLP's gate, up, silu and product (16i)                 = 24h + 12a + 12k + 16i
-    cuda (autocast over fp32 weights, one process): the residual stream stays fp32 (norms 2 x 8h), every
-                       projection casts its input to bf16 on its own (5 x 2h), q, k, v (2a + 4k) into Flash
-                       Attention and its output (2a), the MLP in bf16 (8i)                = 26h + 4a + 4k + 8i
+    cuda (autocast over fp32 weights, one process): the residual stream stays fp32 (norms 2 x 8h), each norm's
+                       output cast to bf16 once for the projections that share it (2 x 2h), q, k, v (2a + 4k)
+                       into Flash Attention and its output (2a), the MLP in bf16 (8i)     = 20h + 4a + 4k + 8i
     sharded (bf16 parameters): the stream is bf16 (norms 2 x 6h), shared bf16 inputs (2 x 2h), attention
                        and MLP as above                                                     = 16h + 4a + 4k + 8i
+    cpu_bf16 (autocast on a CPU with bf16 units): norms and their one cast as cuda (2 x 8h + 2 x 2h), q and k
+                       and their rotation in bf16 (4a + 4k), attention in fp32: q, k, v and its output (8a + 8k),
+                       its output cast for o_proj (2a), the MLP in bf16 (8i)              = 20h + 14a + 12k + 8i
     """
     h, i = shape.hidden_size, shape.intermediate_size
     a = shape.num_attention_heads * shape.head_dim
@@ -49,10 +53,12 @@ def activation_bytes_per_token_layer(shape: ModelConfig, mode: str) -> float:
     if mode == "cpu":
         return 24 * h + 12 * a + 12 * k + 16 * i
     if mode == "cuda":
-        return 26 * h + 4 * a + 4 * k + 8 * i
+        return 20 * h + 4 * a + 4 * k + 8 * i
     if mode == "sharded":
         return 16 * h + 4 * a + 4 * k + 8 * i
-    raise ValueError(f"mode must be cpu, cuda or sharded, got {mode!r}")
+    if mode == "cpu_bf16":
+        return 20 * h + 14 * a + 12 * k + 8 * i
+    raise ValueError(f"mode must be cpu, cpu_bf16, cuda or sharded, got {mode!r}")
 
 
 def parameter_counts(shape: ModelConfig) -> dict[str, int]:
@@ -141,8 +147,10 @@ def plan_memory(
     gpus: int = 1,
     device: str = "cuda",
     capacity_bytes: float | None = None,
+    cpu_bf16: bool | None = None,
 ) -> MemoryPlan:
-    """The peak memory of one learner process (one GPU, or the CPU) for this model and config."""
+    """The peak memory of one learner process (one GPU, or the CPU) for this model and config. cpu_bf16: whether
+    a CPU learner computes in bf16 (model.dtype bf16 on a CPU with bf16 units); None: as this machine's CPU."""
     if gpus < 1:
         raise ValueError(f"gpus must be >= 1, got {gpus}")
     counts = parameter_counts(shape)
@@ -150,6 +158,12 @@ def plan_memory(
     sharded = gpus > 1 or cfg.cpu_offload
     on_gpu = device == "cuda"
     b = 2 if (on_gpu and cfg.dtype == "bf16") else 4
+    if on_gpu or cfg.dtype != "bf16":
+        cpu_bf16 = False
+    elif cpu_bf16 is None:
+        from ..train.precision import cpu_bf16_unit
+
+        cpu_bf16 = cpu_bf16_unit() is not None
     w = gpus if sharded else 1
     p_train = (
         lora_parameters(shape, cfg.lora_rank, cfg.lora_target_modules) if cfg.lora_rank is not None else p
@@ -169,12 +183,14 @@ def plan_memory(
         if not cfg.use_lora:
             gathered += (b + 4) * p_layer
         parts["gathered"] = gathered
-    elif on_gpu and b == 2 and not cfg.use_lora:
+    elif ((on_gpu and b == 2) or cpu_bf16) and not cfg.use_lora:
         parts["bf16 cache"] = 2 * counts["layers"]
     if cfg.needs_reference and not cfg.use_lora:
         parts["reference"] = b * p / w
     t = cfg.micro_batch_tokens
-    mode = "cpu" if not on_gpu else ("sharded" if sharded and b == 2 else "cuda")
+    mode = (
+        ("cpu_bf16" if cpu_bf16 else "cpu") if not on_gpu else ("sharded" if sharded and b == 2 else "cuda")
+    )
     per_layer = activation_bytes_per_token_layer(shape, mode) * t
     layers = shape.num_hidden_layers
     stream = (2 if mode == "sharded" else 4) * shape.hidden_size * t  # one layer's input

@@ -28,6 +28,7 @@ def sequences_of(trajectory: Trajectory) -> list[TokenSequence]:
     """The token sequences of one trajectory: itself, then its agent episode's earlier segments (if any)."""
     return [trajectory, *(trajectory.get("segments") or [])]
 
+
 if TYPE_CHECKING:
     from .versions import Lineage
 

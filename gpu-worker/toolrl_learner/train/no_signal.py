@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..scored_group import ScoredGroup
+from .batch import group_staleness
 
 # Drops that mean "sampled, and nothing to learn from": the reasons that make a batch empty.
 COUNTED = ("no_signal", "stale")
@@ -34,9 +35,16 @@ class NoSignalWatch:
     trajectories: int = 0
     total_reasons: Counter[str] = field(default_factory=Counter)  # over the whole run, for the final verdict
     _batch_start: tuple[Counter[str], int, int] = field(default_factory=lambda: (Counter(), 0, 0))
+    # The version this learner published when it started: a group partly sampled before it (the backlog a restart
+    # finds in flight, too stale for the resumed weights) is dropped but says nothing about whether the run learns.
+    start_version: int = 0
+    backlog: int = 0  # such drops since the last batch's end
 
     def dropped(self, reason: str, group: ScoredGroup | None) -> None:
         if reason not in COUNTED:
+            return
+        if reason == "stale" and group is not None and group_staleness(group, self.start_version) > 0:
+            self.backlog += 1
             return
         self.reasons[reason] += 1
         self.total_reasons[reason] += 1
@@ -55,16 +63,21 @@ class NoSignalWatch:
     def batch_empty(self, step: int, policy_version: int) -> dict[str, Any]:
         """A batch ended with nothing to train: its metrics row, with this batch's drops and what its trajectories
         scored (no reward_mean, so plots of the trained steps skip it)."""
-        self.empty_batches += 1
         reasons, first, calls = self._batch_start
+        counted = self.reasons - reasons
+        if counted or not self.backlog:  # a batch of the restart's backlog alone does not count
+            self.empty_batches += 1
         row: dict[str, Any] = {
             "step": step,
             "policy_version": policy_version,
             "groups": 0,
             "empty_batch": 1,
             "empty_batches": self.empty_batches,
-            **self._counts(self.reasons - reasons),
+            **self._counts(counted),
         }
+        if self.backlog:
+            row["dropped/stale_before_restart"] = float(self.backlog)
+            self.backlog = 0
         rewards = self.rewards[first:]
         if rewards:
             row["dropped_reward_mean"] = sum(rewards) / len(rewards)

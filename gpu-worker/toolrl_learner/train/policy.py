@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from ..config import LearnerConfig
 from .lora import lora_config
 from .packing import MicroBatch
+from .precision import autocast_dtype, describe
 
 if TYPE_CHECKING:
     from ..model.config import ModelConfig
@@ -131,12 +132,9 @@ class Policy:
         self.cfg = cfg
         self.model_dir = Path(model_dir)
         self.device = device
-        # bf16 is autocast over fp32 master weights, on a GPU; CPU kernels for bf16 are slower than fp32.
-        self.autocast_dtype = torch.bfloat16 if (cfg.dtype == "bf16" and device.type == "cuda") else None
-        if cfg.dtype == "bf16" and device.type != "cuda":
-            log.info(
-                "model.dtype bf16 on %s: computing in fp32 (bf16 autocast is used on a GPU)", device.type
-            )
+        # bf16 is autocast over fp32 master weights where the device has bf16 units, else fp32 (precision.py).
+        self.autocast_dtype = autocast_dtype(cfg.dtype, device)
+        log.info("%s", describe(cfg.dtype, device))
         self.base: CausalLM = (
             base if base is not None else load_pretrained(self.model_dir, dtype=torch.float32, device=device)
         )

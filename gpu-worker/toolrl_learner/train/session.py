@@ -176,6 +176,7 @@ class LearnerSession:
             )
         if pointer is not None:
             self._published(version, pointer)
+        self.no_signal.start_version = self.state.policy_version  # older groups in flight: the backlog
         if self.ordered is not None and not self.ordered.versions:
             # the version that samples the first 1 + max_staleness batches
             self.ordered.versions = [self.state.policy_version]

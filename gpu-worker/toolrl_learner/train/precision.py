@@ -1,0 +1,48 @@
+"""The learner's compute dtype for `model.dtype` on a device: bf16 is autocast over fp32 master weights where the
+device has bf16 units (a GPU; a CPU with AVX512-BF16 or AMX-BF16, detected at run time), fp32 elsewhere.
+
+On a CPU without bf16 units PyTorch emulates bf16 matrix products with conversions around fp32 ones, no faster than
+fp32; on the AMD EPYC here (AVX512-BF16) a bf16 [4096 x 576] x [576 x 1536] product takes 0.45x the CPU time of the
+fp32 one, and the whole 135M learner step is measured in BENCHMARKS.md "Learner". The gradients stay within the
+tolerances gpu-worker/tests/test_precision_on_cpu.py states of the fp32 step's.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# torch.cpu.get_capabilities() flags of x86 bf16 matrix units (ARM's bf16 is not measured here: fp32 there).
+CPU_BF16_FLAGS = {"amx_bf16": "AMX-BF16", "avx512_bf16": "AVX512-BF16"}
+
+
+def cpu_bf16_unit() -> str | None:
+    """The CPU's bf16 matrix unit by name ("AMX-BF16", "AVX512-BF16"), or None when it has none."""
+    try:
+        caps = torch.cpu.get_capabilities()
+    except (AttributeError, RuntimeError):  # an older torch: no run-time detection, so no bf16
+        return None
+    return next((name for flag, name in CPU_BF16_FLAGS.items() if caps.get(flag)), None)
+
+
+def autocast_dtype(dtype: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype of the learner's forward for model.dtype on device; None: plain fp32."""
+    if dtype == "fp32":
+        return None
+    if dtype != "bf16":
+        raise ValueError(f"model.dtype must be bf16 or fp32, got {dtype!r}")
+    if device.type == "cuda":
+        return torch.bfloat16
+    if device.type == "cpu" and cpu_bf16_unit() is not None:
+        return torch.bfloat16
+    return None
+
+
+def describe(dtype: str, device: torch.device) -> str:
+    """What model.dtype means on this device, for the learner's log."""
+    chosen = autocast_dtype(dtype, device)
+    if chosen is None and dtype == "bf16":
+        return f"model.dtype bf16 on {device.type}: computing in fp32 (this CPU has no bf16 matrix unit)"
+    if chosen is None:
+        return "model.dtype fp32: computing in fp32"
+    unit = f" ({cpu_bf16_unit()})" if device.type == "cpu" else ""
+    return f"model.dtype bf16 on {device.type}{unit}: bf16 autocast over fp32 master weights"
