@@ -16,7 +16,6 @@ from toolrl_learner.config import LearnerConfig
 from toolrl_learner.contracts import validate
 from toolrl_learner.model.tiny import TinySpec, build_tiny
 from toolrl_learner.storage import FolderBlobStore
-from toolrl_learner.train.comm import LocalComm
 from toolrl_learner.train.policy import Policy
 from toolrl_learner.train.session import LearnerSession
 from toolrl_learner.train.sft import (
@@ -262,42 +261,3 @@ def test_missing_stage_sft_data_is_named_on_cpu(tiny_dir, tmp_path):
         FileNotFoundError, match=r"stages\[format\]\.overrides\.trainer\.sft\.data 'runs/r/input/missing"
     ):
         s.offer({"type": "group", "group": group("r", "e0-p0", trajs, stage="format")})
-
-
-def test_sft_demonstrations_share_their_common_prefix_with_the_same_losses_on_cpu(tiny_dir, tmp_path):
-    """Off CUDA a batch's demonstrations are packed under their common prefix (a long system turn here), each
-    token's loss as when every demonstration is packed whole."""
-    system = {
-        "role": "system",
-        "content": " ".join(f"rule {i}: answer with the calculator." for i in range(12)),
-    }
-    demos = [
-        {"messages": [system, {"role": "user", "content": f"What is {a} * {b}?"},
-                      {"role": "assistant", "content": f"It is {a * b}."}]}
-        for a, b in [(17, 23), (41, 7), (123, 9), (5, 55)]
-    ]  # fmt: skip
-    (tmp_path / "d.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
-    cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", sft_steps=3, sft_lr=1e-2, sft_batch_size=4)
-    packed: dict[bool, list[int]] = {True: [], False: []}
-
-    class Recording(LocalComm):
-        def __init__(self, share: bool | None):
-            self.share = share
-
-        def micro_batches(self, batch, budget, seqs=None, share_prefix=False):
-            share = share_prefix if self.share is None else self.share
-            mbs = super().micro_batches(batch, budget, seqs, share)
-            packed[share].append(sum(int(mb.input_ids.numel()) for mb in mbs))
-            return mbs
-
-    torch.manual_seed(0)
-    shared = run_sft(
-        Policy(cfg, tiny_dir, torch.device("cpu")), cfg, tmp_path / "d.jsonl", comm=Recording(None)
-    )
-    torch.manual_seed(0)
-    whole = run_sft(
-        Policy(cfg, tiny_dir, torch.device("cpu")), cfg, tmp_path / "d.jsonl", comm=Recording(False)
-    )
-    assert len(packed[True]) == 3 and len(packed[False]) == 3  # the CPU's default is to share
-    assert all(s < w for s, w in zip(packed[True], packed[False], strict=True)), packed
-    assert [h["sft_loss"] for h in shared] == pytest.approx([h["sft_loss"] for h in whole], rel=1e-4)

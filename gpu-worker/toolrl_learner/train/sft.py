@@ -183,7 +183,6 @@ def run_sft(
     optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.sft_lr, cfg.weight_decay)
     params = [p for _, p in policy.named_trainable_parameters()]
     gen = torch.Generator().manual_seed(cfg.seed)
-    share_prefix = policy.device.type != "cuda"
     order: list[int] = []
     history = []
     for step in range(1, cfg.sft_steps + 1):
@@ -208,9 +207,7 @@ def run_sft(
         n_tok = max(1, batch.num_loss_tokens)
         optimizer.zero_grad(set_to_none=True)
         total = torch.zeros((), device=policy.device)
-        # Off CUDA the demonstrations share their common prefix (the system turn and the tool schemas) once,
-        # as a GRPO group's samples share their prompt (packing.py): the same gradients for far fewer tokens.
-        for mb in comm.micro_batches(batch, cfg.micro_batch_tokens, share_prefix=share_prefix):
+        for mb in comm.micro_batches(batch, cfg.micro_batch_tokens):
             out = policy.forward(mb.to(policy.device), entropy=False, temperature=1.0)
             loss = -out.logprobs.sum() / n_tok  # token-mean cross-entropy over the whole batch
             loss.backward()
