@@ -108,7 +108,10 @@ def test_run_variant_specs_set_the_learner_options():
         "chunk": 512,
         "micro_batch_tokens": 2048,
         "keep_mib": 0,
+        "undo": [],
     }
+    # each of the learner's CPU choices undone on its own, to measure what it gives
+    assert child.parse_spec("attn-bf16+adam-foreach", Args())["undo"] == ["attn-bf16", "adam-foreach"]
     assert child.parse_spec("default", Args())["dtype"] == "bf16"
     with pytest.raises(SystemExit, match="unknown setting 'fp16'"):
         child.parse_spec("fp16", Args())
