@@ -15,27 +15,37 @@ const bin = new URL('../../../bin/toolrl.mjs', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'toolrl-view-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** `toolrl view ARGS --port 0` in `cwd`, once it prints the URL it serves. */
+async function serveView(args: string[], cwd: string) {
+  const child = spawn(process.execPath, [bin, 'view', ...args, '--port', '0'], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      const m = /toolrl view: (http:\/\/127\.0\.0\.1:\d+)\//.exec(stdout);
+      if (m) resolve(m[1]!);
+    });
+    void exited.then((code) => reject(new Error(`exited ${code} before serving: ${stderr}`)));
+  });
+  return { child, exited, url, stdout: () => stdout, stderr: () => stderr };
+}
+
 describe('toolrl view', () => {
   it('serves a run folder on 127.0.0.1 until Ctrl-C, naming what it could not read', async () => {
     await writeSyntheticRun(dir, 'r-cli', { groups: 4, groupSize: 2, batchPrompts: 2 });
     appendFileSync(join(dir, ...`${keys.metrics('r-cli')}metrics.jsonl`.split('/')), '{"step": 3, "rew');
-    const child = spawn(process.execPath, [bin, 'view', 'r-cli', '--workdir', dir, '--port', '0'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d.toString();
-        const m = /toolrl view: (http:\/\/127\.0\.0\.1:\d+)\//.exec(stdout);
-        if (m) resolve(m[1]!);
-      });
-      void exited.then((code) => reject(new Error(`exited ${code} before serving: ${stderr}`)));
-    });
-    expect(stdout).toContain(`(run r-cli, file://${join(dir, 'runs', 'r-cli')}/;`);
-    expect(stderr).toMatch(
+    const { child, exited, url, stdout, stderr } = await serveView(
+      ['r-cli', '--workdir', dir],
+      process.cwd(),
+    );
+    expect(stdout()).toContain(`(run r-cli, file://${join(dir, 'runs', 'r-cli')}/;`);
+    expect(stderr()).toMatch(
       /could not read runs\/r-cli\/metrics\/metrics\.jsonl: line 3, the last, is cut short/,
     );
     const info = (await (await fetch(`${url}/api/run`)).json()) as RunInfo;
@@ -47,22 +57,7 @@ describe('toolrl view', () => {
 
   it('serves a run of the current folder without --workdir, as `toolrl train` writes it by default', async () => {
     await writeSyntheticRun(dir, 'r-here', { groups: 2, groupSize: 2, batchPrompts: 2 });
-    const child = spawn(process.execPath, [bin, 'view', 'r-here', '--port', '0'], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d.toString();
-        const m = /toolrl view: (http:\/\/127\.0\.0\.1:\d+)\//.exec(stdout);
-        if (m) resolve(m[1]!);
-      });
-      void exited.then((code) => reject(new Error(`exited ${code} before serving: ${stderr}`)));
-    });
+    const { child, exited, url } = await serveView(['r-here'], dir);
     const info = (await (await fetch(`${url}/api/run`)).json()) as RunInfo;
     expect(info).toMatchObject({ runId: 'r-here', found: true });
     child.kill('SIGTERM');
