@@ -94,12 +94,14 @@ def cases(tokenizer, tools: list[dict], rows: list[dict]) -> list[dict[str, Any]
             ]
             ids, mask = tokenize_demonstration(tokenizer, {"messages": messages, "tools": tools})
             seqs.append((ids, spans(mask)))
-        out.append({"kind": kind(expr), "seqs": seqs})
+        out.append({"kind": kind(expr), "seqs": seqs, "tokens": tokenizer.convert_ids_to_tokens(seqs[0][0])})
     return out
 
 
 @torch.no_grad()
-def measure(policy: Policy, items: list[dict[str, Any]], budget: int = 4096) -> dict[str, Any]:
+def measure(
+    policy: Policy, items: list[dict[str, Any]], budget: int = 4096, explain: int = 0
+) -> dict[str, Any]:
     """One packed pass of the learner's own forward over every case, the prompt they share computed once."""
     flat = [(i, ids, sp) for i, it in enumerate(items) for ids, sp in it["seqs"]]
     seqs = []
@@ -115,12 +117,23 @@ def measure(policy: Policy, items: list[dict[str, Any]], budget: int = 4096) -> 
         lp[mb.token_index] = policy.forward_old(mb).logprobs
     logp_call = defaultdict(list)  # item -> log p(call span) per variant
     first, box = {}, {}
+    box_seen: set[int] = set()
     for s, (i, _, sp) in enumerate(flat):
         tok = lp[int(batch.tok_offsets[s]) : int(batch.tok_offsets[s + 1])]
         n_call = sp[0][1] - sp[0][0]
         logp_call[i].append(float(tok[:n_call].sum()))
         first[i] = float(tok[0])
         box[i] = float(tok[n_call:].sum())
+        if i < explain and i not in box_seen:
+            box_seen.add(i)
+            # The first variant's tokens the model would sample with probability under 0.9, and where.
+            positions = [p for s_, e_ in sp[:2] for p in range(s_, e_)]
+            weak = [
+                f"{items[i]['tokens'][pos]!r}:{math.exp(float(tok[k])):.2f}"
+                for k, pos in enumerate(positions)
+                if math.exp(float(tok[k])) < 0.9
+            ]
+            print(f"    [{items[i]['kind']}] weak tokens: {' '.join(weak) or '-'}", flush=True)
     policy.base.train()
     per_kind: dict[str, list[float]] = defaultdict(list)
     rows = []
@@ -159,6 +172,7 @@ def main() -> None:
     ap.add_argument("--train-rows", type=int, default=32, help="training questions measured (0: none)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--save", default="", help="write the trained LoRA state here (torch.save)")
+    ap.add_argument("--explain", type=int, default=0, help="print the weak tokens of the first N questions")
     ap.add_argument("--workdir", default="/tmp/toolrl-smollm2-probe")
     ap.add_argument("overrides", nargs="*", help="key=value on the run config")
     args = ap.parse_args()
@@ -194,9 +208,9 @@ def main() -> None:
     def report(step: int) -> None:
         c = cpu_s()
         print(f"step {step}", flush=True)
-        print(fmt("val  ", measure(policy, val)), flush=True)
+        print(fmt("val  ", measure(policy, val, explain=args.explain)), flush=True)
         if train:
-            print(fmt("train", measure(policy, train)), flush=True)
+            print(fmt("train", measure(policy, train, explain=args.explain)), flush=True)
         print(f"  (measuring: {cpu_s() - c:.0f} CPU-s)", flush=True)
 
     if 0 in at:
