@@ -1,24 +1,21 @@
-"""The trainer step and its configuration: defaults in step with the zod schemas, the LR schedule,
+"""The trainer step and its configuration: read from the typed sections generated from the zod schemas, the LR schedule,
 every estimator stepping, gradient accumulation equal to one big batch, masked tokens inert."""
 
 import copy
 import dataclasses
-import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
-from toolrl_learner.config import LearnerConfig
+from toolrl_learner.config import LearnerConfig, section_fields
 from toolrl_learner.contracts import ContractError
 from toolrl_learner.model.tiny import TinySpec, build_tiny
+from toolrl_learner.run_config import LoraConfig, RunConfig
 from toolrl_learner.train.optim import lr_at
 from toolrl_learner.train.policy import Policy
 from toolrl_learner.train.synthetic import random_group
 from toolrl_learner.train.trainer import Trainer
-
-SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "json" / "run-config.schema.json"
 
 
 @pytest.fixture(scope="module")
@@ -37,25 +34,40 @@ def _weights(policy):
     return {n: p.detach().clone() for n, p in policy.base.named_parameters()}
 
 
-def test_defaults_match_the_zod_schemas_on_cpu():
-    # The dataclass's defaults and the generated JSON Schema's must agree field by field.
-    props = json.loads(SCHEMA.read_text())["properties"]
-    defaults = {f.name: f.default for f in dataclasses.fields(LearnerConfig)}
-    checked = 0
-    for section in ("algorithm", "trainer"):
-        for key, spec in props[section]["properties"].items():
-            if key in defaults and "default" in spec:
-                assert defaults[key] == spec["default"], f"{section}.{key}"
-                checked += 1
-    for key in ("dtype", "gradient_checkpointing", "rollout_quantization", "rollout_quantization_block_size"):
-        assert defaults[key] == props["model"]["properties"][key]["default"], f"model.{key}"
-    sft = props["trainer"]["properties"]["sft"]["properties"]
-    for key in ("steps", "lr", "batch_size"):
-        assert defaults[f"sft_{key}"] == sft[key]["default"], f"trainer.sft.{key}"
-    lora = props["model"]["properties"]["lora"]["properties"]
-    assert list(defaults["lora_target_modules"]) == lora["target_modules"]["default"]
-    assert defaults["temperature"] == props["rollout"]["properties"]["temperature"]["default"]
-    assert checked >= 30
+def test_defaults_are_the_generated_schemas_on_cpu():
+    # A run config that sets nothing the learner reads gives LearnerConfig's defaults: the generated sections'
+    # (run_config.py, from the zod schemas), field by field.
+    read = LearnerConfig.from_run_config({"model": {"path": "tiny"}, "data": {"train": "t.parquet"}})
+    assert dataclasses.asdict(read) == dataclasses.asdict(LearnerConfig())
+
+
+def test_every_learner_field_is_read_from_the_typed_run_config_on_cpu():
+    # A field renamed or dropped on the zod side no longer reaches LearnerConfig: fail here rather than train at
+    # the learner's default. Every section the learner reads is set, and every optional key it reads.
+    lora = {"rank": 4, "alpha": 8, "layers_to_transform": [0]}
+    run = RunConfig.from_dict(
+        {
+            "model": {"path": "tiny", "lora": lora, "chat_template": "{{ messages }}"},
+            "data": {"train": "t"},
+            "algorithm": {"loss_agg_mode": "token-mean", "loss_scale_factor": 2, "clip_ratio_c": 3},
+            "critic": {
+                "model": {"path": "tiny", "lora": lora},
+                "ppo_mini_batch_size": 1,
+                "ppo_epochs": 1,
+                "cliprange_value": 0.1,
+            },
+            "trainer": {
+                "sft": {"data": "s.jsonl"},
+                "max_steps": 3,
+                "ppo_mini_batch_size": 1,
+                "save_every": 2,
+            },
+            "logging": {"wandb": {"project": "p", "entity": "e"}},
+        }
+    )
+    fields = {f.name for f in dataclasses.fields(LearnerConfig)}
+    assert fields - set(section_fields(run)) == set()
+    assert isinstance(run.model.lora, LoraConfig) and run.model.lora.layers_to_transform == (0,)
 
 
 def test_from_run_config_reads_sections_and_stage_overrides_on_cpu():

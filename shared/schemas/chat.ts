@@ -3,14 +3,20 @@
 import { z } from 'zod';
 
 /** An OpenAI function-tool schema: `{"type": "function", "function": {"name", "description", "parameters"}}`. */
-export const ToolSchemaSchema = z.object({
-  type: z.literal('function'),
-  function: z.object({
-    name: z.string().min(1).max(128),
-    description: z.string().default(''),
-    parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
-  }),
-});
+export const ToolSchemaSchema = z
+  .object({
+    type: z.literal('function'),
+    function: z.object({
+      name: z.string().min(1).max(128),
+      description: z.string().default(''),
+      parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
+    }),
+  })
+  .meta({
+    id: 'ToolSchema',
+    description:
+      'An OpenAI function-tool schema: `{"type": "function", "function": {"name", "description", "parameters"}}`.',
+  });
 export type ToolSchema = z.infer<typeof ToolSchemaSchema>;
 
 /** A tool call as chat templates render it in an assistant message. */

@@ -24,33 +24,41 @@ export const TurnStopSchema = z.enum(['eos', 'tool_call', 'length']);
 export type TurnStop = z.infer<typeof TurnStopSchema>;
 
 /** One assistant turn: what was sampled, the calls parsed from it and their results. */
-export const TurnRecordSchema = z.object({
-  turn: z.number().int().nonnegative(),
-  policyVersion: z.number().int().nonnegative(),
-  /** Decoded text of the sampled tokens of this turn. */
-  text: z.string(),
-  /** Text outside tool calls. */
-  content: z.string(),
-  toolCalls: z.array(ToolCallRecordSchema),
-  parseErrors: z.array(z.object({ message: z.string() })),
-  stop: TurnStopSchema,
-  /** [tokenStart, tokenEnd): this turn's sampled tokens inside `tokenIds`. */
-  tokenStart: z.number().int().nonnegative(),
-  tokenEnd: z.number().int().nonnegative(),
-});
+export const TurnRecordSchema = z
+  .object({
+    turn: z.number().int().nonnegative(),
+    policyVersion: z.number().int().nonnegative(),
+    text: z.string().describe('Decoded text of the sampled tokens of this turn.'),
+    content: z.string().describe('Text outside tool calls.'),
+    toolCalls: z.array(ToolCallRecordSchema),
+    parseErrors: z.array(z.object({ message: z.string() })),
+    stop: TurnStopSchema,
+    tokenStart: z
+      .number()
+      .int()
+      .nonnegative()
+      .describe("[tokenStart, tokenEnd): this turn's sampled tokens inside `tokenIds`."),
+    tokenEnd: z.number().int().nonnegative(),
+  })
+  .describe('One assistant turn: what was sampled, the calls parsed from it and their results.');
 export type TurnRecord = z.infer<typeof TurnRecordSchema>;
 
 const tokenLevel = {
-  /** Prompt + every turn, exactly as sampled or appended (tool results as the chat template's delta). */
-  tokenIds: z.array(z.number().int().nonnegative()),
-  /** Tokens before the first generated one. */
-  promptLength: z.number().int().nonnegative(),
-  /** 1 on tokens the policy sampled, 0 on prompt and tool-result tokens; same length as tokenIds. */
-  lossMask: z.array(z.union([z.literal(0), z.literal(1)])),
-  /** log p(token) under logits / temperature at sampling time; 0 where lossMask is 0. */
-  behaviorLogprobs: z.array(z.number()),
-  /** The policy version that sampled each token; -1 where lossMask is 0. */
-  policyVersions: z.array(z.number().int().min(-1)),
+  tokenIds: z
+    .array(z.number().int().nonnegative())
+    .describe(
+      "Prompt + every turn, exactly as sampled or appended (tool results as the chat template's delta).",
+    ),
+  promptLength: z.number().int().nonnegative().describe('Tokens before the first generated one.'),
+  lossMask: z
+    .array(z.union([z.literal(0), z.literal(1)]))
+    .describe('1 on tokens the policy sampled, 0 on prompt and tool-result tokens; same length as tokenIds.'),
+  behaviorLogprobs: z
+    .array(z.number())
+    .describe('log p(token) under logits / temperature at sampling time; 0 where lossMask is 0.'),
+  policyVersions: z
+    .array(z.number().int().min(-1))
+    .describe('The policy version that sampled each token; -1 where lossMask is 0.'),
 };
 
 type TokenLevel = { [K in keyof typeof tokenLevel]: z.infer<(typeof tokenLevel)[K]> };
@@ -90,10 +98,14 @@ export const TrajectorySegmentSchema = z
     ...tokenLevel,
     turnStart: z.number().int().nonnegative(),
     turnEnd: z.number().int().nonnegative(),
-    /** Why the episode left this sequence for a new one. */
-    reason: z.string(),
+    reason: z.string().describe('Why the episode left this sequence for a new one.'),
   })
-  .superRefine(sameLengths);
+  .superRefine(sameLengths)
+  .describe(
+    'An earlier part of an agent episode (`rollout.agent`): the agent rewrote its history, so that part ended ' +
+      "here and the episode went on in a new token sequence. Trained as a sequence of its own with the episode's " +
+      "advantage; its turns are the trajectory's `turns[turnStart:turnEnd]`, whose token ranges index its `tokenIds`.",
+  );
 export type TrajectorySegment = z.infer<typeof TrajectorySegmentSchema>;
 
 /**
@@ -108,13 +120,15 @@ export const RolloutTrajectorySchema = z
     ...tokenLevel,
     finishReason: FinishReasonSchema,
     turns: z.array(TurnRecordSchema),
-    /** The conversation: prompt messages, assistant turns and tool results. */
-    messages: z.array(ChatMessageSchema),
-    /**
-     * Agent episodes only, when the agent rewrote its history: the earlier token sequences, in order (this
-     * trajectory's own tokens are the last part). Its `turns` before the last segment's `turnEnd` are theirs.
-     */
-    segments: z.array(TrajectorySegmentSchema).optional(),
+    messages: z
+      .array(ChatMessageSchema)
+      .describe('The conversation: prompt messages, assistant turns and tool results.'),
+    segments: z
+      .array(TrajectorySegmentSchema)
+      .optional()
+      .describe(
+        "Agent episodes only, when the agent rewrote its history: the earlier token sequences, in order (this trajectory's own tokens are the last part). Its `turns` before the last segment's `turnEnd` are theirs.",
+      ),
   })
   .superRefine(sameLengths);
 export type RolloutTrajectory = z.infer<typeof RolloutTrajectorySchema>;
@@ -123,10 +137,14 @@ export type RolloutTrajectory = z.infer<typeof RolloutTrajectorySchema>;
 export const TrajectorySchema = RolloutTrajectorySchema.safeExtend({
   reward: z.number(),
   rewardComponents: z.record(z.string(), z.number()),
-  /**
-   * Rewards that could not score this trajectory (a Python reward function that raised or ran out of time; a
-   * stateful tool whose calc_reward failed): each counted 0. Absent when every reward scored.
-   */
-  rewardErrors: z.array(z.object({ reward: z.string(), message: z.string() })).optional(),
-});
+  rewardErrors: z
+    .array(z.object({ reward: z.string(), message: z.string() }))
+    .optional()
+    .describe(
+      'Rewards that could not score this trajectory (a Python reward function that raised or ran out of time; a stateful tool whose calc_reward failed): each counted 0. Absent when every reward scored.',
+    ),
+}).describe(
+  "One of the group's G samples, scored: every token as sampled or appended, the per-token training data, the " +
+    'turns and the reward with its named components.',
+);
 export type Trajectory = z.infer<typeof TrajectorySchema>;

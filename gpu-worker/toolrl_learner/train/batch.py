@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from ..scored_group import ScoredGroup, TokenSequence, Trajectory
+from ..scored_group import ScoredGroup, Segment, Trajectory
+
+# The token-level fields every trained sequence has: a trajectory, or one of its agent episode's segments.
+TokenSequence = Trajectory | Segment
 
 
 def sequences_of(trajectory: Trajectory) -> list[TokenSequence]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, cast
 
 from ..algos.advantages import has_signal
 from ..config import LearnerConfig
 from ..contracts import ContractError, validate
-from ..scored_group import ScoredGroup
+from ..scored_group import ScoredGroup, ScoredGroupMessage
 from ..storage import BlobStore
 from .batch import group_staleness, oldest_version
 from .group_check import check_scored_group
@@ -23,15 +23,16 @@ def resolve_group(store: BlobStore, run_id: str, line: dict[str, Any]) -> Scored
     if "group" in line:
         group = line["group"]
     else:
-        validate("scored-group-message", {k: v for k, v in line.items() if k != "type"})
-        raw = store.get_bytes(line["manifestKey"])
+        fields = {k: v for k, v in line.items() if k != "type"}
+        message = cast(ScoredGroupMessage, validate("scored-group-message", fields))
+        raw = store.get_bytes(message["manifestKey"])
         digest = hashlib.sha256(raw).hexdigest()
-        if digest != line["sha256"]:
-            raise ContractError(f"{line['manifestKey']}: sha256 {digest} != message's {line['sha256']}")
+        if digest != message["sha256"]:
+            raise ContractError(f"{message['manifestKey']}: sha256 {digest} != message's {message['sha256']}")
         group = json.loads(raw)
-        if group.get("groupId") != line["groupId"]:
+        if group.get("groupId") != message["groupId"]:
             raise ContractError(
-                f"{line['manifestKey']}: groupId {group.get('groupId')!r} != {line['groupId']!r}"
+                f"{message['manifestKey']}: groupId {group.get('groupId')!r} != {message['groupId']!r}"
             )
     scored = check_scored_group(group)
     if scored["runId"] != run_id:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from ..scored_group import ScoredGroup, Trajectory, Turn
+from ..scored_group import ScoredGroup, ToolCall, Trajectory, Turn
 
 
 def trajectory(
@@ -27,7 +27,7 @@ def trajectory(
         start = len(ids)
         ids += turn
         mask += [1] * len(turn)
-        calls = []
+        calls: list[ToolCall] = []
         if tool_results and i < len(tool_results):
             calls = [
                 {

@@ -5,26 +5,50 @@ import { LoraConfigSchema } from './model.ts';
 
 export const CriticConfigSchema = z
   .object({
-    /** The critic's own decoder (a Hub id, a local folder or `tiny`); it must share the policy's tokenizer. */
     model: z
       .object({
-        path: z.string().min(1),
+        path: z.string().min(1).describe('A Hub id, a local folder or `tiny`.'),
         lora: LoraConfigSchema.optional(),
-        gradient_checkpointing: z.boolean().default(false),
+        gradient_checkpointing: z
+          .boolean()
+          .default(false)
+          .describe('Recompute layer activations in backward.'),
       })
-      .strict(),
-    /** Its own AdamW (verl's critic.optim.lr default). */
-    lr: z.number().positive().default(1e-5),
-    weight_decay: z.number().nonnegative().default(0),
-    grad_clip: z.number().positive().default(1.0),
-    /** Linear learning-rate warm-up of the critic's optimiser, in learner steps. */
-    lr_warmup_steps: z.number().int().nonnegative().default(0),
-    /** Groups (prompts) per critic optimiser step; unset: trainer.ppo_mini_batch_size. */
-    ppo_mini_batch_size: z.number().int().positive().optional(),
-    /** Passes over each batch; unset: trainer.ppo_epochs. */
-    ppo_epochs: z.number().int().positive().optional(),
-    /** Value clipping around the old values; unset: algorithm.cliprange_value. */
-    cliprange_value: z.number().nonnegative().optional(),
+      .strict()
+      .describe(
+        "The critic's own decoder (a Hub id, a local folder or `tiny`); it must share the policy's tokenizer.",
+      ),
+    lr: z.number().positive().default(1e-5).describe("Its own AdamW (verl's critic.optim.lr default)."),
+    weight_decay: z.number().nonnegative().default(0).describe("The critic's AdamW weight decay."),
+    grad_clip: z.number().positive().default(1.0).describe('Max global gradient norm of the critic.'),
+    lr_warmup_steps: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe("Linear learning-rate warm-up of the critic's optimiser, in learner steps."),
+    ppo_mini_batch_size: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Groups (prompts) per critic optimiser step; unset: trainer.ppo_mini_batch_size.'),
+    ppo_epochs: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Passes over each batch; unset: trainer.ppo_epochs.'),
+    cliprange_value: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe('Value clipping around the old values; unset: algorithm.cliprange_value.'),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: 'CriticConfig',
+    description:
+      "`critic:` of the run config: PPO's separate value model (verl's `critic:` block); without it, `adv_estimator: gae` trains a value head on the policy's own trunk.",
+  });
 export type CriticConfig = z.infer<typeof CriticConfigSchema>;

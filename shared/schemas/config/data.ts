@@ -12,26 +12,35 @@ const DatasetPathSchema = z
 
 export const DataConfigSchema = z
   .object({
-    /**
-     * Dataset file(s), relative to the config file (embedded) or uploaded next to it (AWS): .parquet, or .jsonl /
-     * .json converted on upload (verl rows, the multi-turn seed's chat lines, ToolBench data).
-     */
-    train: z.union([DatasetPathSchema, z.array(DatasetPathSchema).min(1)]),
+    train: z
+      .union([DatasetPathSchema, z.array(DatasetPathSchema).min(1)])
+      .describe(
+        "Dataset file(s), relative to the config file (embedded) or uploaded next to it (AWS): .parquet, or .jsonl / .json converted on upload (verl rows, the multi-turn seed's chat lines, ToolBench data).",
+      ),
     val: z.union([DatasetPathSchema, z.array(DatasetPathSchema)]).optional(),
-    /**
-     * Prompts longer than this (tokens, as rendered with the tools) fail the run's dataset check at start; one
-     * limit for the whole run, curriculum stages included.
-     */
-    max_prompt_length: z.number().int().positive().default(1024),
-    /**
-     * Prompt template the feeder applies to each row before its rollout: a built-in name (`toolcall`, `retool`,
-     * `search`, or an alias) or a .yaml file relative to this config. Rows already written with the same template
-     * (`dataset convert --prompt-type`, recorded in extra_info.prompt_type) are left as they are; a row written
-     * with another template is an error rather than wrapped twice.
-     */
-    prompt_type: z.string().min(1).optional(),
-    /** Visit the rows in a seeded random order (trainer.seed), a new order each epoch. */
-    shuffle: z.boolean().default(true),
+    max_prompt_length: z
+      .number()
+      .int()
+      .positive()
+      .default(1024)
+      .describe(
+        "Prompts longer than this (tokens, as rendered with the tools) fail the run's dataset check at start; one limit for the whole run, curriculum stages included.",
+      ),
+    prompt_type: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Prompt template the feeder applies to each row before its rollout: a built-in name (`toolcall`, `retool`, `search`, or an alias) or a .yaml file relative to this config. Rows already written with the same template (`dataset convert --prompt-type`, recorded in extra_info.prompt_type) are left as they are; a row written with another template is an error rather than wrapped twice.',
+      ),
+    shuffle: z
+      .boolean()
+      .default(true)
+      .describe('Visit the rows in a seeded random order (trainer.seed), a new order each epoch.'),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: 'DataConfig',
+    description: '`data:` of the run config: the datasets, the prompt limit, the prompt template, shuffling.',
+  });
 export type DataConfig = z.infer<typeof DataConfigSchema>;

@@ -16,36 +16,67 @@ export const CodeBlockConfigSchema = z
       .default('```output\n{output}\n```')
       .refine((w) => w.includes('{output}'), { message: 'output_wrapper must contain {output}' }),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: 'CodeBlockConfig',
+    description:
+      "The `code_block` format's settings: which tool a ```python block goes to, which fence languages run, and how each output is wrapped in the tool message the model reads (`{output}` is replaced by it). The default wrapper is ToolGRPO's; ReTool's is `<interpreter>\\n{output}\\n</interpreter>`.",
+  });
 export type CodeBlockConfig = z.infer<typeof CodeBlockConfigSchema>;
 
 export const MultiTurnConfigSchema = z
   .object({
-    /** Assistant turns per episode. */
-    max_turns: z.number().int().positive().default(4),
-    /** Tool calls per episode, summed over turns. */
-    max_tool_calls: z.number().int().nonnegative().default(4),
-    /** Tool calls executed from one assistant turn; extra calls become tool errors. */
-    max_parallel_calls: z.number().int().positive().default(2),
-    /** Generated + appended tokens after the prompt. */
-    max_total_response_length: z.number().int().positive().default(1024),
-    /** A tool result longer than this (in `tool_response_truncate_unit`s) is truncated. */
-    max_tool_response_length: z.number().int().positive().default(256),
-    /**
-     * As verl and MindSpeed-RL: `left` keeps the start (`text[:max] + "...(truncated)"`), `right` keeps the end
-     * (`"(truncated)..." + text[-max:]`), `middle` keeps max/2 of each end around `...(truncated)...`.
-     */
-    tool_response_truncate_side: z.enum(['left', 'right', 'middle']).default('middle'),
-    /**
-     * What max_tool_response_length counts: `characters` (verl's and MindSpeed-RL's unit), or `tokens` of the
-     * run's tokenizer (policy v0's; characters until it is published).
-     */
-    tool_response_truncate_unit: z.enum(['characters', 'tokens']).default('characters'),
-    /** `hermes`, `react`, `qwen3_coder` or `code_block` (shared/parsing; other systems' names through the alias table). */
-    tool_parser_format: z.string().default('hermes'),
+    max_turns: z.number().int().positive().default(4).describe('Assistant turns per episode.'),
+    max_tool_calls: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(4)
+      .describe('Tool calls per episode, summed over turns.'),
+    max_parallel_calls: z
+      .number()
+      .int()
+      .positive()
+      .default(2)
+      .describe('Tool calls executed from one assistant turn; extra calls become tool errors.'),
+    max_total_response_length: z
+      .number()
+      .int()
+      .positive()
+      .default(1024)
+      .describe('Generated + appended tokens after the prompt.'),
+    max_tool_response_length: z
+      .number()
+      .int()
+      .positive()
+      .default(256)
+      .describe('A tool result longer than this (in `tool_response_truncate_unit`s) is truncated.'),
+    tool_response_truncate_side: z
+      .enum(['left', 'right', 'middle'])
+      .default('middle')
+      .describe(
+        'As verl and MindSpeed-RL: `left` keeps the start (`text[:max] + "...(truncated)"`), `right` keeps the end (`"(truncated)..." + text[-max:]`), `middle` keeps max/2 of each end around `...(truncated)...`.',
+      ),
+    tool_response_truncate_unit: z
+      .enum(['characters', 'tokens'])
+      .default('characters')
+      .describe(
+        "What max_tool_response_length counts: `characters` (verl's and MindSpeed-RL's unit), or `tokens` of the run's tokenizer (policy v0's; characters until it is published).",
+      ),
+    tool_parser_format: z
+      .string()
+      .default('hermes')
+      .describe(
+        "`hermes`, `react`, `qwen3_coder` or `code_block` (shared/parsing; other systems' names through the alias table).",
+      ),
     code_block: CodeBlockConfigSchema.default(CodeBlockConfigSchema.parse({})),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: 'MultiTurnConfig',
+    description:
+      "`rollout.multi_turn:` the episode's limits (names as verl's multi_turn block) and the tool-call format.",
+  });
 export type MultiTurnConfig = z.infer<typeof MultiTurnConfigSchema>;
 
 /**
@@ -54,17 +85,24 @@ export type MultiTurnConfig = z.infer<typeof MultiTurnConfigSchema>;
  */
 export const ValKwargsSchema = z
   .object({
-    /** 0: greedy decoding (verl's do_sample: false). */
-    temperature: z.number().nonnegative().default(0),
+    temperature: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe("0: greedy decoding (verl's do_sample: false)."),
     top_p: z.number().gt(0).max(1).default(1.0),
     top_k: z.number().int().nonnegative().default(0),
-    /** Samples per validation prompt. */
-    n: z.number().int().positive().default(1),
+    n: z.number().int().positive().default(1).describe('Samples per validation prompt.'),
   })
   .strict()
   .refine((v) => v.temperature > 0 || v.n === 1, {
     message: 'greedy validation (temperature 0) gives n identical samples: set a temperature or n: 1',
     path: ['n'],
+  })
+  .meta({
+    id: 'ValKwargs',
+    description:
+      "How validation rollouts sample (verl's `val_kwargs`): greedy, one per prompt, by default; with a temperature and n > 1, the validation metrics are means over n samples per prompt (mean@n, as DAPO and others report).",
   });
 export type ValKwargs = z.infer<typeof ValKwargsSchema>;
 
@@ -106,19 +144,27 @@ export type AgentConfig = z.infer<typeof AgentConfigSchema>;
 
 export const RolloutConfigSchema = z
   .object({
-    /** G: samples per prompt (TRL's num_generations). */
-    n: z.number().int().positive().default(8),
-    temperature: z.number().positive().default(1.0),
-    top_p: z.number().gt(0).max(1).default(1.0),
-    /** 0 disables top-k. */
-    top_k: z.number().int().nonnegative().default(0),
-    /** Per-turn token budget. */
-    max_new_tokens: z.number().int().positive().default(256),
-    seed: z.number().int().nonnegative().default(0),
+    n: z.number().int().positive().default(8).describe("G: samples per prompt (TRL's num_generations)."),
+    temperature: z
+      .number()
+      .positive()
+      .default(1.0)
+      .describe(
+        "Sampling temperature; the behaviour log-probs (and the learner's) are of logits / temperature.",
+      ),
+    top_p: z.number().gt(0).max(1).default(1.0).describe('Nucleus sampling; 1 disables it.'),
+    top_k: z.number().int().nonnegative().default(0).describe('0 disables top-k.'),
+    max_new_tokens: z.number().int().positive().default(256).describe('Per-turn token budget.'),
+    seed: z.number().int().nonnegative().default(0).describe("The sampler's seed."),
     multi_turn: MultiTurnConfigSchema.default(MultiTurnConfigSchema.parse({})),
     val_kwargs: ValKwargsSchema.default(ValKwargsSchema.parse({})),
     /** Bring your own agent: it drives each episode through an OpenAI-compatible endpoint (AgentConfigSchema). */
     agent: AgentConfigSchema.optional(),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: 'RolloutConfig',
+    description:
+      '`rollout:` of the run config: sampling (the behaviour log-probs are of logits / temperature) and the multi-turn limits.',
+  });
 export type RolloutConfig = z.infer<typeof RolloutConfigSchema>;

@@ -24,7 +24,12 @@ export const StageDataConfigSchema = z
     shuffle: z.boolean().optional(),
     max_prompt_length: z.never({ error: PER_RUN_PROMPT_LIMIT }).optional(),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: 'StageDataConfig',
+    description:
+      "A stage's data: its train files, and the top-level `data` settings it may change (unset ones are the top level's). Validation files listed here join the run's validation set, which is evaluated as one.",
+  });
 
 /** A curriculum stage (EnvTuning's format -> base -> full): its data, epochs and overrides. */
 export const StageConfigSchema = z
@@ -32,7 +37,6 @@ export const StageConfigSchema = z
     name: z.string().min(1),
     data: StageDataConfigSchema,
     epochs: z.number().int().positive().default(1),
-    /** Deep-merged over the run config for this stage (rollout, reward, algorithm, trainer keys; not data). */
     overrides: z
       .record(z.string(), z.unknown())
       .default({})
@@ -40,19 +44,42 @@ export const StageConfigSchema = z
         path: ['data'],
         message:
           "a stage's data settings go in its own `data:` block (train, val, prompt_type, shuffle), not in overrides",
-      }),
+      })
+      .describe(
+        'Deep-merged over the run config for this stage (rollout, reward, algorithm, trainer keys; not data).',
+      ),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: 'StageConfig',
+    description: "A curriculum stage (EnvTuning's format -> base -> full): its data, epochs and overrides.",
+  });
 export type StageConfig = z.infer<typeof StageConfigSchema>;
 
 export const LoggingConfigSchema = z
   .object({
-    tensorboard: z.boolean().default(true),
-    wandb: z.object({ project: z.string(), entity: z.string().optional() }).strict().optional(),
-    /** Print progress every this many seconds. */
-    progress_interval_s: z.number().positive().default(2),
+    tensorboard: z
+      .boolean()
+      .default(true)
+      .describe("Write TensorBoard event files of the learner's metrics."),
+    wandb: z
+      .object({
+        project: z.string().describe('The Weights & Biases project.'),
+        entity: z
+          .string()
+          .optional()
+          .describe('The Weights & Biases entity (user or team); unset: the default.'),
+      })
+      .strict()
+      .optional()
+      .describe("Log the learner's metrics to Weights & Biases."),
+    progress_interval_s: z.number().positive().default(2).describe('Print progress every this many seconds.'),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: 'LoggingConfig',
+    description: '`logging:` of the run config: TensorBoard, Weights & Biases, progress lines.',
+  });
 
 export const RunConfigSchema = z
   .object({
@@ -63,8 +90,9 @@ export const RunConfigSchema = z
     tools: ToolsConfigSchema.default({}),
     reward: RewardConfigSchema.default(RewardConfigSchema.parse({})),
     algorithm: AlgorithmConfigSchema.default(AlgorithmConfigSchema.parse({})),
-    /** PPO's separate critic model (with `adv_estimator: gae`); without it GAE uses a value head on the policy. */
-    critic: CriticConfigSchema.optional(),
+    critic: CriticConfigSchema.optional().describe(
+      "PPO's separate critic model (with `adv_estimator: gae`); without it GAE uses a value head on the policy.",
+    ),
     trainer: TrainerConfigSchema.default(TrainerConfigSchema.parse({})),
     stages: z.array(StageConfigSchema).optional(),
     logging: LoggingConfigSchema.default(LoggingConfigSchema.parse({})),
@@ -116,5 +144,10 @@ export const RunConfigSchema = z
             'trainer.deterministic trains exactly the groups of each batch; refilling a batch is not deterministic',
         });
     });
+  })
+  .meta({
+    id: 'RunConfig',
+    description:
+      "The run configuration: one YAML file, resolved at the edge (shared/config) into toolrl's names.",
   });
 export type RunConfig = z.infer<typeof RunConfigSchema>;

@@ -3,106 +3,199 @@ import { z } from 'zod';
 
 export const SftConfigSchema = z
   .object({
-    /** Parquet or JSONL of demonstrations (chat messages), relative to the config file. */
-    data: z.string(),
-    steps: z.number().int().nonnegative().default(100),
-    lr: z.number().positive().default(1e-4),
-    batch_size: z.number().int().positive().default(16),
-    /** `cosine` decays the SFT learning rate to `min_lr_ratio * lr` over `steps`. */
-    lr_scheduler: z.enum(['constant', 'cosine']).default('constant'),
-    min_lr_ratio: z.number().min(0).max(1).default(0),
-    /**
-     * Linear learning-rate warmup from 0 over the first steps, then `lr_scheduler` over the rest. Without it,
-     * AdamW's first steps at a large `lr` can leave a small model unable to learn to copy from its prompt for
-     * hundreds of steps (measured on the quick start's model: README.md, "How the config was chosen").
-     */
-    warmup_steps: z.number().int().nonnegative().default(0),
-    /**
-     * Sequence length warmup (Li et al., arXiv:2108.06084): for the first `context_warmup_steps` steps each
-     * demonstration keeps only the last `context_warmup_tokens` tokens before its first assistant token (every
-     * assistant token is kept). A small model learns to copy from its prompt (operands into a call) far sooner
-     * from short contexts, then carries the skill to full-length ones. 0 disables.
-     */
-    context_warmup_steps: z.number().int().nonnegative().default(0),
-    context_warmup_tokens: z.number().int().positive().default(32),
-    /**
-     * `step`: `context_warmup_tokens` throughout the warmup, then the whole context. `linear`: the kept context
-     * grows from `context_warmup_tokens` to the longest demonstration's over the warmup steps (the paper's ramp).
-     */
-    context_warmup_schedule: z.enum(['step', 'linear']).default('step'),
+    data: z
+      .string()
+      .describe('Parquet or JSONL of demonstrations (chat messages), relative to the config file.'),
+    steps: z.number().int().nonnegative().default(100).describe('Optimiser steps of the warm start.'),
+    lr: z.number().positive().default(1e-4).describe('Its AdamW learning rate.'),
+    batch_size: z.number().int().positive().default(16).describe('Demonstrations per step.'),
+    lr_scheduler: z
+      .enum(['constant', 'cosine'])
+      .default('constant')
+      .describe('`cosine` decays the SFT learning rate to `min_lr_ratio * lr` over `steps`.'),
+    min_lr_ratio: z.number().min(0).max(1).default(0).describe('Where `cosine` ends, as a fraction of lr.'),
+    warmup_steps: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe(
+        'Linear learning-rate warmup from 0 over the first steps, then `lr_scheduler` over the rest. Without it, AdamW\'s first steps at a large `lr` can leave a small model unable to learn to copy from its prompt for hundreds of steps (measured on the quick start\'s model: README.md, "How the config was chosen").',
+      ),
+    context_warmup_steps: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe(
+        'Sequence length warmup (Li et al., arXiv:2108.06084): for the first `context_warmup_steps` steps each demonstration keeps only the last `context_warmup_tokens` tokens before its first assistant token (every assistant token is kept). A small model learns to copy from its prompt (operands into a call) far sooner from short contexts, then carries the skill to full-length ones. 0 disables.',
+      ),
+    context_warmup_tokens: z
+      .number()
+      .int()
+      .positive()
+      .default(32)
+      .describe('Context tokens kept before the first assistant token during the warmup.'),
+    context_warmup_schedule: z
+      .enum(['step', 'linear'])
+      .default('step')
+      .describe(
+        "`step`: `context_warmup_tokens` throughout the warmup, then the whole context. `linear`: the kept context grows from `context_warmup_tokens` to the longest demonstration's over the warmup steps (the paper's ramp).",
+      ),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: 'SftConfig',
+    description:
+      "`trainer.sft`: an SFT warm start on chat demonstrations (cross-entropy on assistant tokens) before the first policy is published; set in a curriculum stage's overrides, it runs (once) before that stage's first batch trains.",
+  });
 
 export const TrainerConfigSchema = z
   .object({
-    /** Groups (prompts) per learner step. */
-    batch_prompts: z.number().int().positive().default(8),
-    lr: z.number().positive().default(1e-6),
-    /** `cosine` decays to `min_lr_ratio * lr` over max_steps (or the planned groups / batch_prompts). */
-    lr_scheduler: z.enum(['constant', 'cosine']).default('constant'),
-    /** Linear warmup from 0, in learner steps. */
-    warmup_steps: z.number().int().nonnegative().default(0),
-    min_lr_ratio: z.number().min(0).max(1).default(0),
-    weight_decay: z.number().nonnegative().default(0),
-    grad_clip: z.number().positive().default(1.0),
-    /** Passes over each batch of groups (PPO epochs). */
-    ppo_epochs: z.number().int().positive().default(1),
-    /**
-     * Groups (prompts) per actor optimiser step, as verl's ppo_mini_batch_size: each epoch shuffles the batch's
-     * groups and steps once per mini-batch. Unset: the whole batch, one step per epoch.
-     */
-    ppo_mini_batch_size: z.number().int().positive().optional(),
-    /** Learner steps at the start that train only the separate critic (verl's trainer.critic_warmup). */
-    critic_warmup: z.number().int().nonnegative().default(0),
-    /** Token budget of one packed micro-batch. */
-    micro_batch_tokens: z.number().int().positive().default(8192),
-    /** Rows of the [tokens x vocabulary] logits computed at once for log-probs (never the full matrix). */
-    logprob_chunk_size: z.number().int().positive().default(2048),
-    epochs: z.number().int().positive().default(1),
-    max_steps: z.number().int().positive().optional(),
-    /** A group whose oldest sampled token is more than this many versions behind is dropped. */
-    max_staleness: z.number().int().nonnegative().default(1),
-    /**
-     * The run fails, naming the reasons, once more than this fraction of its planned train groups were
-     * dead-lettered (a stage gave up on one of their messages: a reward that throws, a tool server that is down).
-     * Below it each such group is dropped and counted and the run goes on (a group whose message a DLQ redrive
-     * sends back is trained after all).
-     */
-    max_dead_letter_fraction: z.number().min(0).max(1).default(0.05),
-    publish_every: z.number().int().positive().default(1),
-    /** A checkpoint every this many learner steps (10 when neither this nor save_every_epochs is set). */
-    save_every: z.number().int().positive().optional(),
-    /**
-     * A checkpoint every this many epochs (EnvTuning's cadence), instead of save_every: converted to learner steps
-     * when the run starts, per curriculum stage, as epochs x rows / batch_prompts (at least 1).
-     */
-    save_every_epochs: z.number().int().positive().optional(),
-    /** Complete checkpoints kept (older ones are deleted once a newer one is complete). */
-    keep_checkpoints: z.number().int().positive().default(2),
-    /** Validation rollouts every this many policy versions; 0 disables. */
-    eval_every: z.number().int().nonnegative().default(0),
-    seed: z.number().int().nonnegative().default(0),
-    /**
-     * Reproducible runs: train group p (batch t = p / batch_prompts) is sampled by the policy the learner had after
-     * settling batch t - max_staleness (v0 before that), and each step trains exactly the groups of its batch, in
-     * feeder order, whatever order they finish in. The same config and seed then give the same learning metrics
-     * run after run on one machine; the price is that rollouts for batch t + max_staleness + 1 wait for batch t.
-     */
-    deterministic: z.boolean().default(false),
-    /**
-     * Learner processes (GPUs) for `toolrl train`: above 1 the learner runs under torchrun as an FSDP2
-     * data-parallel job (`toolrl train --learner-device cpu` runs them on CPU with gloo). On AWS the
-     * environment's `learner.gpus` (x nodes) sets the job's size. `npx toolrl plan` checks that it fits.
-     */
-    num_gpus: z.number().int().positive().max(1024).default(1),
-    /** Sharded learner: parameters, gradients and AdamW state in host memory, the optimizer step on CPU. */
-    cpu_offload: z.boolean().default(false),
-    /** Optional SFT warm start before RL. */
-    sft: SftConfigSchema.optional(),
+    batch_prompts: z.number().int().positive().default(8).describe('Groups (prompts) per learner step.'),
+    lr: z.number().positive().default(1e-6).describe('AdamW learning rate (fp32 master weights).'),
+    lr_scheduler: z
+      .enum(['constant', 'cosine'])
+      .default('constant')
+      .describe(
+        '`cosine` decays to `min_lr_ratio * lr` over max_steps (or the planned groups / batch_prompts).',
+      ),
+    warmup_steps: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe('Linear warmup from 0, in learner steps.'),
+    min_lr_ratio: z.number().min(0).max(1).default(0).describe('Where `cosine` ends, as a fraction of lr.'),
+    weight_decay: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe('AdamW decoupled weight decay (arXiv:1711.05101), not on biases and norms.'),
+    grad_clip: z.number().positive().default(1.0).describe('Max global gradient norm.'),
+    ppo_epochs: z
+      .number()
+      .int()
+      .positive()
+      .default(1)
+      .describe('Passes over each batch of groups (PPO epochs).'),
+    ppo_mini_batch_size: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "Groups (prompts) per actor optimiser step, as verl's ppo_mini_batch_size: each epoch shuffles the batch's groups and steps once per mini-batch. Unset: the whole batch, one step per epoch.",
+      ),
+    critic_warmup: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe(
+        "Learner steps at the start that train only the separate critic (verl's trainer.critic_warmup).",
+      ),
+    micro_batch_tokens: z
+      .number()
+      .int()
+      .positive()
+      .default(8192)
+      .describe('Token budget of one packed micro-batch.'),
+    logprob_chunk_size: z
+      .number()
+      .int()
+      .positive()
+      .default(2048)
+      .describe(
+        'Rows of the [tokens x vocabulary] logits computed at once for log-probs (never the full matrix).',
+      ),
+    epochs: z.number().int().positive().default(1).describe('Passes over the training data.'),
+    max_steps: z.number().int().positive().optional().describe('Stop after this many learner steps.'),
+    max_staleness: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1)
+      .describe('A group whose oldest sampled token is more than this many versions behind is dropped.'),
+    max_dead_letter_fraction: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.05)
+      .describe(
+        'The run fails, naming the reasons, once more than this fraction of its planned train groups were dead-lettered (a stage gave up on one of their messages: a reward that throws, a tool server that is down). Below it each such group is dropped and counted and the run goes on (a group whose message a DLQ redrive sends back is trained after all).',
+      ),
+    publish_every: z
+      .number()
+      .int()
+      .positive()
+      .default(1)
+      .describe('A new policy version every this many learner steps.'),
+    save_every: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        'A checkpoint every this many learner steps (10 when neither this nor save_every_epochs is set).',
+      ),
+    save_every_epochs: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "A checkpoint every this many epochs (EnvTuning's cadence), instead of save_every: converted to learner steps when the run starts, per curriculum stage, as epochs x rows / batch_prompts (at least 1).",
+      ),
+    keep_checkpoints: z
+      .number()
+      .int()
+      .positive()
+      .default(2)
+      .describe('Complete checkpoints kept (older ones are deleted once a newer one is complete).'),
+    eval_every: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe('Validation rollouts every this many policy versions; 0 disables.'),
+    seed: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe('Seeds the learner (torch) and the walk over the data.'),
+    deterministic: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Reproducible runs: train group p (batch t = p / batch_prompts) is sampled by the policy the learner had after settling batch t - max_staleness (v0 before that), and each step trains exactly the groups of its batch, in feeder order, whatever order they finish in. The same config and seed then give the same learning metrics run after run on one machine; the price is that rollouts for batch t + max_staleness + 1 wait for batch t.',
+      ),
+    num_gpus: z
+      .number()
+      .int()
+      .positive()
+      .max(1024)
+      .default(1)
+      .describe(
+        "Learner processes (GPUs) for `toolrl train`: above 1 the learner runs under torchrun as an FSDP2 data-parallel job (`toolrl train --learner-device cpu` runs them on CPU with gloo). On AWS the environment's `learner.gpus` (x nodes) sets the job's size. `npx toolrl plan` checks that it fits.",
+      ),
+    cpu_offload: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Sharded learner: parameters, gradients and AdamW state in host memory, the optimizer step on CPU.',
+      ),
+    sft: SftConfigSchema.optional().describe('Optional SFT warm start before RL.'),
   })
   .strict()
   .refine((t) => t.save_every === undefined || t.save_every_epochs === undefined, {
     message: 'give save_every (learner steps) or save_every_epochs, not both',
     path: ['save_every_epochs'],
+  })
+  .meta({
+    id: 'TrainerConfig',
+    description:
+      '`trainer:` of the run config: batch, optimiser, schedule, staleness, publishing and checkpoints.',
   });
 export type TrainerConfig = z.infer<typeof TrainerConfigSchema>;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CONSTANTS_FILE, EXPORTED, renderConstants, renderJsonSchema } from '#shared/codegen/json-schemas';
+import { PYTHON_MODULES, renderPython } from '#shared/codegen/python';
 import { RunConfigSchema } from '#shared/schemas/config/run';
 import { RolloutTrajectorySchema } from '#shared/schemas/trajectory';
 
@@ -20,6 +21,14 @@ describe('generated JSON Schemas', () => {
     );
     expect(committed).toBe(renderConstants());
   });
+
+  it.each(PYTHON_MODULES.map((m) => [m.path, m] as const))(
+    "the learner's %s is what the zod schemas generate (run `npm run schemas:generate`)",
+    (path, spec) => {
+      const committed = readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
+      expect(committed).toBe(renderPython(spec));
+    },
+  );
 });
 
 describe('trajectory', () => {
