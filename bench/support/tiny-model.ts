@@ -60,7 +60,7 @@ function sourceHash(): string {
   return h.digest('hex').slice(0, 16);
 }
 
-async function learner(args: string[]): Promise<void> {
+export async function learner(args: string[]): Promise<void> {
   try {
     await run(LEARNER_PYTHON, ['-m', 'toolrl_learner', ...args], { cwd: REPO_ROOT, maxBuffer: 64 << 20 });
   } catch (err) {
@@ -89,7 +89,7 @@ function builderAlive(lock: string): boolean {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Builds `target` with `build(tmp)` unless it exists; one builder at a time across processes (a lock folder). */
-async function once(target: string, build: (tmp: string) => Promise<void>): Promise<void> {
+export async function once(target: string, build: (tmp: string) => Promise<void>): Promise<void> {
   const lock = `${target}.lock`;
   for (;;) {
     if (existsSync(target)) return;
@@ -126,11 +126,7 @@ export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
   let p = built.get(key);
   if (!p) {
     p = (async () => {
-      const hash = sourceHash();
-      const fixtures = join(REPO_ROOT, '.cache', 'fixtures');
-      pruneStale(fixtures, hash);
-      const root = join(fixtures, hash);
-      mkdirSync(root, { recursive: true });
+      const root = fixtureRoot();
       const modelDir = join(root, preset ? `model-${preset}` : 'model');
       const variantSuffix = variant === 'standard' ? '' : `-${variant}`;
       const blockSuffix = q === 'none' || blockSize === 32 ? '' : `-b${blockSize}`;
@@ -155,6 +151,16 @@ export function tinyBundle(opts: TinyOptions = {}): Promise<TinyFixture> {
     built.set(key, p);
   }
   return p;
+}
+
+/** This checkout's fixture folder (.cache/fixtures/<hash of the model and export sources>), made on first use. */
+export function fixtureRoot(): string {
+  const hash = sourceHash();
+  const fixtures = join(REPO_ROOT, '.cache', 'fixtures');
+  pruneStale(fixtures, hash);
+  const root = join(fixtures, hash);
+  mkdirSync(root, { recursive: true });
+  return root;
 }
 
 /** Removes fixtures built from older sources (untouched for an hour), so .cache does not grow with every edit. */
