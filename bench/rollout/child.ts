@@ -24,6 +24,54 @@ export interface Measurement {
   sampleMs?: number;
   /** Peak resident memory of the measuring process so far (MB), as Lambda counts a function's memory. */
   maxRssMb?: number;
+  /** CPU time of the measuring process over the run (ms, every thread): the work, whatever the machine's load. */
+  cpuMs?: number;
+}
+
+/**
+ * The agreement check: the next-token distribution at `k` positions of one token sequence. The reference
+ * (llama.cpp) is asked without `follow` and continues the prompt greedily, k tokens; the engine is asked with
+ * `follow` = those tokens and reads the same k positions in one pass (teacher-forced), reporting besides its own top
+ * the probabilities of the ids in `ask` (the reference's top ids, per position).
+ */
+export interface ProbeRequest {
+  prompt: number[];
+  k: number;
+  top: number;
+  follow?: number[];
+  ask?: number[][];
+}
+
+export interface ProbeResult {
+  /** The k tokens the positions are read after: the greedy continuation, or `follow`. */
+  tokens: number[];
+  /** Per position, the `top` most likely next tokens (softmax at temperature 1), most likely first. */
+  top: { id: number; p: number }[][];
+  /** Per position, the probability of each id of `ask`. */
+  asked?: number[][];
+}
+
+/** Top `n` of a softmax over `logits` (float64 sums), and the probabilities of `ask`. */
+export function softmaxTop(
+  logits: Float32Array,
+  n: number,
+  ask: readonly number[] = [],
+): { top: { id: number; p: number }[]; asked: number[] } {
+  let max = Number.NEGATIVE_INFINITY;
+  for (const x of logits) if (x > max) max = x;
+  let z = 0;
+  for (const x of logits) z += Math.exp(x - max);
+  const best: { id: number; p: number }[] = [];
+  for (let id = 0; id < logits.length; id++) {
+    const x = logits[id]!;
+    if (best.length < n || x > best.at(-1)!.p) {
+      best.push({ id, p: x });
+      best.sort((a, b) => b.p - a.p || a.id - b.id);
+      if (best.length > n) best.pop();
+    }
+  }
+  const p = (x: number) => Math.exp(x - max) / z;
+  return { top: best.map((b) => ({ id: b.id, p: p(b.p) })), asked: ask.map((id) => p(logits[id]!)) };
 }
 
 /** The arguments both children take. */
@@ -76,7 +124,12 @@ export function childArgs(): ChildArgs {
   };
 }
 
-type Reply = { ready: true; loadMs: number } | { result: Measurement } | { error: string };
+type Reply =
+  | { ready: true; loadMs: number }
+  | { result: Measurement }
+  | { probe: ProbeResult }
+  | { error: string };
+type Request = { cmd: 'run' } | { cmd: 'exit' } | { cmd: 'probe'; request: ProbeRequest };
 
 /**
  * Child side: loads (`load`), warms up with one untimed run of the measured G and prompt and `tokens.warmup` new
@@ -86,6 +139,8 @@ type Reply = { ready: true; loadMs: number } | { result: Measurement } | { error
 export async function serve(
   load: () => Promise<{
     run: (newTokens: number) => Promise<Omit<Measurement, 'loadAvg'>>;
+    /** The agreement check's side (ProbeRequest); absent where the process cannot read logits. */
+    probe?: (r: ProbeRequest) => Promise<ProbeResult>;
     dispose: () => Promise<void>;
   }>,
   tokens: { warmup: number; measured: number },
@@ -93,18 +148,32 @@ export async function serve(
   const send = (m: Reply) => process.send!(m);
   try {
     const t0 = performance.now();
-    const { run, dispose } = await load();
+    const { run, probe, dispose } = await load();
     await run(tokens.warmup);
     send({ ready: true, loadMs: performance.now() - t0 });
-    process.on('message', (msg: { cmd: 'run' | 'exit' }) => {
+    const fail = (e: Error) => send({ error: e.stack ?? String(e) });
+    const cpu = () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    };
+    process.on('message', (msg: Request) => {
       if (msg.cmd === 'exit') {
         void dispose().finally(() => process.exit(0));
         return;
       }
+      if (msg.cmd === 'probe') {
+        if (!probe) fail(new Error('this process has no agreement check'));
+        else probe(msg.request).then((r) => send({ probe: r }), fail);
+        return;
+      }
       const loadAvg = loadavg()[0]!;
+      const c0 = cpu();
       run(tokens.measured).then(
-        (r) => send({ result: { ...r, loadAvg, maxRssMb: process.resourceUsage().maxRSS / 1024 } }),
-        (e: Error) => send({ error: e.stack ?? String(e) }),
+        (r) =>
+          send({
+            result: { ...r, loadAvg, maxRssMb: process.resourceUsage().maxRSS / 1024, cpuMs: cpu() - c0 },
+          }),
+        fail,
       );
     });
   } catch (e) {
@@ -142,7 +211,21 @@ export class Child {
         if ('result' in m) ok(m.result);
         else fail(new Error('error' in m ? m.error : 'unexpected reply'));
       });
-      this.proc.send({ cmd: 'run' });
+      this.proc.send({ cmd: 'run' } satisfies Request);
+    });
+  }
+
+  probe(request: ProbeRequest): Promise<ProbeResult> {
+    return new Promise((ok, fail) => {
+      const died = (code: number | null) =>
+        fail(new Error(`the measuring process exited with ${code} mid-probe`));
+      this.proc.once('exit', died);
+      this.proc.once('message', (m: Reply) => {
+        this.proc.off('exit', died);
+        if ('probe' in m) ok(m.probe);
+        else fail(new Error('error' in m ? m.error : 'unexpected reply'));
+      });
+      this.proc.send({ cmd: 'probe', request } satisfies Request);
     });
   }
 

@@ -2,10 +2,19 @@
 // every figure is the median over the rounds with the range (min-max) in brackets; ratios are taken per round
 // (the engine against transformers.js or llama.cpp of the same round, the bound from that round's copy
 // bandwidth), then summarised.
+import { type Agreement, agreementTable } from './agreement.ts';
 import type { Measurement } from './child.ts';
 
 export const BEGIN = '<!-- bench/rollout: generated, begin -->';
 export const END = '<!-- bench/rollout: generated, end -->';
+/** The markers of a block: the default one, or a real model's own (`tag` = its name). */
+const markers = (tag?: string) =>
+  tag
+    ? {
+        begin: `<!-- bench/rollout ${tag}: generated, begin -->`,
+        end: `<!-- bench/rollout ${tag}: generated, end -->`,
+      }
+    : { begin: BEGIN, end: END };
 
 /** One round: a copy-bandwidth measurement, then the engine and the references back to back (rotating order). */
 export interface Round {
@@ -43,6 +52,10 @@ export interface Context {
   llamaTopK?: number;
   /** The graph the engine decoded with (absent: slots). */
   graph?: 'slots' | 'standard';
+  /** A real model's name: its block has its own markers. */
+  tag?: string;
+  /** The top-5 agreement check against llama.cpp (real models). */
+  agreements?: Agreement[];
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -78,8 +91,9 @@ export function renderTables(rows: Row[], ctx: Context): string {
     r.rounds.flatMap((x) => [x.ours.loadAvg, x.ref?.loadAvg ?? x.ours.loadAvg]),
   );
   const rounds = rows[0]?.rounds.length ?? 0;
+  const { begin, end } = markers(ctx.tag);
   const lines = [
-    BEGIN,
+    begin,
     `\`${ctx.command}\` — ${ctx.model}, ${first?.P ?? '?'}-token prompt, ` +
       `${first?.N ?? '?'} new tokens per sample, ${ctx.threads} intra-op threads, ${rounds} rounds, ` +
       `warm-up ${ctx.warmupTokens} tokens on the measured shape. ${ctx.machine}; 1-minute load average ` +
@@ -163,7 +177,8 @@ export function renderTables(rows: Row[], ctx: Context): string {
     );
   }
   if (rows.some((r) => r.rounds.some((x) => x.llama))) lines.push('', ...llamaTable(rows, ctx));
-  lines.push(END);
+  if (ctx.agreements?.length) lines.push('', ...agreementTable(ctx.agreements));
+  lines.push(end);
   return `${lines.join('\n')}\n`;
 }
 
@@ -184,8 +199,8 @@ function llamaTable(rows: Row[], ctx: Context): string[] {
       `context decoded as one batch (each prefills its own copy of the prompt: no shared prefill), ${sampling} ` +
       'and EOS fed back like any token.',
     '',
-    '| bundle | G | llama.cpp GGUF | llama.cpp prefill tok/s | llama.cpp decode tok/s | llama.cpp end-to-end tok/s | engine vs llama.cpp, decode | engine vs llama.cpp, end-to-end |',
-    '|---|---|---|---|---|---|---|---|',
+    '| bundle | G | llama.cpp GGUF | llama.cpp prefill tok/s | llama.cpp decode tok/s | llama.cpp end-to-end tok/s | engine vs llama.cpp, decode | engine vs llama.cpp, end-to-end | engine vs llama.cpp, CPU time per token | peak memory MB, engine / llama.cpp |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
     if (!r.rounds.some((x) => x.llama)) continue;
@@ -200,21 +215,40 @@ function llamaTable(rows: Row[], ctx: Context): string[] {
         2,
         'x',
       );
+    // CPU time: llama.cpp's per sampled token over the engine's (> 1: the engine does less work per token).
+    const cpu = cell(
+      perRound(r, (x) => (x.llama?.cpuMs && x.ours.cpuMs ? x.llama.cpuMs / x.ours.cpuMs : undefined)),
+      2,
+      'x',
+    );
+    const peak = (side: (x: Round) => Measurement | undefined) =>
+      f(Math.max(...perRound(r, (x) => side(x)?.maxRssMb)), 0);
     lines.push(
       `| ${r.dtype} | ${r.G} | ${(r.gguf ?? '?').toUpperCase()} | ${ll(prefillRate, 0)} | ${ll(decodeRate, 1)} | ` +
-        `${ll(endToEnd, 1)} | ${vs(decodeRate)} | ${vs(endToEnd)} |`,
+        `${ll(endToEnd, 1)} | ${vs(decodeRate)} | ${vs(endToEnd)} | ${cpu} | ` +
+        `${peak((x) => x.ours)} / ${peak((x) => x.llama)} |`,
     );
   }
   return lines;
 }
 
-/** `text` with the generated block of the "Rollout engine" section replaced (the section's prose is kept). */
-export function replaceTables(text: string, tables: string): string {
+/**
+ * `text` with the generated block of the "Rollout engine" section replaced (the section's prose is kept). A real
+ * model's block (`tag`) has its own markers; the first time, it goes at the end of the section under its own heading.
+ */
+export function replaceTables(text: string, tables: string, tag?: string): string {
+  const { begin: BEGIN, end: END } = markers(tag);
   const start = text.indexOf(BEGIN);
   const end = text.indexOf(END);
   if (start >= 0 && end > start)
     return `${text.slice(0, start)}${tables.trimEnd()}${text.slice(end + END.length)}`;
   const heading = text.indexOf('\n## Rollout engine\n');
+  if (tag && heading >= 0) {
+    const next = text.indexOf('\n## ', heading + 1);
+    const at = next < 0 ? text.length : next;
+    const block = `\n### ${tag} against llama.cpp (generated)\n\n${tables.trimEnd()}\n`;
+    return `${text.slice(0, at).trimEnd()}\n${block}${text.slice(at)}`;
+  }
   if (heading < 0) return `${text.trimEnd()}\n\n## Rollout engine\n\n${tables}`;
   const next = text.indexOf('\n## ', heading + 1);
   const head = text.slice(0, heading + '\n## Rollout engine\n'.length);

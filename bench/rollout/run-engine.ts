@@ -11,8 +11,9 @@ import { KvCache } from '#shared/policy/kv-cache';
 import { OnnxDecoder } from '#shared/policy/onnx-decoder';
 import { DEFAULT_SAMPLING, Sampler } from '#shared/policy/sampler';
 import { SamplerGraph } from '#shared/policy/sampler-graph';
+import { SlotBatch } from '#shared/policy/slot-batch';
 import { SLOTS_GRAPH_FILE, SlotDecoder } from '#shared/policy/slot-decoder';
-import { childArgs, serve } from './child.ts';
+import { childArgs, type ProbeRequest, type ProbeResult, serve, softmaxTop } from './child.ts';
 import { benchPrompt } from './prompt.ts';
 
 const a = childArgs();
@@ -27,21 +28,23 @@ await serve(
     const stops = { eosIds: new Set<number>(), toolCallEndText: '</tool_call>', piece: () => '' };
     const stats = emptyStats(); // the decoding counts into it; reset for every run
     const slots = a.graph === 'slots' && SLOTS_GRAPH_FILE in m.files;
-    const decoding: Decoding = slots
-      ? new SlotBatcher(
-          await SlotDecoder.load(join(dir, SLOTS_GRAPH_FILE), kv, m.vocabSize, { threads: a.threads }),
-          sampler,
-          graph,
-          stops,
-          stats,
-        )
-      : new StandardDecoding(
-          await OnnxDecoder.load(modelPath, kv, m.vocabSize, { threads: a.threads }),
-          sampler,
-          graph,
-          stops,
-          stats,
-        );
+    const decoder = slots
+      ? await SlotDecoder.load(join(dir, SLOTS_GRAPH_FILE), kv, m.vocabSize, { threads: a.threads })
+      : await OnnxDecoder.load(modelPath, kv, m.vocabSize, { threads: a.threads });
+    const decoding: Decoding =
+      decoder instanceof SlotDecoder
+        ? new SlotBatcher(decoder, sampler, graph, stops, stats)
+        : new StandardDecoding(decoder, sampler, graph, stops, stats);
+    /** Every position's logits of one sequence, from an empty cache (one pass, as a prefill). */
+    const allLogits = async (ids: number[]): Promise<Float32Array> => {
+      if (decoder instanceof SlotDecoder) {
+        const past = SlotBatch.single(KvCache.empty(kv, 1));
+        const out = await decoder.forward([ids], [0], past, false);
+        past.release();
+        return out.logits;
+      }
+      return (await decoder.forward([ids], KvCache.empty(kv, 1), false)).logits;
+    };
     const prompt = benchPrompt(a.P, m.vocabSize);
     return {
       run: async (N) => {
@@ -56,6 +59,18 @@ await serve(
         const totalMs = performance.now() - t0;
         if (rows.some((r) => r.tokenIds.length !== N)) throw new Error('a row stopped early');
         return { engine: slots ? 'toolrl' : 'toolrl (standard graph)', G: a.G, P: a.P, N, totalMs, ...stats };
+      },
+      probe: async ({ prompt, k, top, follow, ask }: ProbeRequest): Promise<ProbeResult> => {
+        if (!follow || follow.length !== k)
+          throw new Error('the engine probes a given continuation of k tokens');
+        const ids = [...prompt, ...follow.slice(0, k - 1)];
+        const logits = await allLogits(ids);
+        const V = m.vocabSize;
+        const rows = Array.from({ length: k }, (_, j) => {
+          const at = ids.length - k + j;
+          return softmaxTop(logits.subarray(at * V, (at + 1) * V), top, ask?.[j] ?? []);
+        });
+        return { tokens: follow, top: rows.map((r) => r.top), asked: rows.map((r) => r.asked) };
       },
       dispose: async () => {
         await decoding.dispose();

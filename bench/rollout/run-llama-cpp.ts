@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { readBundle } from '#shared/policy/bundle';
-import { childArgs, serve } from './child.ts';
+import { childArgs, type ProbeRequest, type ProbeResult, serve } from './child.ts';
 import { benchPrompt } from './prompt.ts';
 
 /** The part of node-llama-cpp's API this process uses (its types live in its own install, not the product's). */
@@ -31,8 +31,15 @@ interface LlamaContext {
   getSequence(): Sequence;
   dispose(): Promise<void>;
 }
+/** One position's output of `controlledEvaluate` (its `generateNext.probabilities`: token -> probability). */
+interface ControlledOutput {
+  next: { probabilities?: Map<number, number> };
+}
 interface Sequence {
   clearHistory(): Promise<void>;
+  controlledEvaluate(
+    input: (number | [number, { generateNext: { probabilities: true; options: object } }])[],
+  ): Promise<(ControlledOutput | undefined)[]>;
   evaluate(
     tokens: number[],
     o: {
@@ -112,6 +119,37 @@ await serve(
           decodeTokens: a.G * (N - 1),
           decodeMs: end - start - prefillMs,
         };
+      },
+      probe: async ({ prompt, k, top }: ProbeRequest): Promise<ProbeResult> => {
+        // Greedy: each position's most likely token is fed next; the probabilities are llama.cpp's softmax at
+        // temperature 1 over the full vocabulary (no top-k, top-p or min-p).
+        const s = sequences[0]!;
+        await s.clearHistory();
+        const options = { temperature: 1, topK: 0, topP: 1, minP: 0 };
+        const tokens: number[] = [];
+        const tops: { id: number; p: number }[][] = [];
+        let feed = prompt;
+        for (let j = 0; j < k; j++) {
+          const input = [
+            ...feed.slice(0, -1),
+            [feed.at(-1)!, { generateNext: { probabilities: true, options } }] as [
+              number,
+              { generateNext: { probabilities: true; options: object } },
+            ],
+          ];
+          const out = await s.controlledEvaluate(input);
+          const probs = out.at(-1)?.next.probabilities;
+          if (!probs) throw new Error('llama.cpp returned no probabilities');
+          const best = [...probs]
+            .map(([id, p]) => ({ id, p }))
+            .sort((a, b) => b.p - a.p || a.id - b.id)
+            .slice(0, top);
+          tops.push(best);
+          tokens.push(best[0]!.id);
+          feed = [best[0]!.id];
+        }
+        await s.clearHistory();
+        return { tokens, top: tops };
       },
       dispose: async () => {
         await context.dispose();
