@@ -23,7 +23,7 @@ import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
 
 /** Shares of the demonstrations: a correct call, a call with the wrong expression, no call at all. */
-export const DEMONSTRATION_MIX = { correct: 0.7, wrongExpression: 0.15, noCall: 0.15 } as const;
+export const DEMONSTRATION_MIX = { correct: 0.8, wrongExpression: 0, noCall: 0.2 } as const;
 
 const rng = samplingStream(20251129, 0, 0);
 const next = () => rng.next();
@@ -85,41 +85,102 @@ function evaluate(expr: string): number {
 }
 
 const NAMES = {
-  train: ['Maria', 'Tom', 'Aisha', 'Ken', 'Lucia', 'Omar', 'Emma', 'Ravi'],
+  train: ['Maria', 'Tom', 'Aisha', 'Ken', 'Lucia', 'Omar', 'Emma', 'Ravi', 'Nina', 'Sam', 'Yuki', 'Leo'],
   val: ['Sofia', 'Jonas', 'Mei', 'Diego', 'Hana', 'Peter'],
 };
 const THINGS = {
-  train: ['stickers', 'marbles', 'coins', 'stamps', 'books', 'pencils'],
+  train: [
+    'stickers',
+    'marbles',
+    'coins',
+    'stamps',
+    'books',
+    'pencils',
+    'apples',
+    'bottles',
+    'toys',
+    'nails',
+    'cups',
+    'bricks',
+  ],
   val: ['shells', 'cards', 'beads', 'screws', 'buttons', 'tickets'],
 };
 
 type Template = (p: Problem, name: string, things: string) => string;
 
-// Training phrasings, several per kind.
+// Training phrasings: many sentence shapes and verbs per kind (a few give the numbers out of order), so that what
+// the model learns is which words mean which operation, not a handful of sentences. None of them uses the held-out
+// phrasings' verbs or shapes below.
 const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
   add: [
     (p, n, t) => `${n} has ${p.a} ${t}. ${n} gets ${p.b} more. How many ${t} does ${n} have now?`,
     (p, _n, t) => `A shop had ${p.a} ${t} and received ${p.b} more. How many ${t} does the shop have?`,
+    (p, n, t) =>
+      `${n} collected ${p.a} ${t} last year and ${p.b} this year. How many ${t} did ${n} collect in both years?`,
+    (p, _n, t) => `A library has ${p.a} ${t}. A donor adds ${p.b}. How many ${t} does the library hold now?`,
+    (p, n, t) =>
+      `${n} saved ${p.a} ${t}, then won ${p.b} more in a contest. How many ${t} does ${n} have altogether?`,
+    (p, _n, t) =>
+      `One truck carries ${p.a} ${t} and a second truck carries ${p.b}. How many ${t} do both trucks carry?`,
+    (p, n, t) => `${n} picked up ${p.b} ${t} and already had ${p.a}. How many ${t} does ${n} have in all?`,
+    (p, _n, t) => `A farm had ${p.a} ${t}. A delivery brought ${p.b} more. How many ${t} are on the farm?`,
   ],
   sub: [
     (p, n, t) => `${n} had ${p.a} ${t} and gave away ${p.b}. How many ${t} are left?`,
     (p, _n, t) => `A warehouse stored ${p.a} ${t}. ${p.b} of them were shipped out. How many ${t} remain?`,
+    (p, _n, t) =>
+      `A school had ${p.a} ${t} and used ${p.b} of them. How many ${t} does the school still have?`,
+    (p, n, t) => `${n} spent ${p.b} of ${n}'s ${p.a} ${t}. How many ${t} does ${n} have left?`,
+    (p, _n, t) => `A factory made ${p.a} ${t}, but ${p.b} were broken. How many good ${t} are there?`,
+    (p, n, t) => `${n} needs ${p.a} ${t} and already has ${p.b}. How many more ${t} does ${n} need?`,
+    (p, n, t) => `There are ${p.a} ${t} on a shelf. ${n} removes ${p.b}. How many ${t} are on the shelf now?`,
+    (p, _n, t) => `How many ${t} are left when ${p.b} are sold from a stock of ${p.a}?`,
   ],
   mul: [
     (p, _n, t) => `Each box holds ${p.b} ${t}. How many ${t} are in ${p.a} boxes?`,
     (p, n, t) => `${n} buys ${p.a} packs of ${t} with ${p.b} in each pack. How many ${t} is that?`,
+    (p, _n, t) => `A machine makes ${p.b} ${t} an hour. How many ${t} does it make in ${p.a} hours?`,
+    (p, _n, t) => `There are ${p.a} rows with ${p.b} ${t} in every row. How many ${t} are there?`,
+    (p, n, t) => `${n} puts ${p.b} ${t} on each of ${p.a} shelves. How many ${t} are on the shelves?`,
+    (p, _n, t) => `${p.a} teams receive ${p.b} ${t} per team. How many ${t} are handed out?`,
+    (p, n, t) => `${n} fills ${p.a} bags with ${p.b} ${t} in every bag. How many ${t} does ${n} use?`,
   ],
   'sub-add': [
     (p, n, t) =>
       `${n} had ${p.a} ${t}, gave away ${p.b} and then bought ${p.c} more. How many ${t} does ${n} have now?`,
+    (p, _n, t) =>
+      `A warehouse stored ${p.a} ${t}. It shipped out ${p.b} and then received ${p.c}. How many ${t} are in the warehouse?`,
+    (p, n, t) =>
+      `A box held ${p.a} ${t}. ${n} removed ${p.b} and later put ${p.c} back. How many ${t} are in the box?`,
+    (p, n, t) => `${n} had ${p.a} ${t}, used ${p.b} and then made ${p.c} more. How many ${t} does ${n} have?`,
+    (p, _n, t) =>
+      `A store had ${p.a} ${t}. After selling ${p.b}, it ordered ${p.c} more. How many ${t} does the store have?`,
+    (p, n, t) => `${n} spent ${p.b} of ${p.a} ${t} and then earned ${p.c}. How many ${t} does ${n} have?`,
   ],
   'add-sub': [
     (p, _n, t) =>
       `A shop had ${p.a} ${t}, received ${p.b} more and then sold ${p.c}. How many ${t} are left?`,
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, got ${p.b} more from a friend and gave away ${p.c}. How many ${t} does ${n} have now?`,
+    (p, _n, t) =>
+      `A depot holds ${p.a} ${t}. A delivery brings ${p.b} and ${p.c} are shipped out. How many ${t} are in the depot?`,
+    (p, n, t) =>
+      `${n} collected ${p.a} ${t} in spring and ${p.b} in summer, then used ${p.c}. How many ${t} are left?`,
+    (p, _n, t) =>
+      `A school bought ${p.a} ${t} and then ${p.b} more, but ${p.c} were broken. How many ${t} can still be used?`,
+    (p, n, t) => `${n} saved ${p.a} ${t}, won ${p.b} and spent ${p.c}. How many ${t} does ${n} have?`,
   ],
   'mul-add': [
     (p, n, t) =>
       `${n} has ${p.a} boxes of ${p.b} ${t} each and ${p.c} loose ${t}. How many ${t} does ${n} have in all?`,
+    (p, _n, t) =>
+      `A store has ${p.a} shelves with ${p.b} ${t} on each and ${p.c} more in the back room. How many ${t} does the store have?`,
+    (p, n, t) =>
+      `${n} buys ${p.a} packs of ${p.b} ${t} and gets ${p.c} extra for free. How many ${t} does ${n} get?`,
+    (p, _n, t) =>
+      `There are ${p.a} rows of ${p.b} ${t} and a separate pile of ${p.c}. How many ${t} are there altogether?`,
+    (p, _n, t) =>
+      `A factory packs ${p.b} ${t} into each of ${p.a} cartons and keeps ${p.c} spare. How many ${t} did it make?`,
   ],
 };
 
