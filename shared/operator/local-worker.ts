@@ -48,11 +48,6 @@ export interface LocalWorkerOptions {
  */
 export const LOCAL_WORKER_SETTINGS: Partial<Record<FunctionName, FunctionSettings>> = {
   ...EMBEDDED_SETTINGS,
-  // Two feeder passes at once, as Lambda runs them (the queue's maxConcurrency): a learner step writes LATEST.json
-  // and then state.json, each a notification, and with one at a time the pass that can feed waited for the one
-  // that could not (hundreds of milliseconds a step on a busy machine). Passes that race are reconciled by the
-  // feeder state's conditional write.
-  feeder: { maxConcurrency: QUEUES['policy-events'].maxConcurrency },
   'tool-call': { ...EMBEDDED_SETTINGS['tool-call'], maxConcurrency: 16 },
   reward: { ...EMBEDDED_SETTINGS.reward, maxConcurrency: 8 },
 };
