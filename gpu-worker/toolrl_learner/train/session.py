@@ -420,13 +420,14 @@ class LearnerSession:
             # that counted one batch fewer than it trained sent a resumed learner waiting for groups it had
             # trained already, whose messages were deleted (a hang).
             self.ordered.settle(st.policy_version)
-        # state.json before the checkpoint: it wakes the feeder (the next batch's rollouts start while the checkpoint
-        # uploads); the checkpoint still commits before any message is deleted (`committed` comes from _commit).
-        with self.timer.phase("state"):
-            self._write_state()
+        # The checkpoint (on its steps) before state.json, so a state.json that shows a checkpoint step shows a durable
+        # one (test/e2e/learner-kill.test.ts kills the learner once state.json shows step 1 and expects the restart
+        # to resume from it).
         if st.step % self.cfg.save_every == 0:
             with self.timer.phase("checkpoint"):
                 self._commit()
+        with self.timer.phase("state"):
+            self._write_state()
         if self.model.trainer.total_steps is None:
             self._read_run()
             self.model.trainer.total_steps = self._total_steps()
