@@ -198,6 +198,7 @@ def test_batches_jsonl_reaches_a_remote_store_every_step_on_cpu(tmp_path):
     logger = MetricsLogger(store, RUN, tmp_path / "work", tensorboard=False)
     logger.log_batch(1, 0, None, ["e0-p0"])
     logger.log(_row(1))
+    logger.flush()  # uploaded on a thread of their own
     text = store.get_bytes(f"runs/{RUN}/metrics/batches.jsonl").decode()
     assert [json.loads(x)["group_ids"] for x in text.splitlines()] == [["e0-p0"]]
     logger.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 import sys
 
 # command -> (module with `main(argv) -> int`, one-line help)
@@ -52,5 +54,19 @@ def main(argv: list[str]) -> int:
     return int(module.main(rest) or 0)
 
 
+def exit_rank(code: int) -> None:
+    """A torchrun rank leaves without the interpreter's teardown: its output flushed, then os._exit. Tearing down
+    gloo's and the background threads' C++ state after the work is done sometimes aborted a finished rank
+    ("terminate called without an active exception", exit -6 on a loaded machine), and torchrun then failed the
+    whole run although every step, checkpoint and line had been written."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    if "WORLD_SIZE" in os.environ and "RANK" in os.environ:
+        exit_rank(code)
+    sys.exit(code)

@@ -16,6 +16,9 @@ The learner counts the run's scored-group messages it takes off the queue (delet
 dead-lettered) in runs/<id>/queue-tally/learner-<hex>.json, as the stages count theirs: `toolrl status`
 subtracts them from what the reward stage sent to show the run's messages in the queue.
 Under torchrun only rank 0 talks to SQS; the other ranks follow it (sharded/session.py).
+The group manifests of a receive are fetched all at once as it returns (`Prefetching`), not one by one as the
+session takes them: a batch's reads are on the learner's path between two steps. The long poll is the learner's
+`wait` phase, as stdio's read is.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import os
 import secrets
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..contracts import constants, timestamp, validate
@@ -43,6 +48,50 @@ RUN_STATUS_TTL_S = 30.0  # how long another run's status is believed
 ATTR_REASON, ATTR_SOURCE, ATTR_RECEIVES = (
     constants()["queueAttributes"][name] for name in ("deadLetterReason", "sourceQueue", "receiveCount")
 )
+
+
+class Prefetching:
+    """A BlobStore whose `get_bytes` of a prefetched key answers from a read started earlier, on a pool of threads;
+    every other call goes straight to the store. A failed read fails the `get_bytes` that takes it, as it would
+    have without the prefetch."""
+
+    def __init__(self, store: BlobStore, threads: int = 10) -> None:
+        self.store = store
+        self.describe = store.describe
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sqs-prefetch")
+        self._reads: dict[str, Future[bytes]] = {}
+
+    def prefetch(self, key: str) -> None:
+        if key not in self._reads:
+            self._reads[key] = self._pool.submit(self.store.get_bytes, key)
+
+    def get_bytes(self, key: str) -> bytes:
+        read = self._reads.pop(key, None)
+        return read.result() if read is not None else self.store.get_bytes(key)
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self.store.put_bytes(key, data)
+
+    def put_if_absent(self, key: str, data: bytes) -> bool:
+        return self.store.put_if_absent(key, data)
+
+    def exists(self, key: str) -> bool:
+        return self.store.exists(key)
+
+    def list(self, prefix: str) -> list[str]:
+        return self.store.list(prefix)
+
+    def delete(self, key: str) -> None:
+        self.store.delete(key)
+
+    def put_file(self, key: str, path: Path) -> None:
+        self.store.put_file(key, path)
+
+    def get_file(self, key: str, path: Path) -> None:
+        self.store.get_file(key, path)
+
+    def local_path(self, key: str) -> Path | None:
+        return self.store.local_path(key)
 
 
 class InFlight:
@@ -114,6 +163,7 @@ class SqsDriver:
         self._arn: str | None = None
         self.tally_writer = f"learner-{secrets.token_hex(6)}"
         self.handled = 0  # this run's messages taken off the queue: deleted after a commit, or dead-lettered
+        self.prefetch: Prefetching | None = None  # the session's store, when it reads through one
 
     def count_handled(self, n: int) -> None:
         """Records n more of this run's messages off the queue in the run's queue tally (see the module doc)."""
@@ -234,6 +284,8 @@ class SqsDriver:
                 self.pass_on(body, handle, str(msg.get("runId") or ""), receives)
                 continue
             gid = str(msg.get("groupId") or "?")
+            if self.prefetch is not None and isinstance(msg.get("manifestKey"), str):
+                self.prefetch.prefetch(msg["manifestKey"])
             self.inflight.add(gid, handle)
             self.handle_of[gid], self.body_of[gid], self.receives_of[gid] = handle, body, receives
             lines.append({**msg, "type": "group"})
@@ -277,8 +329,9 @@ def _lead(args, world: World, out: LineWriter) -> int:
             make_client("sqs"), args.queue_url, driver.inflight, args.visibility, args.visibility / 3
         )
         heartbeat.start()
+        driver.prefetch = Prefetching(open_store(args.root))
         return open_session(
-            open_store(args.root),
+            driver.prefetch,
             args.run_id,
             world,
             emit=driver.emit,
@@ -290,7 +343,8 @@ def _lead(args, world: World, out: LineWriter) -> int:
         assert driver is not None  # open_session made it
         last_message = time.monotonic()
         while not session.done:
-            lines = driver.receive(args.wait, args.visibility)
+            with session.timer.phase("wait"):
+                lines = driver.receive(args.wait, args.visibility)
             if lines:
                 last_message = time.monotonic()
             for line in lines:

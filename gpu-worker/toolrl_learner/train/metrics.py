@@ -3,8 +3,10 @@ step trained, and their curriculum stage: what `toolrl view` filters trajectorie
 W&B when configured, and `metrics/reward_curve.png` (the reward and, below it, validation accuracy from the pipeline's
 `metrics/eval/v<N>.json` summaries), refreshed as training goes.
 
-On S3 the JSONL files are uploaded every step, the plot and the event files every `plot_every_s` seconds and
-at close, so a killed learner (SIGKILL, no close) loses at most that much of its TensorBoard curves. The
+On S3 the JSONL files are uploaded every step, on a thread of their own (a step's two uploads held its feeder and
+checkpoint up: 140 ms a step on a busy LocalStack; nothing downstream reads them as the run goes, and `flush`,
+`settle` and `close` wait for them), the plot and the event files every `plot_every_s` seconds and at close, so a
+killed learner (SIGKILL, no close) loses at most that much of its TensorBoard curves. The
 periodic plot is drawn on a thread of its own: drawing it (and importing matplotlib the first time, ~2 s) on
 the step's path held a quickstart's learner step up by up to 2.2 s, 10% of its RL stage."""
 
@@ -16,6 +18,7 @@ import math
 import shutil
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,14 @@ class MetricsLogger:
         self.publish_every = publish_every
         self._last_plot = -math.inf  # the first row refreshes at once
         self._plotter: threading.Thread | None = None
+        # Background uploads of the JSONL files: one thread, so a file's uploads land in order; a file already
+        # waiting for its upload is not queued again (the upload reads it when it runs: the newest rows).
+        self._file_lock = (
+            threading.Lock()
+        )  # an append and an upload's read of the same file do not interleave
+        self._uploader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics-upload")
+        self._queued: set[str] = set()
+        self._uploads: list[Future[None]] = []
         self.tb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -100,15 +111,38 @@ class MetricsLogger:
         """The groups step `step` trained (in batch order) and the curriculum stage whose config trained them."""
         row = {"step": step, "policy_version": policy_version, "stage": stage, "group_ids": group_ids}
         self.batches.append(row)
-        with open(self.dir / BATCHES, "a") as f:
+        with self._file_lock, open(self.dir / BATCHES, "a") as f:
             f.write(json.dumps(row) + "\n")
-        if self.remote:
-            self.store.put_file(self.prefix + BATCHES, self.dir / BATCHES)
+        self._upload_later(BATCHES)
+
+    def _upload_later(self, name: str) -> None:
+        if not self.remote:
+            return
+        with self._file_lock:
+            if name in self._queued:
+                return
+            self._queued.add(name)
+        self._uploads = [f for f in self._uploads if not f.done()]
+        self._uploads.append(self._uploader.submit(self._upload, name))
+
+    def _upload(self, name: str) -> None:
+        with self._file_lock:
+            self._queued.discard(name)
+            data = (self.dir / name).read_bytes()
+        try:
+            self.store.put_bytes(self.prefix + name, data)
+        except Exception as e:  # noqa: BLE001 - the file is uploaded whole: the next upload carries these rows
+            log.warning("uploading %s failed (the next step's upload carries its rows): %s", name, e)
+
+    def flush(self) -> None:
+        """Waits for the JSONL files' uploads under way: what is logged so far is in the store."""
+        for f in list(self._uploads):
+            f.result()
 
     def log(self, metrics: dict[str, Any]) -> None:
         row = {k: _clean(v) for k, v in metrics.items()}
         self.rows.append(row)
-        with open(self.dir / JSONL, "a") as f:
+        with self._file_lock, open(self.dir / JSONL, "a") as f:
             f.write(json.dumps(row) + "\n")
         step = int(row["step"])
         if self.tb is not None:
@@ -128,8 +162,7 @@ class MetricsLogger:
                     target=self._refresh, args=(rows,), name="metrics-plot", daemon=True
                 )
                 self._plotter.start()
-        if self.remote:
-            self.store.put_file(self.prefix + JSONL, self.dir / JSONL)
+        self._upload_later(JSONL)
 
     def _refresh(self, rows: list[dict[str, Any]]) -> None:
         try:
@@ -138,9 +171,10 @@ class MetricsLogger:
             log.exception("refreshing the reward plot failed")
 
     def settle(self) -> None:
-        """Waits for a plot being drawn in the background to be written."""
+        """Waits for a plot being drawn in the background to be written, and for the JSONL files' uploads."""
         if self._plotter is not None:
             self._plotter.join()
+        self.flush()
 
     def _upload_tensorboard(self) -> None:
         """Copy the event files (flushed after every row) to the store; a folder store holds them already."""
@@ -231,5 +265,6 @@ class MetricsLogger:
             self._upload_tensorboard()
         if self.wandb is not None:
             self.wandb.finish()
+        self._uploader.shutdown(wait=True)
         if self.remote:
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -298,6 +298,7 @@ class LearnerSession:
             )
         self.ordered.add(int(position), group)
         while not self.done and (arrivals := self.ordered.release(self.groups_planned)) is not None:
+            dropped = 0
             for a in arrivals:
                 g = a.group
                 if g is None:
@@ -307,18 +308,31 @@ class LearnerSession:
                 if refused is None:
                     self.buffer.append(g)
                 else:
-                    self._drop(g["groupId"], *refused, group=g)
+                    self._drop(g["groupId"], *refused, group=g, write_state=False)
+                    dropped += 1
+            if dropped:
+                # The batch's drops on record at once (one state.json, one feeder pass), before its step trains:
+                # the feeder refills their slots meanwhile.
+                self._write_state()
             self.step()  # settles the batch (before a checkpoint at this step records how many are settled)
             if self._should_stop():
                 break
         if self._should_stop():
             self.finish()
 
-    def _drop(self, gid: str, reason: str, message: str, group: ScoredGroup | None = None) -> None:
+    def _drop(
+        self,
+        gid: str,
+        reason: str,
+        message: str,
+        group: ScoredGroup | None = None,
+        *,
+        write_state: bool = True,
+    ) -> None:
         self.ledger.pending.append(gid)
         self.emit({"type": "dropped", "groupId": gid, "reason": reason, "message": message})
         self.no_signal.dropped(reason, group)
-        self._record_drop(gid)
+        self._record_drop(gid, write_state=write_state)
 
     def _empty_batch(self) -> None:
         """A batch's groups were all dropped: say so in the metrics, and stop the run once that has gone on for
@@ -329,12 +343,14 @@ class LearnerSession:
             self.failure = self.no_signal.reason()
             log.warning("run %s cannot learn; stopping: %s", self.run_id, self.failure)
 
-    def _record_drop(self, gid: str) -> None:
+    def _record_drop(self, gid: str, *, write_state: bool = True) -> None:
         self.ledger.dropped(gid)
         # The feeder keeps at most batch_prompts x (1 + max_staleness) groups in flight, counting consumed and
         # dropped ones from state.json: a drop not on record there leaves its slot taken, and when every group in
         # flight is dropped (no signal, stale) no step comes to write it, so nothing more is fed and the run stalls.
-        self._write_state()
+        # (A released deterministic batch writes it once for all its drops: write_state=False.)
+        if write_state:
+            self._write_state()
 
     def _revive(self, gid: str) -> None:
         self.ledger.revive(gid)
@@ -404,6 +420,9 @@ class LearnerSession:
             # that counted one batch fewer than it trained sent a resumed learner waiting for groups it had
             # trained already, whose messages were deleted (a hang).
             self.ordered.settle(st.policy_version)
+        # The checkpoint (on its steps) before state.json, so a state.json that shows a checkpoint step shows a durable
+        # one (test/e2e/learner-kill.test.ts kills the learner once state.json shows step 1 and expects the restart
+        # to resume from it).
         if st.step % self.cfg.save_every == 0:
             with self.timer.phase("checkpoint"):
                 self._commit()
@@ -506,6 +525,7 @@ class LearnerSession:
         if self.last_checkpoint_step != self.state.step or self.ledger.pending:
             self._commit()
         self.done = True
+        self._metrics().flush()  # the last rows are in the store before the run is said done
         self._write_state()
         self._metrics().close()
         self.emit({"type": "done"})

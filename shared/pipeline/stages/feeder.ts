@@ -141,6 +141,9 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
       if (after?.status === 'failed') return;
       throw err;
     }
+    // A deterministic batch whose version is not out yet sends nothing: nothing to record either (a write here was a
+    // request on the way to the pass that does feed, as state.json and LATEST.json each wake the feeder).
+    if (messages.length === 0) break;
     // Send before recording: a crash in between re-sends the same groups, which the stages deduplicate.
     await sendTo(ctx, 'rollout', runId, messages);
     const next: FeederState = {

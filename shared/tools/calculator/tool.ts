@@ -4,7 +4,7 @@
 // are bounded, so hostile input can neither run code nor hang or exhaust the process.
 // The call's time limit (`timeout`) starts once a worker has loaded mathjs: on a loaded machine that start-up took
 // longer than the default 15 s, and a call that timed out for it made the same seed give a different run.
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import { defineToolKind } from '../kind.ts';
 import { formatSeconds } from '../limits.ts';
@@ -85,18 +85,28 @@ export class Calculator implements Tool {
           healthy = false;
           reject(failure);
         };
-        const timer = setTimeout(
-          () =>
-            fail(
-              limitMs < this.maxEvalMs
-                ? new ToolFailure('timeout', `the tool did not finish within ${formatSeconds(limitMs)}`)
-                : new ToolFailure(
-                    'resource_limit',
-                    `expression took longer than ${this.maxEvalMs} ms to evaluate`,
-                  ),
-            ),
-          limitMs,
-        );
+        const { results, started } = this.channels.get(worker)!;
+        // Only the time the worker has spent on the expression counts (worker.mjs): when the timer fires, a result
+        // already sent is taken, and a worker that has not started (or started late) gets the rest of its budget.
+        const check = () => {
+          const sent = receiveMessageOnPort(results);
+          if (sent) return onMessage(sent.message as { ok: boolean; value?: string; error?: string });
+          const since = Number(Atomics.load(started, 0));
+          const ran = since === 0 ? 0 : Date.now() - since;
+          if (ran < limitMs) {
+            timer = setTimeout(check, limitMs - ran);
+            return;
+          }
+          fail(
+            limitMs < this.maxEvalMs
+              ? new ToolFailure('timeout', `the tool did not finish within ${formatSeconds(limitMs)}`)
+              : new ToolFailure(
+                  'resource_limit',
+                  `expression took longer than ${this.maxEvalMs} ms to evaluate`,
+                ),
+          );
+        };
+        let timer = setTimeout(check, limitMs);
         const onAbort = () => fail(new ToolFailure('timeout', 'the calculation was cancelled'));
         const onMessage = (m: { ok: boolean; value?: string; error?: string }) => {
           if (m.ok) resolve(m.value ?? '');
@@ -113,13 +123,15 @@ export class Calculator implements Tool {
           );
         const onExit = () => fail(new ToolFailure('internal_error', 'calculator worker exited'));
         ctx.signal.addEventListener('abort', onAbort, { once: true });
-        worker.once('message', onMessage).once('error', onError).once('exit', onExit);
+        results.once('message', onMessage);
+        worker.once('error', onError).once('exit', onExit);
         worker.postMessage({ expression });
         // Listeners are removed in `finally`, whichever way the promise settles.
         const cleanup = () => {
           clearTimeout(timer);
           ctx.signal.removeEventListener('abort', onAbort);
-          worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+          results.off('message', onMessage);
+          worker.off('error', onError).off('exit', onExit);
         };
         this.cleanups.set(worker, cleanup);
       });
@@ -164,12 +176,22 @@ export class Calculator implements Tool {
 
   private readonly ready = new WeakMap<Worker, Promise<void>>();
 
+  /** Each worker's result port and the epoch ms at which it started its expression (0 when it is not on one). */
+  private readonly channels = new WeakMap<Worker, { results: MessagePort; started: BigInt64Array }>();
+
   private spawn(): Worker {
+    const { port1, port2 } = new MessageChannel();
+    const started = new SharedArrayBuffer(8);
     const worker = new Worker(this.workerUrl, {
       resourceLimits: { maxOldGenerationSizeMb: this.maxHeapMb, maxYoungGenerationSizeMb: 16 },
       env: {},
+      workerData: { results: port2, started },
+      transferList: [port2],
     });
     worker.unref();
+    port1.unref();
+    this.channels.set(worker, { results: port1, started: new BigInt64Array(started) });
+    worker.once('exit', () => port1.close());
     this.ready.set(
       worker,
       new Promise<void>((resolve, reject) => {

@@ -1,7 +1,7 @@
 // Evaluates calculator expressions off the main thread (plain JS: Node workers cannot load TypeScript
 // without a loader). The parent bounds time and heap; this file bounds what an expression may contain.
 import { createRequire } from 'node:module';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 
 // mathjs's single-file build, which the package exports for this: a fresh worker loads one file instead of
 // resolving and compiling ~1,000 ES modules (measured on an idle core: 0.07-0.1 s against 0.86 s for
@@ -171,11 +171,20 @@ function evaluate(expression) {
   return result;
 }
 
+// The parent's clock for an expression starts when this thread starts evaluating it (`started`: the epoch ms, 0
+// between expressions), not when it was posted: on a loaded machine the thread may wait seconds to run at all, and
+// an expression timed out for that wait made the same seed give a different answer. Results go back on their own
+// port, which the parent can read synchronously when its timer fires (a result already sent is never a timeout).
+const started = new BigInt64Array(workerData.started);
+const results = workerData.results;
 parentPort.on('message', ({ id, expression }) => {
+  Atomics.store(started, 0, BigInt(Date.now()));
   try {
-    parentPort.postMessage({ id, ok: true, value: evaluate(expression) });
+    results.postMessage({ id, ok: true, value: evaluate(expression) });
   } catch (err) {
-    parentPort.postMessage({ id, ok: false, error: String(err?.message ?? err) });
+    results.postMessage({ id, ok: false, error: String(err?.message ?? err) });
+  } finally {
+    Atomics.store(started, 0, 0n);
   }
 });
 

@@ -9,6 +9,7 @@ import { Calculator } from '#shared/tools/calculator/tool';
 import { defineToolKind } from '#shared/tools/kind';
 import { registerToolKind } from '#shared/tools/kinds';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
+import type { ToolContext } from '#shared/tools/types';
 
 // Budgets far above what these expressions take (microseconds), so that a machine starved by other work
 // (a fresh worker loading mathjs took minutes here once) cannot fail them; the hostile-input test has its own.
@@ -103,6 +104,32 @@ describe('calculator', () => {
     // the runaway worker was terminated; a fresh one answers
     expect((await call('1 + 1')).output).toBe('2');
     await tight.close();
+  });
+
+  it('counts only the time the worker spends on the expression, not a wait before its thread runs', async () => {
+    // A worker whose thread is held for 3 s after each expression arrives, before evaluating it (what a loaded
+    // machine did to the quickstart's validation: a 1 s budget timed out '17 * 23' and changed a seeded answer);
+    // the budget is 1.5 s. Before the fix the clock ran from the post and the call failed with resource_limit.
+    const dir = mkdtempSync(join(tmpdir(), 'calc-held-'));
+    const real = new URL('../../../shared/tools/calculator/worker.mjs', import.meta.url).href;
+    const held = join(dir, 'held-worker.mjs');
+    writeFileSync(
+      held,
+      [
+        "import { parentPort } from 'node:worker_threads';",
+        'const hold = new Int32Array(new SharedArrayBuffer(4));',
+        "parentPort.on('message', () => Atomics.wait(hold, 0, 0, 3000));",
+        `await import(${JSON.stringify(real)});`,
+      ].join('\n'),
+    );
+    const calculator = new Calculator(1500, 64, pathToFileURL(held));
+    const ctx: ToolContext = {
+      signal: new AbortController().signal,
+      clock: () => new Date(),
+      timeoutMs: 600_000,
+    };
+    expect(await calculator.execute({ expression: '17 * 23' }, ctx)).toBe('391');
+    await calculator.close();
   });
 
   it('bounds the expression size', async () => {
