@@ -21,6 +21,7 @@ const { values } = parseArgs({
   options: {
     config: { type: 'string', default: 'examples/quickstart/run.yaml' },
     'max-steps': { type: 'string' },
+    threads: { type: 'string' },
     workdir: { type: 'string' },
     write: { type: 'string' },
     keep: { type: 'boolean', default: false },
@@ -29,13 +30,17 @@ const { values } = parseArgs({
 });
 if (values.help) {
   process.stdout.write(
-    'usage: npx tsx bench/embedded/index.ts [--config RUN.yaml] [--max-steps N] [--workdir DIR] [--keep]\n' +
+    'usage: npx tsx bench/embedded/index.ts [--config RUN.yaml] [--max-steps N] [--threads N] [--workdir DIR] [--keep]\n' +
       '         [--write before|after]   (rewrites that block of BENCHMARKS.md, "Embedded run")\n',
   );
   process.exit(0);
 }
 
 const cores = availableParallelism();
+// The rollout decoder's ONNX Runtime threads, as `toolrl train --threads` sets them (default: the embedded default).
+const ortThreads = values.threads ? Number(values.threads) : embeddedOrtThreads();
+if (!Number.isInteger(ortThreads) || ortThreads < 1)
+  throw new Error(`--threads: expected a positive integer, got ${values.threads}`);
 const workdir = values.workdir
   ? resolve(values.workdir)
   : mkdtempSync(join(tmpdir(), 'toolrl-bench-embedded-'));
@@ -53,6 +58,7 @@ const result = await train({
   configPath: values.config,
   workdir,
   ...(values['max-steps'] ? { maxSteps: Number(values['max-steps']) } : {}),
+  ortThreads,
   onPipeline: (p) => {
     pipelineRef = p;
     instrument(p, spans);
@@ -97,7 +103,11 @@ const torchThreads = spawnSync(learnerPython(), ['-c', 'import torch; print(torc
 const node = (cats: string[]) => spans.union(cats, tReady, tDone);
 const fns = spans.categories().filter((c) => c.startsWith('fn:'));
 const breakdown: Breakdown = {
-  config: values.config,
+  // The arguments that shape the run, as the report's command line shows them.
+  config:
+    values.config +
+    (values['max-steps'] ? ` --max-steps ${values['max-steps']}` : '') +
+    (values.threads ? ` --threads ${values.threads}` : ''),
   cpu: `${cpus()[0]?.model.split(' ').slice(0, 2).join(' ') ?? 'CPU'}, ${cores} cores`,
   load: load.sort((a, b) => a - b),
   steps: rows.length,
@@ -121,7 +131,7 @@ const breakdown: Breakdown = {
   },
   cpuWindow: window,
   threads: {
-    ort: embeddedOrtThreads(),
+    ort: ortThreads,
     torch: Number(torchThreads.stdout.trim()) || NaN,
   },
 };
