@@ -4,7 +4,7 @@
 // the same measurement. The policy is a rollout bundle, or a Hugging Face model folder (a checkpoint's `model/`),
 // which is exported to a bundle first by the learner's own exporter.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -46,6 +46,11 @@ export interface EvaluateOptions {
   /** Only the first rows of the dataset. */
   readonly maxRows?: number;
   readonly ortThreads?: number;
+  /**
+   * Keep the evaluation's run folder (every answer with its messages, tool calls and reward, under
+   * `runs/<runId>/`) in this directory instead of a scratch folder removed at the end; `toolrl view` opens it.
+   */
+  readonly keepDir?: string;
   readonly python?: string;
   /** Called as groups finish: (scored prompts, all prompts). */
   readonly onProgress?: (done: number, total: number) => void;
@@ -64,7 +69,7 @@ function bundleVersion(bundleDir: string): number {
 }
 
 export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
-  const root = mkdtempSync(join(tmpdir(), 'toolrl-eval-'));
+  const root = opts.keepDir ? keptRoot(opts.keepDir) : mkdtempSync(join(tmpdir(), 'toolrl-eval-'));
   try {
     const bundleDir = await asBundle(resolve(opts.policyDir), root, opts.python);
     const version = bundleVersion(bundleDir);
@@ -129,10 +134,25 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
     }
     const text = await pipeline.blobs.get(summaryKey);
     if (!text) throw new Error('the evaluation ended without a summary');
+    if (opts.keepDir) {
+      // A kept folder is a finished run to whoever opens it (`toolrl view`, `toolrl status --workdir`).
+      const end = new Date().toISOString();
+      const finished: RunStatus = { ...status, status: 'completed', updatedAt: end, completedAt: end };
+      await pipeline.blobs.put(keys.runJson(runId), JSON.stringify(finished));
+    }
     return EvalSummarySchema.parse(JSON.parse(Buffer.from(text).toString('utf8')));
   } finally {
-    rmSync(root, { recursive: true, force: true });
+    if (!opts.keepDir) rmSync(root, { recursive: true, force: true });
   }
+}
+
+/** `dir` made ready to hold an evaluation's run folder: created when missing, refused when it already holds runs. */
+function keptRoot(dir: string): string {
+  const root = resolve(dir);
+  if (existsSync(join(root, 'runs')))
+    throw new Error(`${dir} already holds a runs/ folder: give --out an empty or new directory`);
+  mkdirSync(root, { recursive: true });
+  return root;
 }
 
 /** The run config with the evaluation's sampling (as validation samples) and, with --no-tools, no tools. */

@@ -3,12 +3,12 @@
 // carries val/reward_mean, val/accuracy and val/tool_call_validity, overall and per data source, equal to
 // what the stored validation groups say; and `toolrl eval` of the final bundle reproduces its summary, the run's
 // own chat template (model.chat_template) included.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPolicy } from '#shared/policy/index';
 import { evaluate, runConfigBeside } from '#shared/runtime/evaluate';
-import type { ScoredGroup } from '#shared/schemas/scored-group';
+import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { lastSftLoss, memoriseSft, rowDemonstrations } from '../helpers/demonstrations.ts';
 import { quickstartRows, scoredGroups, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
 
@@ -131,16 +131,34 @@ describe('validation on the embedded default', () => {
     // validation samples), the same reward, the same summary.
     const beside = runConfigBeside(join(result.runDir, 'policy', 'v2'));
     expect(beside).not.toBeNull();
-    const again = await evaluate({
+    // With keepDir (`toolrl eval --out DIR`) its answers stay behind as a run folder: the same groups as the run's.
+    const keep = join(run.dir, 'eval-kept');
+    const options = {
       policyDir: join(result.runDir, 'policy', 'v2'),
       dataPath: join(run.dir, 'val.parquet'),
       config: beside!.config,
       sourceDir: beside!.sourceDir,
       ortThreads: 1,
-    });
+      keepDir: keep,
+    };
+    const again = await evaluate(options);
     const { runId: _r, createdAt: _c, ...measured } = again;
     const { runId: _r2, createdAt: _c2, ...fromRun } = result.evals[2]!;
     expect(measured.policyVersion).toBe(2);
     expect(measured).toEqual(fromRun);
+    const keptDir = join(keep, 'runs', again.runId, 'groups');
+    const kept = readdirSync(keptDir).sort();
+    expect(kept).toEqual(['val-v2-p0.json', 'val-v2-p1.json', 'val-v2-p2.json']);
+    for (const f of kept) {
+      const mine = ScoredGroupSchema.parse(JSON.parse(readFileSync(join(keptDir, f), 'utf8')));
+      const theirs = groups.get(f.replace(/\.json$/, ''))!;
+      expect(mine.trajectories.map((t) => [t.tokenIds, t.reward])).toEqual(
+        theirs.trajectories.map((t) => [t.tokenIds, t.reward]),
+      );
+    }
+    const keptStatus = JSON.parse(readFileSync(join(keep, 'runs', again.runId, 'run.json'), 'utf8'));
+    expect(keptStatus.status).toBe('completed');
+    // A folder that already holds an evaluation is not written over.
+    await expect(evaluate(options)).rejects.toThrow(/already holds a runs\/ folder/);
   });
 });

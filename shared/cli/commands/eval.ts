@@ -1,8 +1,8 @@
 // `toolrl eval --policy DIR --data FILE`: score a policy (a rollout bundle such as runs/<id>/policy/v<N>, or a
 // checkpoint / Hugging Face model folder) on a dataset with a run's tools and reward: accuracy (mean@k), pass@k,
 // reward and its components, tool calls per answer, valid-call rate, why episodes ended.
-import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 
@@ -18,6 +18,7 @@ interface EvalFlags {
   tools: boolean;
   maxRows?: number;
   threads?: number;
+  out?: string;
   json?: boolean;
 }
 
@@ -67,6 +68,10 @@ export function register(program: Command): void {
     .option('--no-tools', 'offer no tools (the prompt lists none; calls the model still writes fail)')
     .option('--max-rows <n>', 'only the first n rows', positiveInt('max-rows'))
     .option('--threads <n>', 'ONNX Runtime threads (default: all cores)', positiveInt('threads'))
+    .option(
+      '--out <dir>',
+      'keep every answer (messages, tool calls, reward) in DIR/runs/<runId>/ for `toolrl view` and your own analysis',
+    )
     .option('--json', 'print the summary as JSON on stdout')
     .action(async (o: EvalFlags) => {
       const { evaluate, runConfigBeside } = await import('#shared/runtime/evaluate');
@@ -83,6 +88,8 @@ export function register(program: Command): void {
       }
       if (o.n !== undefined && o.n > 1 && o.temperature === 0)
         throw new UsageError('--n > 1 with --temperature 0 samples the same greedy answer n times; use one');
+      if (o.out !== undefined && existsSync(join(o.out, 'runs')))
+        throw new UsageError(`--out ${o.out} already holds a runs/ folder: give an empty or new directory`);
       const tty = process.stderr.isTTY;
       const { BundleError } = await import('#shared/policy/bundle');
       const summary = await evaluate({
@@ -98,6 +105,7 @@ export function register(program: Command): void {
         ...(o.seed !== undefined ? { seed: o.seed } : {}),
         ...(o.maxRows !== undefined ? { maxRows: o.maxRows } : {}),
         ...(o.threads !== undefined ? { ortThreads: o.threads } : {}),
+        ...(o.out !== undefined ? { keepDir: o.out } : {}),
         onProgress: (done, total) => {
           if (tty) process.stderr.write(`\r${done}/${total} prompts scored`);
         },
@@ -124,6 +132,10 @@ export function register(program: Command): void {
         .map(([k, v]) => `${k} ${v}`)
         .join(', ');
       out.write(`  episodes ended by: ${finish}\n`);
+      if (o.out !== undefined)
+        out.write(
+          `  answers kept in ${join(o.out, 'runs', summary.runId)} (npx toolrl view ${summary.runId} --workdir ${o.out})\n`,
+        );
     });
 }
 
