@@ -44,12 +44,40 @@ export async function handleRewardRequest(
   // stored); a redelivery first looks for the trajectory it may already have stored.
   if (delivery.receiveCount <= 1 || !(await ctx.blobs.head(key))) {
     const scored = await scoreTrajectory(ctx, t);
-    const text = toJson(scored);
-    const put = await ctx.blobs.putIfAbsent(key, text, { contentType: 'application/json' });
-    if (put.written) rememberScored(ctx, key, text);
-    else ctx.log.info('duplicate trajectory: the stored one counts', { key });
+    const { siblingPending } = await storeScored(ctx, group, key, toJson(scored));
+    if (siblingPending) return;
   }
   await completeGroupIfReady(ctx, group, sampleIndex, delivery);
+}
+
+/** Puts of each group's trajectories under way in this process, by store and group folder. */
+const putsUnderWay = new Map<string, number>();
+
+/**
+ * Stores a scored trajectory (put-if-absent). `siblingPending`: another trajectory of its group was being put by this
+ * process when this put ended, so this record need not look whether the group is complete: that sibling's record
+ * looks after its own put (or, should it fail, its retry does), which covers this one's. The G records of a group
+ * in one batch then list the group once, not G times.
+ */
+export async function storeScored(
+  ctx: StageContext,
+  group: GroupRef,
+  key: string,
+  text: string,
+): Promise<{ siblingPending: boolean }> {
+  const folder = `${ctx.blobs.describe}\u0000${keys.trajectoryPrefix(group.runId, group.groupId)}`;
+  putsUnderWay.set(folder, (putsUnderWay.get(folder) ?? 0) + 1);
+  let put: Awaited<ReturnType<StageContext['blobs']['putIfAbsent']>>;
+  try {
+    put = await ctx.blobs.putIfAbsent(key, text, { contentType: 'application/json' });
+  } finally {
+    const left = (putsUnderWay.get(folder) ?? 1) - 1;
+    if (left > 0) putsUnderWay.set(folder, left);
+    else putsUnderWay.delete(folder);
+  }
+  if (put.written) rememberScored(ctx, key, text);
+  else ctx.log.info('duplicate trajectory: the stored one counts', { key });
+  return { siblingPending: putsUnderWay.has(folder) };
 }
 
 /**
