@@ -247,14 +247,17 @@ function inRun(template: string): string {
   return rest;
 }
 
-/** S3 notifications: which object keys go to which queue. Suffixes differ, so the rules never overlap. */
+/**
+ * S3 notifications: which object keys go to which queue. Suffixes differ, so the rules never overlap, and none
+ * matches a file the pipeline writes but the policy pointer and the learner's state (a filter has one prefix, which
+ * cannot hold the run id, and one suffix): no notification that wakes a stage to do nothing.
+ */
 export const NOTIFICATIONS: readonly { queue: QueueName; prefix: string; suffix: string }[] = [
   { queue: 'run-events', prefix: RUNS, suffix: '.parquet' },
-  // JSON Lines datasets uploaded by hand (toolrl submit converts them to Parquet); the learner's metrics.jsonl
-  // notifies too and is ignored. `.json` cannot notify: it would overlap the LATEST.json and state.json rules.
-  { queue: 'run-events', prefix: RUNS, suffix: '.jsonl' },
   // The run's config: the run-starter checks it at once and then looks at the inputs until every dataset it names
-  // is there (a `.json` one included) or they have waited too long (pipeline/stages/input-check.ts).
+  // is there or they have waited too long (pipeline/stages/input-check.ts). So a JSON Lines or `.json` dataset
+  // uploaded by hand starts the run at the next look: a `.jsonl` rule would also fire on the learner's
+  // metrics.jsonl and batches.jsonl at every step, and a `.json` one would overlap the two rules below.
   { queue: 'run-events', prefix: RUNS, suffix: inRun(K.config) },
   { queue: 'policy-events', prefix: RUNS, suffix: inRun(K.policyLatest) },
   // Each committed learner step also wakes the feeder, so flow control never waits on the next publish

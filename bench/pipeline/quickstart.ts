@@ -4,12 +4,24 @@
 // says completed). Prints both wall-clocks, their ratio, the load average while each ran, and each version's
 // validation numbers side by side (a deterministic run gives the same numbers both ways).
 //   npx tsx bench/pipeline/quickstart.ts [--config examples/quickstart/run.yaml] [--repeats 1] [--keep] [--write]
-//       [-- OVERRIDE ...]    e.g. -- trainer.max_steps=8  (Hydra-style, applied to both runs)
+//       [--only localstack] [-- OVERRIDE ...]    e.g. -- trainer.max_steps=8  (Hydra-style, applied to both runs)
+// Also counts the S3 and SQS requests LocalStack served while the LocalStack run ran (its own request log: the
+// worker's, the learner's and this script's polls of run.json), per operation, per trajectory and per step.
+// `--only localstack` runs that half alone, to compare request counts (no ratio).
 // With --repeats N the order alternates (embedded first, then LocalStack first, ...), so a change of load on a
 // shared machine weighs on both. Starts LocalStack (LOCALSTACK_PORT, default 4566) when it is not running.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,6 +43,7 @@ const { values: args, positionals: overrides } = parseArgs({
     config: { type: 'string', default: 'examples/quickstart/run.yaml' },
     repeats: { type: 'string', default: '1' },
     keep: { type: 'boolean', default: false },
+    only: { type: 'string' },
     write: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -62,6 +75,10 @@ interface Timed {
   readonly steps: number;
   /** sha256 of v0's weights: the same warm start both ways when equal. */
   readonly v0Weights: string;
+  /** LocalStack runs: the S3 and SQS requests it served while the run ran, by `service.Operation`. */
+  readonly requests?: Record<string, number>;
+  /** Trajectories the run sampled: training groups x n plus validation groups x val n. */
+  readonly trajectories?: number;
 }
 
 /** `timing_s/<phase>` summed over the learner's step rows. */
@@ -141,6 +158,22 @@ function ensureLocalStack(): { client: AwsClientOptions; stop: () => void } {
   };
 }
 
+/** LocalStack's own log (scripts/localstack.sh writes it), where it logs every request it serves. */
+function localStackLog(): string | undefined {
+  const port = new URL(process.env.AWS_ENDPOINT_URL ?? 'http://127.0.0.1:4566').port || '4566';
+  const path = join(REPO, `.localstack/localstack-${port}.log`);
+  return existsSync(path) ? path : undefined;
+}
+
+/** The S3 and SQS requests in LocalStack's log after byte `from`, by `service.Operation`. */
+function countRequests(path: string, from: number): Record<string, number> {
+  const text = readFileSync(path).subarray(from).toString('utf8');
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/localstack\.request\.aws\s*: AWS ((?:s3|sqs)\.\w+) =>/g))
+    out[m[1]!] = (out[m[1]!] ?? 0) + 1;
+  return out;
+}
+
 /** Waits for a line of the worker's log that starts with `prefix`; fails if the worker exits first. */
 async function waitForLine(child: ChildProcess, logPath: string, prefix: string, ms: number): Promise<void> {
   const end = Date.now() + ms;
@@ -186,6 +219,8 @@ async function runLocalStack(client: AwsClientOptions): Promise<Timed> {
       `localstack: toolrl submit --env ${env} --config ${args.config} ${overrides.join(' ')}\n`,
     );
     const stop = loadSampler();
+    const requestLog = localStackLog();
+    const logFrom = requestLog ? statSync(requestLog).size : 0;
     const t0 = Date.now();
     const submit = spawnSync(
       NODE[0]!,
@@ -206,7 +241,9 @@ async function runLocalStack(client: AwsClientOptions): Promise<Timed> {
     }
     const wallS = (Date.now() - t0) / 1000;
     const load = stop();
+    const requests = requestLog ? countRequests(requestLog, logFrom) : undefined;
     if (status !== 'completed') throw new Error(`the LocalStack run ${runId} ended ${status}`);
+    const trajectories = (await blobs.listKeys(`${keys.runPrefix(runId)}trajectories/`)).length;
     const text = async (key: string) =>
       Buffer.from((await blobs.get(key)) ?? new Uint8Array()).toString('utf8');
     const evals: Eval[] = [];
@@ -223,7 +260,17 @@ async function runLocalStack(client: AwsClientOptions): Promise<Timed> {
     evals.sort((a, b) => a.version - b.version);
     const { phases, steps } = phaseSums(await text(`${keys.metrics(runId)}metrics.jsonl`));
     const v0Weights = weightsOf(await text(`${keys.policyVersion(runId, 0)}manifest.json`));
-    return { mode: 'localstack', wallS, load, evals, phases, steps, v0Weights };
+    return {
+      mode: 'localstack',
+      wallS,
+      load,
+      evals,
+      phases,
+      steps,
+      v0Weights,
+      ...(requests ? { requests } : {}),
+      trajectories,
+    };
   } finally {
     if (worker.exitCode === null) {
       const exited = new Promise((r) => worker.once('exit', r));
@@ -249,8 +296,17 @@ const sameEval = (a: Eval[], b: Eval[]) =>
 
 const ls = ensureLocalStack();
 const pairs: { embedded: Timed; localstack: Timed }[] = [];
+const alone: Timed[] = [];
 try {
   for (let i = 0; i < Number(args.repeats); i++) {
+    if (args.only === 'localstack') {
+      const localstack = await runLocalStack(ls.client);
+      alone.push(localstack);
+      process.stderr.write(
+        `run ${i + 1}: LocalStack ${localstack.wallS.toFixed(0)} s (load ${localstack.load.toFixed(1)})\n`,
+      );
+      continue;
+    }
     // Alternate the order, so a load that rises or falls during the command weighs on both.
     let embedded: Timed;
     let localstack: Timed;
@@ -269,6 +325,32 @@ try {
   }
 } finally {
   ls.stop();
+}
+
+/** The LocalStack run's requests per trajectory and per learner step, by operation, most first. */
+function requestLines(t: Timed): string[] {
+  const trajectories = t.trajectories ?? 0;
+  if (!t.requests || !trajectories) return [];
+  const entries = Object.entries(t.requests).sort((a, b) => b[1] - a[1]);
+  const total = entries.reduce((a, [, n]) => a + n, 0);
+  const per = (n: number, d: number) => (n / d).toFixed(2);
+  const steps = Math.max(1, t.steps);
+  return [
+    `LocalStack requests: ${total} for ${trajectories} trajectories and ${t.steps} steps: ` +
+      `${per(total, trajectories)} a trajectory, ${per(total, steps)} a step`,
+    `  by operation (a trajectory / a step): ${entries.map(([op, n]) => `${op} ${n} (${per(n, trajectories)} / ${per(n, steps)})`).join(', ')}`,
+  ];
+}
+
+if (args.only === 'localstack') {
+  for (const t of alone) {
+    console.log(
+      `LocalStack ${t.wallS.toFixed(0)} s (load ${t.load.toFixed(1)}); validation ${evalLine(t.evals)}`,
+    );
+    for (const l of requestLines(t)) console.log(l);
+  }
+  console.log(JSON.stringify({ config: args.config, overrides, alone }));
+  process.exit(0);
 }
 
 const cpu = `${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${availableParallelism()} cores`;
@@ -301,6 +383,7 @@ for (const [i, p] of pairs.entries()) {
     `  learner seconds by phase over the steps: ${names.map((n) => `${n} ${(p.embedded.phases[n] ?? 0).toFixed(0)}/${(p.localstack.phases[n] ?? 0).toFixed(0)}`).join(', ')} (embedded/LocalStack)`,
   );
 }
+for (const p of pairs) for (const l of requestLines(p.localstack)) console.log(l);
 console.log(JSON.stringify({ cpu, config: args.config, overrides, pairs, sameEvals }));
 
 if (args.write) {

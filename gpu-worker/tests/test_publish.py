@@ -60,20 +60,32 @@ def _fail_nth_upload_of(prefix: str, n: int):
     return fail
 
 
+def _stored_files(store, manifest: dict) -> dict[str, str]:
+    """Each file of a published version, by name: the key it is read from (its own folder, or the one it names)."""
+    return {
+        name: f"runs/{RUN}/policy/v{entry.get('version', manifest['version'])}/{name}"
+        for name, entry in manifest["files"].items()
+    }
+
+
 def test_latest_stays_when_an_upload_fails_halfway_on_cpu(tiny_dir, tmp_path):
-    v1 = f"runs/{RUN}/policy/v1/"
-    store = RemoteFolderStore(tmp_path / "bucket", fail_put_file=_fail_nth_upload_of(v1, 3))
+    v0p, v1 = f"runs/{RUN}/policy/v0/", f"runs/{RUN}/policy/v1/"
+    store = RemoteFolderStore(tmp_path / "bucket", fail_put_file=_fail_nth_upload_of(v0p, 3))
     publisher = Publisher(store, RUN, tmp_path / "work", tiny_dir)
     model = load_pretrained(tiny_dir)
+    with pytest.raises(UploadFailed):
+        publisher.publish(model, 0)
+    # a version's files go up at once: the third failed (the others may be up), so no manifest and no LATEST
+    assert 2 <= len([k for k in store.uploads if k.startswith(v0p)])
+    assert not store.exists(v0p + "manifest.json") and not store.exists(f"runs/{RUN}/policy/LATEST.json")
+    store.fail_put_file = None
     v0 = publisher.publish(model, 0)
     with torch.no_grad():
         model.model.norm.weight.add_(0.5)  # the next policy: same layout, other weights
+    store.fail_put_file = _fail_nth_upload_of(v1, 1)
     with pytest.raises(UploadFailed):
         publisher.publish(model, 1)
-    # a version's files go up at once: the third failed (the others may be up), so no manifest, and LATEST still
-    # names v0 by its hash
-    up = [k for k in store.uploads if k.startswith(v1)]
-    assert 2 <= len(up) and v1 + "manifest.json" not in up
+    # v1 uploads only its weights; that upload failed: no manifest, and LATEST still names v0 by its hash
     assert not store.exists(v1 + "manifest.json")
     assert _latest(tmp_path / "bucket") == v0 and v0["version"] == 0
     # the next attempt (the failure was transient) completes v1, then moves LATEST
@@ -81,7 +93,40 @@ def test_latest_stays_when_an_upload_fails_halfway_on_cpu(tiny_dir, tmp_path):
     p1 = publisher.publish(model, 1)
     assert _latest(tmp_path / "bucket") == p1 and p1["version"] == 1
     manifest = validate("bundle-manifest", json.loads(store.get_bytes(v1 + "manifest.json")))
-    assert set(manifest["files"]) == {k.removeprefix(v1) for k in store.list(v1)} - {"manifest.json"}
+    assert all(store.exists(k) for k in _stored_files(store, manifest).values())
+
+
+def test_a_version_in_a_bucket_uploads_only_the_files_that_changed_on_cpu(tiny_dir, tmp_path):
+    # v1 and v2 change only the weights: each uploads its weights file and its manifest, which names v0 as where the
+    # graph, config and tokenizer are; every file it lists is stored there, with the digest it lists
+    import hashlib
+
+    store = RemoteFolderStore(tmp_path / "bucket")
+    publisher = Publisher(store, RUN, tmp_path / "work", tiny_dir)
+    model = load_pretrained(tiny_dir)
+    publisher.publish(model, 0)
+    m0 = json.loads(store.get_bytes(f"runs/{RUN}/policy/v0/manifest.json"))
+    for v in (1, 2):
+        with torch.no_grad():
+            model.model.norm.weight.add_(0.5)
+        before = len(store.uploads)
+        publisher.publish(model, v)
+        prefix = f"runs/{RUN}/policy/v{v}/"
+        assert store.uploads[before:] == [prefix + "model.onnx.data"]
+        m = validate("bundle-manifest", json.loads(store.get_bytes(prefix + "manifest.json")))
+        assert set(m["files"]) == set(m0["files"])
+        for name, key in _stored_files(store, m).items():
+            assert hashlib.sha256(store.get_bytes(key)).hexdigest() == m["files"][name]["sha256"], name
+            assert key == (prefix + name if name == "model.onnx.data" else f"runs/{RUN}/policy/v0/{name}")
+    # a learner restarted on another machine takes the graph from where v2's manifest says, and v3 names v0 too
+    again = Publisher(store, RUN, tmp_path / "work2", tiny_dir)
+    with torch.no_grad():
+        model.model.norm.weight.add_(0.5)
+    again.publish(model, 3)
+    m3 = json.loads(store.get_bytes(f"runs/{RUN}/policy/v3/manifest.json"))
+    assert {n: e.get("version") for n, e in m3["files"].items()} == {
+        n: (None if n == "model.onnx.data" else 0) for n in m0["files"]
+    }
 
 
 def _config(tiny_dir) -> dict:
@@ -103,7 +148,7 @@ def test_session_publishes_weights_only_after_v0_and_survives_a_failed_publish_o
 ):
     root = tmp_path / "bucket"
     v2 = f"runs/{RUN}/policy/v2/"
-    store = RemoteFolderStore(root, fail_put_file=_fail_nth_upload_of(v2, 2))
+    store = RemoteFolderStore(root, fail_put_file=_fail_nth_upload_of(v2, 1))
     store.put_bytes(f"runs/{RUN}/run.json", json.dumps({"config": _config(tiny_dir)}).encode())
     events = []
     s = LearnerSession(store, RUN, emit=events.append, workdir=tmp_path / "work1", device="cpu")
@@ -127,7 +172,8 @@ def test_session_publishes_weights_only_after_v0_and_survives_a_failed_publish_o
     latest = _latest(root)
     assert latest["version"] == 2
     m0, m2 = (json.loads(store.get_bytes(f"runs/{RUN}/policy/v{v}/manifest.json")) for v in (0, 2))
-    assert m2["files"]["model.onnx"] == m0["files"]["model.onnx"]  # the same graph, copied
+    # the same graph, not uploaded again: v2 names v0 as where it is
+    assert m2["files"]["model.onnx"] == {**m0["files"]["model.onnx"], "version": 0}
     assert m2["files"]["model.onnx.data"] != m0["files"]["model.onnx.data"]  # trained weights
 
 

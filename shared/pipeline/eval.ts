@@ -11,6 +11,7 @@ import type { RunStatus } from '#shared/schemas/run-status';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { keys, parseKey } from '#shared/topology';
 import { getJson, putJsonIfAbsent, readJson } from './blob-json.ts';
+import { BoundedSet, Coalescer } from './coalesce.ts';
 import { readRunStatus, transitionRun } from './run-status.ts';
 
 /**
@@ -142,21 +143,50 @@ export function wantedEvalVersions(
 export const evalGroupPrefix = (runId: string, version: number): string =>
   keys.groups(runId) + valGroupIdPrefix(version);
 
-/** Summarises a version's validation once all its groups are scored; written once (put-if-absent). */
-export async function writeEvalSummaryIfComplete(
+/** Summaries being worked out in this process, by store and version: callers that ask while one runs share the next. */
+const summaryRuns = new Coalescer<EvalSummary | undefined>();
+/** Summaries this process knows are written. */
+const summariesWritten = new BoundedSet(1024);
+
+/**
+ * Summarises a version's validation once all its groups are scored; written once (put-if-absent). The validation
+ * groups that finish last often finish together: each caller shares a look that started after it asked, and only the
+ * look that writes the summary returns it (so one caller goes on to complete the run).
+ */
+export function writeEvalSummaryIfComplete(
+  ctx: StageContext,
+  run: RunStatus,
+  version: number,
+): Promise<EvalSummary | undefined> {
+  const id = `${ctx.blobs.describe}\u0000${keys.evalSummary(run.runId, version)}`;
+  return summaryRuns.run(id, async () => {
+    if (summariesWritten.has(id)) return undefined;
+    const summary = await summariseIfComplete(ctx, run, version);
+    if (summary) summariesWritten.add(id);
+    return summary;
+  });
+}
+
+async function summariseIfComplete(
   ctx: StageContext,
   run: RunStatus,
   version: number,
 ): Promise<EvalSummary | undefined> {
   const manifests = await ctx.blobs.listKeys(evalGroupPrefix(run.runId, version));
-  // A validation group that was dead-lettered never gets a manifest: it counts as done, and as dropped.
+  // A validation group that was dead-lettered never gets a manifest: it counts as done, and as dropped (looked up
+  // only while manifests are missing).
   const scoredIds = new Set(manifests.map((k) => parseKey('group', k)?.groupId));
-  const dropped = new Set(
-    (await ctx.blobs.listKeys(keys.deadLetters(run.runId) + valGroupIdPrefix(version)))
-      .map((k) => parseKey('deadLetter', k)?.groupId)
-      .filter((g): g is string => g !== undefined && !scoredIds.has(g)),
-  );
+  const dropped =
+    manifests.length >= run.totals.valPrompts
+      ? new Set<string>()
+      : new Set(
+          (await ctx.blobs.listKeys(keys.deadLetters(run.runId) + valGroupIdPrefix(version)))
+            .map((k) => parseKey('deadLetter', k)?.groupId)
+            .filter((g): g is string => g !== undefined && !scoredIds.has(g)),
+        );
   if (manifests.length + dropped.size < run.totals.valPrompts) return undefined;
+  // Another process may have written it: one request rather than reading every manifest.
+  if (await ctx.blobs.head(keys.evalSummary(run.runId, version))) return undefined;
   const groups: ScoredGroup[] = [];
   for (const key of manifests) {
     const g = await getJson(ctx.blobs, key, ScoredGroupSchema);
@@ -173,7 +203,8 @@ export async function writeEvalSummaryIfComplete(
     droppedPrompts: dropped.size,
   };
   const put = await putJsonIfAbsent(ctx.blobs, keys.evalSummary(run.runId, version), summary);
-  if (put.written) ctx.log.info('validation summary', { ...summary });
+  if (!put.written) return undefined;
+  ctx.log.info('validation summary', { ...summary });
   return summary;
 }
 

@@ -14,6 +14,8 @@ import { keys } from '#shared/topology';
 import { readJson } from './blob-json.ts';
 import { readRunStatus } from './run-status.ts';
 
+const MANIFEST = 'manifest.json';
+
 /** What the rollout stage uses of a loaded policy (shared/policy's Policy; a stub in bench/pipeline). */
 export type RolloutPolicy = Pick<Policy, 'startGroup' | 'continueTrajectory' | 'dispose'> & {
   readonly tokenizer: Pick<Policy['tokenizer'], 'render' | 'encode'>;
@@ -171,10 +173,11 @@ export class BlobPolicyProvider implements PolicyProvider {
   }
 
   /**
-   * The version's bundle in a local folder: where it is (a folder store), or downloaded to scratch. A new version
-   * differs from the last only in its weights, so a file whose sha256 (in the manifest) is one already downloaded
-   * for the run is linked, not fetched again, and the rest are fetched at once: a version's download is on the
-   * critical path of every deterministic step.
+   * The version's bundle in a local folder: where it is (a folder store), or downloaded to scratch. Its manifest
+   * lists every file, and where each is stored: a version in a bucket uploads only what changed (the weights) and
+   * names the version whose folder holds the rest. A file whose sha256 is one already downloaded for the run is
+   * linked, not fetched again, and the rest are fetched at once: a version's download is on the critical path of
+   * every deterministic step.
    */
   private async bundleDir(runId: string, version: number): Promise<string> {
     const prefix = keys.policyVersion(runId, version);
@@ -183,31 +186,30 @@ export class BlobPolicyProvider implements PolicyProvider {
     const dir = join(this.opts.scratchDir, runId, 'policy', `v${version}`);
     const done = join(dir, '.complete');
     if (existsSync(done)) return dir;
-    const objects = await this.blobs.list(prefix);
-    if (objects.length === 0) throw new NoPolicyError(`policy ${prefix} not found`);
-    const manifest = await readJson(this.blobs, `${prefix}manifest.json`, BundleManifestSchema).catch(
-      () => undefined,
-    );
-    const shaOf = (name: string) => manifest?.value.files[name]?.sha256;
+    // The manifest is written last: without it the version is not (yet) complete.
+    const raw = await this.blobs.get(`${prefix}${MANIFEST}`);
+    if (!raw) throw new NoPolicyError(`policy ${prefix} not found (no ${MANIFEST})`);
+    const manifest = BundleManifestSchema.parse(JSON.parse(Buffer.from(raw).toString('utf8')));
+    await mkdir(dir, { recursive: true });
     await Promise.all(
-      objects.map(async (o) => {
-        const name = o.key.slice(prefix.length);
+      Object.entries(manifest.files).map(async ([name, { sha256, version: storedIn }]) => {
         const path = join(dir, name);
         await mkdir(dirname(path), { recursive: true });
-        const sha = shaOf(name);
-        const have = sha ? this.downloaded.get(`${runId}|${sha}`) : undefined;
+        const have = this.downloaded.get(`${runId}|${sha256}`);
         if (have && existsSync(have)) {
           await rm(`${path}.part`, { force: true });
           await link(have, `${path}.part`).catch(() => copyFile(have, `${path}.part`));
         } else {
-          const stream = await this.blobs.getStream(o.key);
-          if (!stream) throw new Error(`${o.key} disappeared while downloading the policy`);
+          const key = `${keys.policyVersion(runId, storedIn ?? version)}${name}`;
+          const stream = await this.blobs.getStream(key);
+          if (!stream) throw new Error(`${key}, listed in ${prefix}${MANIFEST}, is missing`);
           await pipeline(stream, createWriteStream(`${path}.part`));
         }
         await rename(`${path}.part`, path);
-        if (sha) this.downloaded.set(`${runId}|${sha}`, path);
+        this.downloaded.set(`${runId}|${sha256}`, path);
       }),
     );
+    await writeFile(join(dir, MANIFEST), raw);
     await writeFile(done, '');
     return dir;
   }

@@ -30,7 +30,19 @@ export const BundleManifestSchema = z.object({
   headDim: z.number().int().positive(),
   vocabSize: z.number().int().positive(),
   eosTokenIds: z.array(z.number().int().nonnegative()),
-  files: z.record(z.string(), z.object({ sha256: z.string(), bytes: z.number().int().nonnegative() })),
+  files: z.record(
+    z.string(),
+    z.object({
+      sha256: z.string(),
+      bytes: z.number().int().nonnegative(),
+      /**
+       * The version whose folder holds the file, when it is not this one's: in a bucket, a version uploads only the
+       * files that changed (the weights), and names where the unchanged ones (graph, tokenizer) already are. Absent:
+       * the file is in this version's folder (always so in a folder bundle).
+       */
+      version: z.number().int().nonnegative().optional(),
+    }),
+  ),
   /**
    * How the graph was built (gpu-worker/toolrl_learner/export/GRAPH.md). `contrib` graphs (onnxruntime's
    * GroupQueryAttention) take unpadded rows and can share one cache buffer between past and present.

@@ -3,7 +3,9 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { queueName } from '#shared/deployment/names';
-import { NOTIFICATIONS } from '#shared/topology';
+import { notificationTarget } from '#shared/runtime/notifications';
+import { fill } from '#shared/templates';
+import { KEY_TEMPLATES, NOTIFICATIONS } from '#shared/topology';
 import { build, logicalId } from './app.ts';
 
 describe('upload notifications', () => {
@@ -49,5 +51,47 @@ describe('upload notifications', () => {
         ]),
       },
     });
+  });
+
+  it('wakes no stage for a file the pipeline writes, but the policy pointer and the learner state (the feeder)', () => {
+    const ids = {
+      runId: 'r1',
+      groupId: 'e0-p3',
+      sampleIndex: 0,
+      version: 3,
+      step: 16,
+      revision: 1,
+      id: 'm1',
+      stage: 'reward',
+      messageId: 'x1',
+      writer: 'worker-1',
+    };
+    // Folders get the files the learner writes into them (metrics, a bundle, a checkpoint).
+    const inFolder: Partial<Record<keyof typeof KEY_TEMPLATES, string[]>> = {
+      metrics: [
+        'metrics.jsonl',
+        'batches.jsonl',
+        'reward_curve.png',
+        'tensorboard/events.out.tfevents.1.host',
+      ],
+      policyVersion: ['manifest.json', 'model.onnx', 'model.onnx.data', 'tokenizer.json', 'config.json'],
+      checkpoint: ['model.safetensors', 'trainer_state.json', 'optimizer.pt'],
+    };
+    const written = (Object.keys(KEY_TEMPLATES) as (keyof typeof KEY_TEMPLATES)[])
+      .filter((k) => k !== 'config' && k !== 'inputPrefix' && k !== 'runPrefix')
+      .flatMap((k) => {
+        const key = fill(KEY_TEMPLATES[k], ids);
+        return key.endsWith('/') ? (inFolder[k] ?? ['x.json']).map((f) => key + f) : [key];
+      });
+    const woken = Object.fromEntries(
+      written.flatMap((k) => (notificationTarget(k) ? [[k, notificationTarget(k)]] : [])),
+    );
+    expect(woken).toEqual({
+      'runs/r1/policy/LATEST.json': 'policy-events',
+      'runs/r1/learner/state.json': 'policy-events',
+    });
+    // A user's uploads still notify: the config (then looks at the inputs) and a Parquet dataset.
+    expect(notificationTarget('runs/r1/input/config.yaml')).toBe('run-events');
+    expect(notificationTarget('runs/r1/input/train.parquet')).toBe('run-events');
   });
 });

@@ -2,6 +2,7 @@
 // rollout -> tool-call -> reward -> one scored-group message per group.
 import { afterEach, describe, expect, it } from 'vitest';
 import { readJson } from '#shared/pipeline/blob-json';
+import { TrajectoryWireSchema } from '#shared/schemas/messages/token-arrays';
 import { RunStatusSchema } from '#shared/schemas/run-status';
 import { ScoredGroupMessageSchema, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { keys } from '#shared/topology';
@@ -38,5 +39,44 @@ describe('embedded pipeline (stand-in learner)', () => {
     }
     expect(fx.browse('rollout', true)).toEqual([]);
     expect(fx.browse('reward', true)).toEqual([]);
+  });
+
+  it('builds each manifest from the trajectories its reward stage stored, reading none of them back', async () => {
+    fx = await pipelineFixture();
+    // Every read the stages make, by key (one process: the reward stage that stores a group's G trajectories has
+    // them in memory when the last one completes the group).
+    const blobs = fx.pipeline.blobs;
+    const reads: string[] = [];
+    for (const m of ['get', 'read', 'head'] as const) {
+      const f = (blobs[m] as (k: string) => Promise<unknown>).bind(blobs);
+      (blobs as unknown as Record<string, (k: string) => Promise<unknown>>)[m] = (k: string) => {
+        reads.push(k);
+        return f(k);
+      };
+    }
+    fx.pipeline.start();
+    await fx.upload();
+    await until(
+      async () => (await readJson(blobs, keys.runJson(RUN_ID), RunStatusSchema))?.value.status === 'running',
+      'the run to start',
+    );
+    await fx.publish(0);
+    await until(() => fx!.browse('scored-groups').length >= 4, 'four scored groups');
+    // No trajectory read back, no manifest looked for: first receives build the manifest when the listing is full.
+    expect(reads.filter((k) => k.includes('/trajectories/') || k.includes('/groups/'))).toEqual([]);
+    // And each manifest holds exactly the stored trajectories.
+    for (const m of fx
+      .browse('scored-groups')
+      .map((x) => ScoredGroupMessageSchema.parse(JSON.parse(x.body)))) {
+      const group = (await readJson(blobs, m.manifestKey, ScoredGroupSchema))!.value;
+      for (const t of group.trajectories) {
+        const stored = await readJson(
+          blobs,
+          keys.trajectory(RUN_ID, m.groupId, t.sampleIndex),
+          TrajectoryWireSchema,
+        );
+        expect(t).toEqual(stored?.value);
+      }
+    }
   });
 });

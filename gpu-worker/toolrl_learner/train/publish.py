@@ -1,5 +1,9 @@
 """Publishing policy versions: `policy/v<N>/` through the bundle export (the full graph once, then the
-weights file only), then `LATEST.json` moved to it - only after every file of the version is in place."""
+weights file only), then `LATEST.json` moved to it - only after every file of the version is in place.
+
+In a bucket a version uploads only the files that differ from the previous version's (the weights); its manifest
+names, for each unchanged file, the version whose folder holds it (`files[name].version`), and readers fetch it from
+there. A folder store's versions hold every file (hard links)."""
 
 from __future__ import annotations
 
@@ -65,11 +69,23 @@ class Publisher:
             return Path(local).parent
         dest = self.workdir / "bundles" / f"v{latest['version']}"
         manifest = json.loads(self.store.get_bytes(latest["prefix"] + MANIFEST))
-        for name in manifest["files"]:
+        for name, entry in manifest["files"].items():
             if name != DATA_FILE:
-                self.store.get_file(latest["prefix"] + name, dest / name)
+                self.store.get_file(self._file_key(manifest, name, entry), dest / name)
         (dest / MANIFEST).write_bytes(json.dumps(manifest).encode())
         return dest
+
+    def _file_key(self, manifest: dict[str, Any], name: str, entry: dict[str, Any]) -> str:
+        """Where a published version's file is stored: its own folder, or the folder of the version it names."""
+        return keys.policy_version(self.run_id, entry.get("version", manifest["version"])) + name
+
+    @staticmethod
+    def _stored(graph_from: Path | None) -> dict[str, tuple[str, int]]:
+        """The previous version's files by name: (sha256, the version whose folder holds it)."""
+        if graph_from is None:
+            return {}
+        prev = json.loads((graph_from / MANIFEST).read_text())
+        return {n: (e["sha256"], e.get("version", prev["version"])) for n, e in prev["files"].items()}
 
     def same_weights(self, model, version: int) -> bool:
         """Whether the published policy/v<version>/ holds exactly `model`'s weights (a deterministic run replaying
@@ -105,7 +121,20 @@ class Publisher:
             publish_weights(model, out, version, graph_from=graph_from)
         manifest_bytes = (out / MANIFEST).read_bytes()
         if remote:
-            names = list(json.loads(manifest_bytes)["files"])
+            manifest = json.loads(manifest_bytes)
+            stored = self._stored(graph_from)
+            names = []
+            for name, entry in manifest["files"].items():
+                prev = stored.get(name)
+                if prev is not None and prev[0] == entry["sha256"]:
+                    entry["version"] = prev[1]  # unchanged: read from where it already is
+                else:
+                    names.append(name)
+            validate("bundle-manifest", manifest)
+            manifest_bytes = (json.dumps(manifest, indent=2) + "\n").encode()
+            (out / MANIFEST).write_bytes(
+                manifest_bytes
+            )  # the next version's graph source knows where files are
             # All at once (a publish is on the critical path of every deterministic step); the manifest goes last: a
             # version without one is incomplete.
             with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:

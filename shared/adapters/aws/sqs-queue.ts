@@ -13,6 +13,7 @@ import {
 import type { Queue, QueueDepth, ReceivedMessage, ReceiveOptions, SendOptions } from '#shared/ports/queue';
 import { assertMessageFits, planBatches, SQS_LIMITS } from '#shared/ports/queue-limits';
 import { AWS_TIMEOUTS } from './clients.ts';
+import { RequestPool } from './request-pool.ts';
 
 const attributes = (
   a: Readonly<Record<string, string>> | undefined,
@@ -20,9 +21,6 @@ const attributes = (
   a && Object.keys(a).length > 0
     ? Object.fromEntries(Object.entries(a).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]))
     : undefined;
-
-const chunks = <T>(xs: readonly T[], n: number): T[][] =>
-  Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
 
 /** `https://sqs.us-east-1.amazonaws.com/123456789012/q` -> `arn:aws:sqs:us-east-1:123456789012:q`. */
 export function arnOfQueueUrl(url: string): string {
@@ -58,9 +56,19 @@ export class SqsQueue implements Queue {
   async sendBatch(
     entries: readonly { body: string; opts?: SendOptions }[],
   ): Promise<{ messageId: string }[]> {
-    const ids: { messageId: string }[] = [];
-    // By count and by bytes: ten 190 KB trajectories are one request by count, and one SQS refuses by size.
-    for (const chunk of planBatches(this.name, entries)) {
+    planBatches(this.name, entries); // a message over SQS's limits fails its caller here, before anything is sent
+    return this.sends.submit(entries);
+  }
+
+  /**
+   * Concurrent sends to this queue pooled into SendMessageBatch requests (request-pool.ts), by count and by bytes:
+   * ten 190 KB trajectories are one request by count, and one SQS refuses by size. Up to four requests at once: a
+   * send is on the way to the next stage.
+   */
+  private readonly sends = new RequestPool<{ body: string; opts?: SendOptions }, { messageId: string }>(
+    4,
+    (waiting) => planBatches(this.name, waiting)[0]?.length ?? 1,
+    async (chunk) => {
       const r = await this.client.send(
         new SendMessageBatchCommand({
           QueueUrl: this.url,
@@ -72,15 +80,15 @@ export class SqsQueue implements Queue {
           })),
         }),
       );
-      if (r.Failed?.length)
-        throw new Error(
-          `${this.name}: ${r.Failed.length} of ${chunk.length} messages not sent: ${r.Failed.map((f) => `${f.Code}: ${f.Message}`).join('; ')}`,
-        );
-      const byId = new Map((r.Successful ?? []).map((s) => [s.Id, s.MessageId ?? '']));
-      for (let i = 0; i < chunk.length; i++) ids.push({ messageId: byId.get(String(i)) ?? '' });
-    }
-    return ids;
-  }
+      const ok = new Map((r.Successful ?? []).map((s) => [s.Id, s.MessageId ?? '']));
+      const failed = new Map((r.Failed ?? []).map((f) => [f.Id, `${f.Code}: ${f.Message}`]));
+      return chunk.map((_, i) =>
+        failed.has(String(i))
+          ? new Error(`${this.name}: a message was not sent: ${failed.get(String(i))}`)
+          : { messageId: ok.get(String(i)) ?? '' },
+      );
+    },
+  );
 
   async receive(opts: ReceiveOptions = {}): Promise<ReceivedMessage[]> {
     try {
@@ -129,19 +137,29 @@ export class SqsQueue implements Queue {
   }
 
   async deleteBatch(receiptHandles: readonly string[]): Promise<void> {
-    for (const chunk of chunks(receiptHandles, SQS_LIMITS.maxBatchEntries)) {
+    await this.deletes.submit(receiptHandles);
+  }
+
+  /**
+   * Concurrent deletes of this queue's messages pooled into DeleteMessageBatch requests, one at a time: the records
+   * of a receive that finish while a delete is under way go in the next (a delete is off every record's path).
+   */
+  private readonly deletes = new RequestPool<string, true>(
+    1,
+    (waiting) => Math.min(waiting.length, SQS_LIMITS.maxBatchEntries),
+    async (chunk) => {
       const r = await this.client.send(
         new DeleteMessageBatchCommand({
           QueueUrl: this.url,
           Entries: chunk.map((h, i) => ({ Id: String(i), ReceiptHandle: h })),
         }),
       );
-      if (r.Failed?.length)
-        throw new Error(
-          `${this.name}: ${r.Failed.length} deletes failed: ${r.Failed.map((f) => f.Message).join('; ')}`,
-        );
-    }
-  }
+      const failed = new Map((r.Failed ?? []).map((f) => [f.Id, f.Message ?? f.Code ?? 'failed']));
+      return chunk.map((_, i) =>
+        failed.has(String(i)) ? new Error(`${this.name}: delete failed: ${failed.get(String(i))}`) : true,
+      );
+    },
+  );
 
   async changeVisibility(receiptHandle: string, timeoutSec: number): Promise<void> {
     await this.client.send(

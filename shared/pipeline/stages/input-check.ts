@@ -1,5 +1,6 @@
-// The run-starter's watch over a run's inputs between its config.yaml and its last dataset. Only `.parquet` and
-// `.jsonl` uploads notify (a `.json` rule would overlap the policy's LATEST.json), and a file that never comes (a
+// The run-starter's watch over a run's inputs between its config.yaml and its last dataset. Only `.parquet`
+// uploads notify (a `.jsonl` rule would fire on the learner's metrics files too, a `.json` one would overlap the
+// policy's LATEST.json: shared/topology.ts NOTIFICATIONS), and a file that never comes (a
 // `.csv` uploaded instead, a misspelt name) notifies nothing, so the config's own notification starts a series of
 // delayed looks (an InputCheck sent to run-events) that start the run once every dataset is there, fail it at once
 // when input/ holds a dataset the config does not name, and fail it when its datasets have not all arrived

@@ -4,13 +4,13 @@
 // redelivery re-sends it, which repairs a crash between the write and the send (the learner drops duplicates).
 import { episodeOutcome } from '#shared/episode/episode';
 import { episodeRowTools } from '#shared/episode/user-turns';
-import { getJson, putJsonIfAbsent, toJson } from '#shared/pipeline/blob-json';
+import { getJson, toJson } from '#shared/pipeline/blob-json';
 import { sha256Hex } from '#shared/pipeline/claim-check';
+import { BoundedSet, Coalescer } from '#shared/pipeline/coalesce';
 import { sendTo } from '#shared/pipeline/context';
 import { maybeCompleteRun, writeEvalSummaryIfComplete } from '#shared/pipeline/eval';
 import { type Delivery, trajectoryId } from '#shared/pipeline/idempotency';
 import type { RunResources } from '#shared/pipeline/run-resources';
-import { readRunStatus } from '#shared/pipeline/run-status';
 import { trajectoryTokens } from '#shared/policy/token-state';
 import { PermanentError } from '#shared/ports/errors';
 import type { StageContext } from '#shared/ports/stage-context';
@@ -44,10 +44,40 @@ export async function handleRewardRequest(
   // stored); a redelivery first looks for the trajectory it may already have stored.
   if (delivery.receiveCount <= 1 || !(await ctx.blobs.head(key))) {
     const scored = await scoreTrajectory(ctx, t);
-    const put = await putJsonIfAbsent(ctx.blobs, key, scored);
-    if (!put.written) ctx.log.info('duplicate trajectory: the stored one counts', { key });
+    const { siblingPending } = await storeScored(ctx, group, key, toJson(scored));
+    if (siblingPending) return;
   }
-  await completeGroupIfReady(ctx, group, sampleIndex);
+  await completeGroupIfReady(ctx, group, sampleIndex, delivery);
+}
+
+/** Puts of each group's trajectories under way in this process, by store and group folder. */
+const putsUnderWay = new Map<string, number>();
+
+/**
+ * Stores a scored trajectory (put-if-absent). `siblingPending`: another trajectory of its group was being put by this
+ * process when this put ended, so this record need not look whether the group is complete: that sibling's record
+ * looks after its own put (or, should it fail, its retry does), which covers this one's. The G records of a group
+ * in one batch then list the group once, not G times.
+ */
+export async function storeScored(
+  ctx: StageContext,
+  group: GroupRef,
+  key: string,
+  text: string,
+): Promise<{ siblingPending: boolean }> {
+  const folder = `${ctx.blobs.describe}\u0000${keys.trajectoryPrefix(group.runId, group.groupId)}`;
+  putsUnderWay.set(folder, (putsUnderWay.get(folder) ?? 0) + 1);
+  let put: Awaited<ReturnType<StageContext['blobs']['putIfAbsent']>>;
+  try {
+    put = await ctx.blobs.putIfAbsent(key, text, { contentType: 'application/json' });
+  } finally {
+    const left = (putsUnderWay.get(folder) ?? 1) - 1;
+    if (left > 0) putsUnderWay.set(folder, left);
+    else putsUnderWay.delete(folder);
+  }
+  if (put.written) rememberScored(ctx, key, text);
+  else ctx.log.info('duplicate trajectory: the stored one counts', { key });
+  return { siblingPending: putsUnderWay.has(folder) };
 }
 
 /**
@@ -115,27 +145,83 @@ export async function scoreTrajectory(ctx: RewardStageContext, t: TrajectoryInFl
 /**
  * Manifests being built in this process, by store and key. The G reward records of a group often arrive in one
  * batch and run at once; each that found the listing complete read all G trajectories to build the same manifest,
- * of which one put wins. The others now wait for the one building and read what it wrote (other processes still
+ * of which one put wins. The others now wait for the one building and take its result (other processes still
  * race, and put-if-absent still decides).
  */
-const building = new Map<string, Promise<unknown>>();
+const building = new Map<string, Promise<BuildResult>>();
+type BuildResult = { manifest: ScoredGroup; text: string } | undefined | 'stray';
 
-/** Writes the manifest once all G trajectories are stored, and sends the group on exactly once. */
+/** Manifests this process knows are written (it wrote them, or lost the put to another writer). */
+const written = new BoundedSet(4096);
+
+/** The listings of groups' trajectories: records of a group that ask while one is in flight share the next. */
+const listings = new Coalescer<string[]>();
+
+/**
+ * Trajectories this process stored (the text it wrote, which is what the store holds: put-if-absent), so the record
+ * that completes a group builds its manifest without reading the G trajectories back. Bounded in bytes; a group's
+ * entries go once its manifest is written. A trajectory scored in another process is read from the store.
+ */
+const SCORED_CACHE_BYTES = 64 << 20;
+const scoredTexts = new Map<string, string>();
+let scoredBytes = 0;
+
+function rememberScored(ctx: StageContext, key: string, text: string): void {
+  const id = `${ctx.blobs.describe}\u0000${key}`;
+  forgetScored(id);
+  scoredTexts.set(id, text);
+  scoredBytes += text.length;
+  for (const [old, t] of scoredTexts) {
+    if (scoredBytes <= SCORED_CACHE_BYTES) break;
+    scoredTexts.delete(old);
+    scoredBytes -= t.length;
+  }
+}
+
+function forgetScored(id: string): void {
+  const t = scoredTexts.get(id);
+  if (t === undefined) return;
+  scoredTexts.delete(id);
+  scoredBytes -= t.length;
+}
+
+/** A stored trajectory: from this process's memory when it wrote it, else from the store. */
+async function readScored(ctx: StageContext, key: string): Promise<Trajectory | undefined> {
+  const text = scoredTexts.get(`${ctx.blobs.describe}\u0000${key}`);
+  if (text === undefined) return getJson(ctx.blobs, key, TrajectoryWireSchema);
+  return TrajectoryWireSchema.parse(JSON.parse(text));
+}
+
+/**
+ * Writes the manifest once all G trajectories are stored, and sends the group on exactly once.
+ *
+ * The record's listing starts after its own put (shared with siblings that asked while one was in flight). A first
+ * receive has never written this group's manifest, so once the group is complete it only builds it when no one has:
+ * the manifest a sibling in this process wrote or lost is not read again, and none is read before the build (a put
+ * lost to another process costs the reads of the build, once). A redelivery reads the manifest first: it may be the
+ * writer whose send is unconfirmed.
+ */
 export async function completeGroupIfReady(
-  ctx: StageContext,
+  ctx: RewardStageContext,
   group: GroupRef,
   sampleIndex: number,
+  delivery: Delivery = { receiveCount: 2 },
 ): Promise<void> {
-  const stored = await ctx.blobs.listKeys(keys.trajectoryPrefix(group.runId, group.groupId));
+  const prefix = keys.trajectoryPrefix(group.runId, group.groupId);
+  const stored = await listings.run(`${ctx.blobs.describe}\u0000${prefix}`, () => ctx.blobs.listKeys(prefix));
   if (stored.length < group.groupSize) return;
+  const firstReceive = delivery.receiveCount <= 1;
   const manifestKey = keys.group(group.runId, group.groupId);
   const buildKey = `${ctx.blobs.describe}\u0000${manifestKey}`;
-  let body = await ctx.blobs.get(manifestKey);
-  const other = body ? undefined : building.get(buildKey);
+  let body: Uint8Array | undefined;
+  const other = building.get(buildKey);
   if (other) {
-    await other.catch(() => {}); // its failure is its record's to retry; this one builds below if need be
+    const result = await other.catch(() => 'failed' as const); // its failure is its record's to retry
+    if (firstReceive && result !== 'failed' && result !== 'stray') return;
     body = await ctx.blobs.get(manifestKey);
-  }
+  } else if (firstReceive) {
+    if (written.has(buildKey)) return;
+  } else body = await ctx.blobs.get(manifestKey);
   if (!body) {
     const attempt = writeManifest(ctx, group, manifestKey, sampleIndex);
     building.set(buildKey, attempt);
@@ -146,10 +232,14 @@ export async function completeGroupIfReady(
       if (building.get(buildKey) === attempt) building.delete(buildKey);
     }
     if (wrote === 'stray') return; // a stray key filled the listing; wait for the real sample
+    written.add(buildKey);
+    for (let i = 0; i < group.groupSize; i++)
+      forgetScored(`${ctx.blobs.describe}\u0000${keys.trajectory(group.runId, group.groupId, i)}`);
     if (wrote) {
       await emitGroup(ctx, wrote.manifest, manifestKey, sha256Hex(wrote.text));
       return;
     }
+    if (firstReceive) return; // another handler wrote it: it sends
     body = await ctx.blobs.get(manifestKey);
     if (!body) throw new Error(`${manifestKey} was written by another handler but cannot be read`);
   }
@@ -170,11 +260,11 @@ async function writeManifest(
   group: GroupRef,
   manifestKey: string,
   sampleIndex: number,
-): Promise<{ manifest: ScoredGroup; text: string } | undefined | 'stray'> {
+): Promise<BuildResult> {
   // All G at once: the last sample's record waits on these reads before its group reaches the learner.
   const read = await Promise.all(
     Array.from({ length: group.groupSize }, (_, i) =>
-      getJson(ctx.blobs, keys.trajectory(group.runId, group.groupId, i), TrajectoryWireSchema),
+      readScored(ctx, keys.trajectory(group.runId, group.groupId, i)),
     ),
   );
   if (read.some((t) => !t)) return 'stray';
@@ -206,7 +296,7 @@ const ManifestHeaderSchema = ScoredGroupSchema.pick({
 });
 
 async function emitGroup(
-  ctx: StageContext,
+  ctx: RewardStageContext,
   group: Pick<ScoredGroup, 'runId' | 'groupId' | 'split' | 'position'>,
   manifestKey: string,
   sha256: string,
@@ -229,8 +319,8 @@ async function emitGroup(
   const version = valGroupVersion(group.groupId);
   if (version === undefined)
     throw new PermanentError(`validation group id ${group.groupId} names no version`);
-  const run = await readRunStatus(ctx.blobs, group.runId);
-  if (!run) return;
+  // run.json as this process read it first: the summary needs only what the run-starter wrote (config, totals).
+  const run = await ctx.resources.runStatus(group.runId);
   const summary = await writeEvalSummaryIfComplete(ctx, run, version);
   if (summary) await maybeCompleteRun(ctx, group.runId);
 }

@@ -42,7 +42,7 @@ export async function handleRolloutRequest(
 ): Promise<void> {
   const routed: Routed = { toolCalls: [], rewards: [] };
   const runId = req.kind === 'start' ? req.group.runId : req.trajectory.group.runId;
-  if (req.kind === 'start') await startGroup(ctx, req, routed, delivery?.remainingMs);
+  if (req.kind === 'start') await startGroup(ctx, req, routed, delivery);
   else await continueTrajectory(ctx, req, routed, delivery);
   // Both at once: on SQS each is a request whose latency the next stage waits on.
   await Promise.all([
@@ -55,10 +55,14 @@ async function startGroup(
   ctx: RolloutStageContext,
   req: RolloutStart,
   out: Routed,
-  remainingMs?: () => number,
+  delivery?: Delivery & { readonly remainingMs?: () => number },
 ): Promise<void> {
   const g = req.group;
-  if (await ctx.blobs.head(keys.group(g.runId, g.groupId))) {
+  const remainingMs = delivery?.remainingMs;
+  // Only a redelivery looks for the group's manifest first (as alreadyScored): a start sent twice that gets through
+  // samples the group again, and the reward stage's put-if-absent keeps the first; the look would cost every group
+  // a request.
+  if ((delivery?.receiveCount ?? 2) > 1 && (await ctx.blobs.head(keys.group(g.runId, g.groupId)))) {
     ctx.log.info('group already complete; duplicate start dropped', { groupId: g.groupId });
     return;
   }

@@ -5,7 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { putJson } from '#shared/pipeline/blob-json';
 import {
@@ -264,6 +264,52 @@ describe('the accuracy component', () => {
     expect(s.accuracyComponent).toBe('bfcl/success');
     expect(s.accuracy).toBe(0.5);
     expect(s.metrics['val/bfcl_multi_turn_base/accuracy']).toBe(0.5);
+  });
+});
+
+describe('the validation summary, asked by the last groups at once', () => {
+  it('is written once, each manifest read once, and returned to one caller only', async () => {
+    // GIVEN a version's 8 validation manifests, all stored, and 8 reward records that each finished one of them
+    const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-eval-once-')));
+    const ctx = { blobs, queues: {}, log: silentLog, now: () => new Date(0) };
+    const config = RunConfigSchema.parse({
+      model: { path: 'tiny' },
+      data: { train: 't.parquet', val: 'v.parquet' },
+      reward: { functions: [{ name: 'retool' }] },
+      trainer: { eval_every: 1 },
+    });
+    const run = {
+      runId: 'r',
+      config,
+      totals: { groupsPlanned: 8, trainPrompts: 8, valPrompts: 8, epochs: 1 },
+    } as RunStatus;
+    for (let p = 0; p < 8; p++)
+      await putJson(
+        blobs,
+        keys.group('r', `val-v3-p${p}`),
+        group(`val-v3-p${p}`, 'calc', [traj(p % 2, { retool: p % 2, 'retool/correct': p % 2 }, [])]),
+      );
+    const gets: string[] = [];
+    const get = blobs.get.bind(blobs);
+    blobs.get = async (key: string) => {
+      gets.push(key);
+      return get(key);
+    };
+    const puts = vi.spyOn(blobs, 'putIfAbsent');
+    // WHEN all 8 ask for the summary at once
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => writeEvalSummaryIfComplete(ctx, run, 3)),
+    );
+    // THEN one caller gets it (and goes on to complete the run), the manifests were read once, one put was made
+    expect(answers.filter((a) => a !== undefined)).toHaveLength(1);
+    expect(EvalSummarySchema.parse(answers.find((a) => a)).accuracy).toBe(0.5);
+    expect(gets.filter((k) => k.includes('/groups/')).sort()).toEqual(
+      Array.from({ length: 8 }, (_, p) => keys.group('r', `val-v3-p${p}`)).sort(),
+    );
+    expect(puts.mock.calls.map((c) => c[0])).toEqual([keys.evalSummary('r', 3)]);
+    // AND a later caller (a redelivery) finds it written without reading the manifests again
+    expect(await writeEvalSummaryIfComplete(ctx, run, 3)).toBeUndefined();
+    expect(gets.filter((k) => k.includes('/groups/'))).toHaveLength(8);
   });
 });
 

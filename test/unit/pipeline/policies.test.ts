@@ -1,12 +1,15 @@
 // The rollout stage's policy provider: which version an acquire gets, and how often it reads LATEST.json.
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { BlobPolicyProvider } from '#shared/pipeline/policies';
+import { readBundle } from '#shared/policy/bundle';
 import type { Policy } from '#shared/policy/policy';
+import { BundleManifestSchema } from '#shared/schemas/policy';
 import { keys } from '#shared/topology';
+import { tinyBundle } from '../../../bench/support/tiny-model.ts';
 
 const RUN = 'r-1';
 
@@ -96,5 +99,66 @@ describe('BlobPolicyProvider', () => {
     await p.publish(0);
     expect(await p.version()).toBe(0);
     await p.provider.close();
+  });
+
+  it('loads a complete bundle of a version that uploaded only its weights, fetching the rest where it names', async () => {
+    // GIVEN a bucket (no local paths) with v0 whole, and v1 as the learner publishes it there: its weights file and
+    // a manifest that names v0's folder for every other file
+    const { bundleDir } = await tinyBundle();
+    const folder = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-remote-')));
+    const bucket = new Proxy(folder, {
+      get(obj, prop, receiver) {
+        if (prop === 'localPath') return undefined;
+        const value = Reflect.get(obj, prop, receiver);
+        return typeof value === 'function' ? value.bind(obj) : value;
+      },
+    });
+    const fetched: string[] = [];
+    const getStream = folder.getStream.bind(folder);
+    folder.getStream = (key: string) => {
+      fetched.push(key);
+      return getStream(key);
+    };
+    const manifest = BundleManifestSchema.parse(
+      JSON.parse(readFileSync(join(bundleDir, 'manifest.json'), 'utf8')),
+    );
+    for (const name of [...Object.keys(manifest.files), 'manifest.json'])
+      await folder.put(`${keys.policyVersion(RUN, 0)}${name}`, readFileSync(join(bundleDir, name)));
+    const v1 = {
+      ...manifest,
+      version: 1,
+      files: Object.fromEntries(
+        Object.entries(manifest.files).map(([n, e]) => [
+          n,
+          n === 'model.onnx.data' ? e : { ...e, version: 0 },
+        ]),
+      ),
+    };
+    await folder.put(
+      `${keys.policyVersion(RUN, 1)}model.onnx.data`,
+      readFileSync(join(bundleDir, 'model.onnx.data')),
+    );
+    await folder.put(`${keys.policyVersion(RUN, 1)}manifest.json`, JSON.stringify(v1));
+    const checked: string[] = [];
+    const provider = new BlobPolicyProvider(bucket, {
+      scratchDir: mkdtempSync(join(tmpdir(), 'toolrl-policies-scratch-')),
+      // The bundle reader checks every listed file is there with its digest; the session is not the point here.
+      load: async (dir) => {
+        await readBundle(dir, 'sha256');
+        checked.push(dir);
+        return { dispose: async () => {} } as unknown as Policy;
+      },
+    });
+    // WHEN v1 is acquired by a process that has no earlier version
+    const lease = await provider.acquire(RUN, 1);
+    lease.release();
+    // THEN its folder is a complete bundle: the weights from v1, everything else from v0
+    expect(checked).toHaveLength(1);
+    expect(fetched.sort()).toEqual(
+      Object.keys(manifest.files)
+        .map((n) => `${keys.policyVersion(RUN, n === 'model.onnx.data' ? 1 : 0)}${n}`)
+        .sort(),
+    );
+    await provider.close();
   });
 });

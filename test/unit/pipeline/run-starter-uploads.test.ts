@@ -1,5 +1,5 @@
 // Uploads under runs/<runId>/ that cannot start a run end it at once, with the reason in run.json; a JSON Lines
-// dataset uploaded by hand starts it like a Parquet one. (The upload contract: config.yaml first, then the files
+// or JSON dataset uploaded by hand starts it at the config's next look at its inputs. (The upload contract: config.yaml first, then the files
 // it names, the training datasets last.)
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import { readJson } from '#shared/pipeline/blob-json';
 import { INPUT_WAIT_SEC, inputCheckDelaySec } from '#shared/pipeline/stages/input-check';
 import { handleRunEvent, startRunFromUpload } from '#shared/pipeline/stages/run-starter';
 import { silentLog } from '#shared/ports/log';
+import { notificationTarget } from '#shared/runtime/notifications';
 import { InputCheckSchema } from '#shared/schemas/messages/run-event';
 import { type RunStatus, RunStatusSchema } from '#shared/schemas/run-status';
 import { keys, NOTIFICATIONS } from '#shared/topology';
@@ -105,29 +106,6 @@ describe('run-starter: uploads that cannot start a run', () => {
   });
 });
 
-describe('run-starter: a JSON Lines dataset uploaded by hand', () => {
-  it('notifies the run-starter, and starts the run with its rows', async () => {
-    expect(NOTIFICATIONS).toContainEqual({ queue: 'run-events', prefix: 'runs/', suffix: '.jsonl' });
-    const { blobs, ctx, submitted, status } = starter();
-    await blobs.put(keys.config('r6'), CONFIG);
-    const key = `${keys.inputPrefix('r6')}train.jsonl`;
-    const local = join(mkdtempSync(join(tmpdir(), 'toolrl-jsonl-')), 'train.jsonl');
-    copyFileSync(join(FIXTURES, 'toolcall.jsonl'), local);
-    await blobs.put(key, readFileSync(local));
-    await startRunFromUpload(ctx, key);
-    const run = await status('r6');
-    expect(run).toMatchObject({ status: 'running', input: { train: [key] } });
-    // One row per non-blank line (the fixture has a blank line between rows, which JSON Lines readers skip).
-    expect(run?.totals.trainPrompts).toBe(
-      jsonl()
-        .toString()
-        .split('\n')
-        .filter((l) => l.trim()).length,
-    );
-    expect(submitted).toEqual(['r6']);
-  });
-});
-
 describe('run-starter: the watch over a run’s inputs from its config.yaml', () => {
   /** A starter whose run-events queue is a real (embedded) queue, with a clock the test moves. */
   function watched() {
@@ -160,6 +138,31 @@ describe('run-starter: the watch over a run’s inputs from its config.yaml', ()
       prefix: 'runs/',
       suffix: 'input/config.yaml',
     });
+  });
+
+  it('a JSON Lines dataset, which notifies nothing, starts the run with its rows at the next look', async () => {
+    // The learner's metrics.jsonl and batches.jsonl end the same way: a `.jsonl` rule would wake the run-starter
+    // at every learner step to do nothing.
+    expect(notificationTarget(`${keys.inputPrefix('r6')}train.jsonl`)).toBeUndefined();
+    const { blobs, ctx, submitted, status, nextCheck } = watched();
+    await blobs.put(keys.config('r6'), CONFIG);
+    await startRunFromUpload(ctx, keys.config('r6'));
+    expect(await status('r6')).toBeUndefined();
+    const key = `${keys.inputPrefix('r6')}train.jsonl`;
+    const local = join(mkdtempSync(join(tmpdir(), 'toolrl-jsonl-')), 'train.jsonl');
+    copyFileSync(join(FIXTURES, 'toolcall.jsonl'), local);
+    await blobs.put(key, readFileSync(local));
+    await handleRunEvent(ctx, nextCheck()!.event);
+    const run = await status('r6');
+    expect(run).toMatchObject({ status: 'running', input: { train: [key] } });
+    // One row per non-blank line (the fixture has a blank line between rows, which JSON Lines readers skip).
+    expect(run?.totals.trainPrompts).toBe(
+      jsonl()
+        .toString()
+        .split('\n')
+        .filter((l) => l.trim()).length,
+    );
+    expect(submitted).toEqual(['r6']);
   });
 
   it('a .json dataset, which notifies nothing, starts the run at the next look', async () => {
