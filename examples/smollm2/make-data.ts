@@ -4,7 +4,7 @@
 //
 // The model has to turn the words into the expression (`gave away` is a minus, `each of 37 crates holds 48` a
 // product) and copy four-digit numbers into the call. Validation asks in phrasings that training never uses
-// (a held-out quarter of every list of wording parts, below), so its accuracy measures the skill, not the sentences.
+// (VAL_TEMPLATES), with other names and objects, so its accuracy measures the skill, not the sentences.
 //
 // The demonstrations teach the call format and reading the result, but not reliably when and how to call: like
 // demonstrations gathered from people, some answer from memory without the tool (and are wrong) and some write
@@ -84,193 +84,129 @@ function evaluate(expr: string): number {
   return apply(apply(a, o1, b), o2, c);
 }
 
-// The wording is built from parts (who, what, a verb phrase for what happened, a sentence frame), and a fixed quarter
-// of every list of parts, drawn by a seeded shuffle rather than chosen by hand, is held out: validation questions use
-// only held-out parts (a held-out frame with held-out verbs, names, objects and containers), training questions only
-// the rest. Training then sees each operation in many wordings (16 ways to gain, 16 to lose, 8 one-step frames, ...),
-// so what the model can learn is which words mean which operation, and validation asks in wordings it never saw.
-const split = samplingStream(20251130, 0, 0);
-/** The list with a seeded quarter (at least one) held out for validation. */
-function holdOut<T>(items: readonly T[]): { train: T[]; val: T[] } {
-  const order = items.map((item) => ({ item, key: split.next() }));
-  order.sort((x, y) => x.key - y.key);
-  const k = Math.max(1, Math.round(items.length / 4));
-  return { train: order.slice(k).map((o) => o.item), val: order.slice(0, k).map((o) => o.item) };
-}
+const NAMES = {
+  train: ['Maria', 'Tom', 'Aisha', 'Ken', 'Lucia', 'Omar', 'Emma', 'Ravi', 'Nina', 'Sam', 'Yuki', 'Leo'],
+  val: ['Sofia', 'Jonas', 'Mei', 'Diego', 'Hana', 'Peter'],
+};
+const THINGS = {
+  train: [
+    'stickers',
+    'marbles',
+    'coins',
+    'stamps',
+    'books',
+    'pencils',
+    'apples',
+    'bottles',
+    'toys',
+    'nails',
+    'cups',
+    'bricks',
+  ],
+  val: ['shells', 'cards', 'beads', 'screws', 'buttons', 'tickets'],
+};
 
-const NAMES = holdOut([
-  'Maria',
-  'Tom',
-  'Aisha',
-  'Ken',
-  'Lucia',
-  'Omar',
-  'Emma',
-  'Ravi',
-  'Nina',
-  'Sam',
-  'Yuki',
-  'Leo',
-  'Sofia',
-  'Jonas',
-  'Mei',
-  'Diego',
-  'Hana',
-  'Peter',
-  'Amara',
-  'Felix',
-]);
-const THINGS = holdOut([
-  'stickers',
-  'marbles',
-  'coins',
-  'stamps',
-  'books',
-  'pencils',
-  'apples',
-  'bottles',
-  'toys',
-  'nails',
-  'cups',
-  'bricks',
-  'shells',
-  'cards',
-  'beads',
-  'screws',
-  'buttons',
-  'tickets',
-  'candles',
-  'postcards',
-]);
-/** Containers for products: [singular, plural]. */
-const CONTAINERS = holdOut<[string, string]>([
-  ['box', 'boxes'],
-  ['crate', 'crates'],
-  ['bag', 'bags'],
-  ['jar', 'jars'],
-  ['sack', 'sacks'],
-  ['carton', 'cartons'],
-  ['basket', 'baskets'],
-  ['tin', 'tins'],
-  ['drawer', 'drawers'],
-  ['bin', 'bins'],
-  ['pack', 'packs'],
-  ['case', 'cases'],
-]);
-// What happened, as a past-tense verb phrase around the amount X: a gain adds it, a loss takes it away.
-const GAINS = holdOut([
-  'bought X more',
-  'found X more',
-  'received X more',
-  'won X more',
-  'collected X more',
-  'picked up X more',
-  'earned X more',
-  'was given X more',
-  'was given another X',
-  'got X more from a friend',
-  'was sent X more',
-  'made X more',
-  'ordered X more',
-  'was handed X more',
-  'added X more',
-  'traded for X more',
-]);
-const LOSSES = holdOut([
-  'gave away X',
-  'lost X',
-  'sold X',
-  'used X',
-  'spent X',
-  'threw away X',
-  'donated X',
-  'shipped out X',
-  'handed out X',
-  'gave X to a friend',
-  'dropped X',
-  'broke X',
-  'removed X',
-  'traded away X',
-  'mailed X to a cousin',
-  'lent out X',
-]);
+type Template = (p: Problem, name: string, things: string) => string;
 
-interface Words {
-  n: string;
-  t: string;
-  c: [string, string];
-  vp: (x: number, gain: boolean) => string;
-}
-type Frame = (p: Problem, w: Words) => string;
-const gain = (p: Problem) => p.kind === 'add' || p.kind === 'add-sub';
+// Training phrasings: many sentence shapes and verbs per kind (a few give the numbers out of order), so that what
+// the model learns is which words mean which operation, not a handful of sentences. None of them uses the held-out
+// phrasings' verbs or shapes below.
+const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
+  add: [
+    (p, n, t) => `${n} has ${p.a} ${t}. ${n} gets ${p.b} more. How many ${t} does ${n} have now?`,
+    (p, _n, t) => `A shop had ${p.a} ${t} and received ${p.b} more. How many ${t} does the shop have?`,
+    (p, n, t) =>
+      `${n} collected ${p.a} ${t} last year and ${p.b} this year. How many ${t} did ${n} collect in both years?`,
+    (p, _n, t) => `A library has ${p.a} ${t}. A donor adds ${p.b}. How many ${t} does the library hold now?`,
+    (p, n, t) =>
+      `${n} saved ${p.a} ${t}, then won ${p.b} more in a contest. How many ${t} does ${n} have altogether?`,
+    (p, _n, t) =>
+      `One truck carries ${p.a} ${t} and a second truck carries ${p.b}. How many ${t} do both trucks carry?`,
+    (p, n, t) => `${n} picked up ${p.b} ${t} and already had ${p.a}. How many ${t} does ${n} have in all?`,
+    (p, _n, t) => `A farm had ${p.a} ${t}. A delivery brought ${p.b} more. How many ${t} are on the farm?`,
+  ],
+  sub: [
+    (p, n, t) => `${n} had ${p.a} ${t} and gave away ${p.b}. How many ${t} are left?`,
+    (p, _n, t) => `A warehouse stored ${p.a} ${t}. ${p.b} of them were shipped out. How many ${t} remain?`,
+    (p, _n, t) =>
+      `A school had ${p.a} ${t} and used ${p.b} of them. How many ${t} does the school still have?`,
+    (p, n, t) => `${n} spent ${p.b} of ${n}'s ${p.a} ${t}. How many ${t} does ${n} have left?`,
+    (p, _n, t) => `A factory made ${p.a} ${t}, but ${p.b} were broken. How many good ${t} are there?`,
+    (p, n, t) => `${n} needs ${p.a} ${t} and already has ${p.b}. How many more ${t} does ${n} need?`,
+    (p, n, t) => `There are ${p.a} ${t} on a shelf. ${n} removes ${p.b}. How many ${t} are on the shelf now?`,
+    (p, _n, t) => `How many ${t} are left when ${p.b} are sold from a stock of ${p.a}?`,
+  ],
+  mul: [
+    (p, _n, t) => `Each box holds ${p.b} ${t}. How many ${t} are in ${p.a} boxes?`,
+    (p, n, t) => `${n} buys ${p.a} packs of ${t} with ${p.b} in each pack. How many ${t} is that?`,
+    (p, _n, t) => `A machine makes ${p.b} ${t} an hour. How many ${t} does it make in ${p.a} hours?`,
+    (p, _n, t) => `There are ${p.a} rows with ${p.b} ${t} in every row. How many ${t} are there?`,
+    (p, n, t) => `${n} puts ${p.b} ${t} on each of ${p.a} shelves. How many ${t} are on the shelves?`,
+    (p, _n, t) => `${p.a} teams receive ${p.b} ${t} per team. How many ${t} are handed out?`,
+    (p, n, t) => `${n} fills ${p.a} bags with ${p.b} ${t} in every bag. How many ${t} does ${n} use?`,
+  ],
+  'sub-add': [
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, gave away ${p.b} and then bought ${p.c} more. How many ${t} does ${n} have now?`,
+    (p, _n, t) =>
+      `A warehouse stored ${p.a} ${t}. It shipped out ${p.b} and then received ${p.c}. How many ${t} are in the warehouse?`,
+    (p, n, t) =>
+      `A box held ${p.a} ${t}. ${n} removed ${p.b} and later put ${p.c} back. How many ${t} are in the box?`,
+    (p, n, t) => `${n} had ${p.a} ${t}, used ${p.b} and then made ${p.c} more. How many ${t} does ${n} have?`,
+    (p, _n, t) =>
+      `A store had ${p.a} ${t}. After selling ${p.b}, it ordered ${p.c} more. How many ${t} does the store have?`,
+    (p, n, t) => `${n} spent ${p.b} of ${p.a} ${t} and then earned ${p.c}. How many ${t} does ${n} have?`,
+  ],
+  'add-sub': [
+    (p, _n, t) =>
+      `A shop had ${p.a} ${t}, received ${p.b} more and then sold ${p.c}. How many ${t} are left?`,
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, got ${p.b} more from a friend and gave away ${p.c}. How many ${t} does ${n} have now?`,
+    (p, _n, t) =>
+      `A depot holds ${p.a} ${t}. A delivery brings ${p.b} and ${p.c} are shipped out. How many ${t} are in the depot?`,
+    (p, n, t) =>
+      `${n} collected ${p.a} ${t} in spring and ${p.b} in summer, then used ${p.c}. How many ${t} are left?`,
+    (p, _n, t) =>
+      `A school bought ${p.a} ${t} and then ${p.b} more, but ${p.c} were broken. How many ${t} can still be used?`,
+    (p, n, t) => `${n} saved ${p.a} ${t}, won ${p.b} and spent ${p.c}. How many ${t} does ${n} have?`,
+  ],
+  'mul-add': [
+    (p, n, t) =>
+      `${n} has ${p.a} boxes of ${p.b} ${t} each and ${p.c} loose ${t}. How many ${t} does ${n} have in all?`,
+    (p, _n, t) =>
+      `A store has ${p.a} shelves with ${p.b} ${t} on each and ${p.c} more in the back room. How many ${t} does the store have?`,
+    (p, n, t) =>
+      `${n} buys ${p.a} packs of ${p.b} ${t} and gets ${p.c} extra for free. How many ${t} does ${n} get?`,
+    (p, _n, t) =>
+      `There are ${p.a} rows of ${p.b} ${t} and a separate pile of ${p.c}. How many ${t} are there altogether?`,
+    (p, _n, t) =>
+      `A factory packs ${p.b} ${t} into each of ${p.a} cartons and keeps ${p.c} spare. How many ${t} did it make?`,
+  ],
+};
 
-// One operation on a count: `a` then a gain or a loss of `b`.
-const ONE_STEP = holdOut<Frame>([
-  (p, w) => `${w.n} had ${p.a} ${w.t} and ${w.vp(p.b, gain(p))}. How many ${w.t} does ${w.n} have now?`,
-  (p, w) => `${w.n} had ${p.a} ${w.t}. Then ${w.n} ${w.vp(p.b, gain(p))}. How many ${w.t} does ${w.n} have?`,
-  (p, w) =>
-    `${w.n} started with ${p.a} ${w.t} and ${w.vp(p.b, gain(p))}. How many ${w.t} does ${w.n} have at the end?`,
-  (p, w) =>
-    `At first ${w.n} owned ${p.a} ${w.t}. Later ${w.n} ${w.vp(p.b, gain(p))}. How many ${w.t} does ${w.n} own now?`,
-  (p, w) =>
-    `${w.n} kept ${p.a} ${w.t} in a ${w.c[0]}. One day ${w.n} ${w.vp(p.b, gain(p))}. How many ${w.t} are in the ${w.c[0]} now?`,
-  (p, w) =>
-    `${w.n} had a collection of ${p.a} ${w.t}. After ${w.n} ${w.vp(p.b, gain(p))}, how many ${w.t} did ${w.n} have?`,
-  (p, w) =>
-    `Last week ${w.n} had ${p.a} ${w.t}. This week ${w.n} ${w.vp(p.b, gain(p))}. How many ${w.t} does ${w.n} have this week?`,
-  (p, w) => `${w.n} counted ${p.a} ${w.t}, then ${w.vp(p.b, gain(p))}. What is the number of ${w.t} now?`,
-]);
-// Two operations: `a`, then a gain or loss of `b`, then the other of `c`.
-const TWO_STEP = holdOut<Frame>([
-  (p, w) =>
-    `${w.n} had ${p.a} ${w.t}, ${w.vp(p.b, gain(p))} and then ${w.vp(p.c!, !gain(p))}. How many ${w.t} does ${w.n} have now?`,
-  (p, w) =>
-    `${w.n} started with ${p.a} ${w.t}. ${w.n} ${w.vp(p.b, gain(p))}, and later ${w.n} ${w.vp(p.c!, !gain(p))}. How many ${w.t} does ${w.n} have?`,
-  (p, w) =>
-    `At first ${w.n} owned ${p.a} ${w.t}. Then ${w.n} ${w.vp(p.b, gain(p))}. After that ${w.n} ${w.vp(p.c!, !gain(p))}. How many ${w.t} does ${w.n} own now?`,
-  (p, w) =>
-    `${w.n} had ${p.a} ${w.t}. In the morning ${w.n} ${w.vp(p.b, gain(p))}; in the afternoon ${w.n} ${w.vp(p.c!, !gain(p))}. How many ${w.t} does ${w.n} have in the evening?`,
-  (p, w) =>
-    `${w.n} had a collection of ${p.a} ${w.t}. ${w.n} ${w.vp(p.b, gain(p))} and ${w.vp(p.c!, !gain(p))}. How many ${w.t} are in the collection now?`,
-  (p, w) =>
-    `${w.n} kept ${p.a} ${w.t} in a ${w.c[0]}, ${w.vp(p.b, gain(p))}, and ${w.vp(p.c!, !gain(p))}. How many ${w.t} are in the ${w.c[0]}?`,
-]);
-// A product: `a` containers of `b` each.
-const PRODUCT = holdOut<Frame>([
-  (p, w) => `${w.n} has ${p.a} ${w.c[1]} with ${p.b} ${w.t} in each. How many ${w.t} does ${w.n} have?`,
-  (p, w) => `Each of ${p.a} ${w.c[1]} holds ${p.b} ${w.t}. How many ${w.t} are there in all?`,
-  (p, w) => `${w.n} buys ${p.a} ${w.c[1]} of ${p.b} ${w.t}. How many ${w.t} does ${w.n} buy?`,
-  (p, w) =>
-    `There are ${p.b} ${w.t} in every ${w.c[0]}, and ${w.n} has ${p.a} ${w.c[1]}. How many ${w.t} is that?`,
-  (p, w) => `${p.a} ${w.c[1]} contain ${p.b} ${w.t} apiece. How many ${w.t} do they contain together?`,
-  (p, w) => `${w.n} packs ${p.b} ${w.t} into each of ${p.a} ${w.c[1]}. How many ${w.t} does ${w.n} pack?`,
-  (p, w) => `${p.a} children each collect ${p.b} ${w.t}. How many ${w.t} do they collect together?`,
-  (p, w) => `A machine makes ${p.b} ${w.t} every hour for ${p.a} hours. How many ${w.t} does it make?`,
-  (p, w) => `${p.a} ${w.c[1]} hold ${p.b} ${w.t} each. What is the total number of ${w.t}?`,
-]);
-// A product and a sum: `a` containers of `b` each and `c` more.
-const PRODUCT_PLUS = holdOut<Frame>([
-  (p, w) =>
-    `${w.n} has ${p.a} ${w.c[1]} with ${p.b} ${w.t} in each and ${p.c} loose ${w.t}. How many ${w.t} does ${w.n} have in all?`,
-  (p, w) =>
-    `Each of ${p.a} ${w.c[1]} holds ${p.b} ${w.t}, and ${p.c} more ${w.t} lie beside them. How many ${w.t} are there?`,
-  (p, w) =>
-    `${w.n} buys ${p.a} ${w.c[1]} of ${p.b} ${w.t} and gets ${p.c} extra. How many ${w.t} does ${w.n} get?`,
-  (p, w) =>
-    `There are ${p.a} ${w.c[1]} of ${p.b} ${w.t} and a separate pile of ${p.c} ${w.t}. How many ${w.t} are there altogether?`,
-  (p, w) =>
-    `${p.a} ${w.c[1]} contain ${p.b} ${w.t} apiece, and ${p.c} ${w.t} are on the table. How many ${w.t} are there in total?`,
-  (p, w) =>
-    `${w.n} packs ${p.b} ${w.t} into each of ${p.a} ${w.c[1]} and keeps ${p.c} spare. How many ${w.t} does ${w.n} have?`,
-]);
-
-const FRAMES: Record<Problem['kind'], typeof ONE_STEP> = {
-  add: ONE_STEP,
-  sub: ONE_STEP,
-  mul: PRODUCT,
-  'sub-add': TWO_STEP,
-  'add-sub': TWO_STEP,
-  'mul-add': PRODUCT_PLUS,
+// Held-out phrasings: other sentence shapes and verbs, for validation only.
+const VAL_TEMPLATES: Record<Problem['kind'], Template[]> = {
+  add: [
+    (p, n, t) =>
+      `${n} started with ${p.a} ${t} and was given another ${p.b}. What is the total number of ${t}?`,
+  ],
+  sub: [
+    (p, _n, t) =>
+      `There were ${p.a} ${t} in a jar. After ${p.b} were taken out, how many ${t} stayed in the jar?`,
+  ],
+  mul: [(p, _n, t) => `${p.a} children each collect ${p.b} ${t}. How many ${t} do they collect together?`],
+  'sub-add': [
+    (p, _n, t) =>
+      `A stall began the day with ${p.a} ${t}. It sold ${p.b} in the morning and restocked ${p.c} at noon. How many ${t} does it have?`,
+  ],
+  'add-sub': [
+    (p, n, t) =>
+      `${n} owned ${p.a} ${t}, found ${p.b} more and lost ${p.c}. How many ${t} does ${n} own now?`,
+  ],
+  'mul-add': [
+    (p, _n, t) =>
+      `${p.a} crates hold ${p.b} ${t} apiece and ${p.c} ${t} lie beside them. How many ${t} are there?`,
+  ],
 };
 
 const KINDS: Problem['kind'][] = ['add', 'sub', 'mul', 'sub-add', 'add-sub', 'mul-add'];
@@ -282,15 +218,10 @@ interface Question {
   problem: Problem;
 }
 
-function question(part: 'train' | 'val', kind: Problem['kind'] = pick(KINDS)): Question {
-  const problem = draw(kind);
-  const words: Words = {
-    n: pick(NAMES[part]),
-    t: pick(THINGS[part]),
-    c: pick(CONTAINERS[part]),
-    vp: (x, isGain) => pick(isGain ? GAINS[part] : LOSSES[part]).replace('X', String(x)),
-  };
-  const text = pick(FRAMES[kind][part])(problem, words);
+function question(split: 'train' | 'val'): Question {
+  const problem = draw(pick(KINDS));
+  const templates = (split === 'train' ? TRAIN_TEMPLATES : VAL_TEMPLATES)[problem.kind];
+  const text = pick(templates)(problem, pick(NAMES[split]), pick(THINGS[split]));
   const expr = expression(problem);
   return { text, expr, answer: evaluate(expr), problem };
 }
@@ -369,8 +300,7 @@ writeDataset(
 );
 writeDataset(
   join(out, 'val.parquet'),
-  // the six kinds in turn, so that each is a sixth of the score
-  Array.from({ length: 64 }, (_, i) => row(question('val', KINDS[i % KINDS.length]), i, 'val')),
+  Array.from({ length: 64 }, (_, i) => row(question('val'), i, 'val')),
 );
 writeParquetFile(
   join(out, 'sft.parquet'),
