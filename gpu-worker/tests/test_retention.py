@@ -106,6 +106,9 @@ def test_the_rule_keeps_what_rollouts_validation_checkpoints_and_a_resume_need()
     assert sorted(p.retire) == [9, 11, 12] and 13 in p.keep
     async_plan = plan(range(16), latest=15, deterministic=False, **common)
     assert sorted(async_plan.delete) == [1, 2, 3, 6, 7, 9, 11, 12]
+    # The newest checkpoint's version stays even when its checkpoint predates checkpoint_versions (none pinned).
+    old = {**common, "checkpoint": 6, "pinned": []}
+    assert 6 in plan(range(13), latest=11, deterministic=True, **old).keep
     # A bucket's v0 holds the graph of later versions, and v2's folder a file that v5 names: kept while v5 is.
     refs = {5: {0, 2}, 4: {0}, 2: {0}}
     p = plan(range(6), latest=5, checkpoint=5, pinned=[], eval_every=0, max_staleness=0, deterministic=False, refs=refs)  # fmt: skip

@@ -61,7 +61,8 @@ def plan(
     versions of every checkpoint written; `refs`: for each version, the versions its manifest takes files from."""
     present = set(present)
     window = latest - (max_staleness + 1)
-    pinned = set(pinned)
+    # The newest checkpoint's version too (for a checkpoint written before checkpoint_versions was kept).
+    pinned = {*pinned, checkpoint}
 
     def wanted(v: int) -> bool:
         return v == 0 or v >= window or v in pinned or (eval_every > 0 and v % eval_every == 0)
