@@ -16,6 +16,7 @@ from .run_config import (
     CriticConfig,
     Dtype,
     ImportanceSamplingLevel,
+    KeepPolicyVersions,
     KlLossType,
     KlPenalty,
     LoggingConfig,
@@ -108,6 +109,8 @@ class LearnerConfig:
     publish_every: int = TrainerConfig.publish_every
     save_every: int = 10  # the schema's default when neither save_every nor save_every_epochs is set
     keep_checkpoints: int = TrainerConfig.keep_checkpoints
+    keep_policy_versions: KeepPolicyVersions = TrainerConfig.keep_policy_versions
+    eval_every: int = TrainerConfig.eval_every
     seed: int = TrainerConfig.seed
     deterministic: bool = TrainerConfig.deterministic
     num_gpus: int = TrainerConfig.num_gpus

@@ -26,6 +26,7 @@ KlPenalty = Literal["k1", "k2", "k3"]
 RolloutIs = Literal["none", "token", "sequence"]
 RolloutIsMode = Literal["truncate", "mask"]
 LrScheduler = Literal["constant", "cosine"]
+KeepPolicyVersions = Literal["needed", "all"]
 ContextWarmupSchedule = Literal["step", "linear"]
 
 
@@ -662,6 +663,14 @@ class TrainerConfig:
     """
     keep_checkpoints: int = 2
     """Complete checkpoints kept (older ones are deleted once a newer one is complete)."""
+    keep_policy_versions: KeepPolicyVersions = "needed"
+    """Which published policy versions (the rollout bundles under policy/v<N>/) stay in the store. `needed`: a
+    version is deleted once nothing can need it; kept are v0, every version validation runs on (multiples of
+    eval_every), the version of every checkpoint, the final one, the newest max_staleness + 2 (rollouts in
+    flight may still load them) and any version whose folder holds a file a kept version's manifest names. In
+    a deterministic run a version published after the newest checkpoint keeps its manifest.json until a newer
+    checkpoint is complete, so a resume can check its replay against it. `all`: every version is kept.
+    """
     eval_every: int = 0
     """Validation rollouts every this many policy versions; 0 disables."""
     seed: int = 0

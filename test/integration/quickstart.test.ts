@@ -82,8 +82,20 @@ describe('examples/quickstart/run.yaml', () => {
       readdirSync(join(dir, 'metrics', 'tensorboard')).some((f) => f.startsWith('events.out.tfevents')),
     ).toBe(true);
     expect(readdirSync(join(dir, 'trajectories')).length).toBeGreaterThan(0);
-    for (const v of [0, 1, STEPS])
-      expect(existsSync(join(dir, 'policy', `v${v}`, 'manifest.json')), `v${v}`).toBe(true);
+    // Policy versions (trainer.keep_policy_versions: needed): v0, v16 (validated, checkpointed, final) and the newest
+    // max_staleness + 2 stay, each whole; the others were deleted as the run went.
+    const versions = readdirSync(join(dir, 'policy')).filter((f) => /^v\d+$/.test(f));
+    expect(versions.map((f) => Number(f.slice(1))).sort((x, y) => x - y)).toEqual([
+      0,
+      STEPS - 2,
+      STEPS - 1,
+      STEPS,
+    ]);
+    for (const v of versions) {
+      const manifest = JSON.parse(readFileSync(join(dir, 'policy', v, 'manifest.json'), 'utf8'));
+      for (const name of Object.keys(manifest.files))
+        expect(existsSync(join(dir, 'policy', v, name)), `${v}/${name}`).toBe(true);
+    }
     expect(readdirSync(join(dir, 'checkpoints')).length).toBeGreaterThan(0);
   });
 });

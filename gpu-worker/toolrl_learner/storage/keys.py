@@ -58,6 +58,17 @@ def policy_version(run_id: str, v: int) -> str:
     return _key("policyVersion", runId=run_id, version=v)
 
 
+def policies(run_id: str) -> str:
+    """The folder of every policy version of the run (`policy/`)."""
+    return _folder("policyVersion", "version", runId=run_id)
+
+
+def parse_policy_version(run_id: str, key: str) -> int | None:
+    """The policy version whose folder `key` is in; None for any other key (LATEST.json)."""
+    m = _pattern("policyVersion", run_id, ("version",), whole=False).match(key)
+    return int(m["version"]) if m else None
+
+
 def policy_latest(run_id: str) -> str:
     return _key("policyLatest", runId=run_id)
 

@@ -74,6 +74,8 @@ class TrainerState:
     published_step: int | None = None
     # Lineage anchors [version, index] left by resumes that republished (versions.py); empty for a run never killed.
     lineage: list[list[int]] = field(default_factory=list)
+    # The policy version current at each checkpoint written (kept by trainer.keep_policy_versions: retention.py).
+    checkpoint_versions: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

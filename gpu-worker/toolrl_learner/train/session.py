@@ -38,6 +38,7 @@ from .ordered import OrderedBatches
 from .policy import Policy
 from .progress import RunDoc, WarmStartProgress, read_run, write_state
 from .publish import Publisher
+from .retention import Retention
 from .timing import PREFIX, PhaseTimer
 from .versions import Lineage, Versions
 
@@ -90,6 +91,9 @@ class LearnerSession:
         self.lines_offered = 0  # the offline driver's position in its file
         self.ordered: OrderedBatches | None = None  # trainer.deterministic: batches by feeder position
         self.timer = PhaseTimer()  # drivers add their own phases (waiting for input, parsing it)
+        self.retention: Retention | None = None  # trainer.keep_policy_versions: needed
+        # The policy version of the newest complete checkpoint (where a resume starts).
+        self.checkpoint_version = 0
 
     # -- start ------------------------------------------------------------------------------------------
 
@@ -141,6 +145,15 @@ class LearnerSession:
             self.last_checkpoint_step = self.state.step
         else:
             self.state = TrainerState()
+        self.checkpoint_version = self.state.policy_version
+        if cfg.keep_policy_versions == "needed":
+            self.retention = Retention(
+                self.store,
+                self.run_id,
+                eval_every=cfg.eval_every,
+                max_staleness=max([cfg.max_staleness, *(c.max_staleness for c in self.stage_cfgs.values())]),
+                deterministic=cfg.deterministic,
+            )
         self.ledger = GroupLedger(self.state)
         self.lines_offered = self.state.data_position
         if cfg.deterministic:
@@ -185,6 +198,7 @@ class LearnerSession:
         elif resumed is not None and self.state.lineage != self.versions.lineage.to_json():
             self._commit()  # the checkpoint's marker records the republished version, so a second crash knows it
         self._write_state()
+        self._sweep_versions()
         ready = {"type": "ready", "policyVersion": self.state.policy_version, "resumedFromStep": resumed_from}
         self.timer = PhaseTimer()  # the first step row's phases start here, after loading and the warm start
         self.emit(ready)
@@ -428,6 +442,8 @@ class LearnerSession:
                 self._commit()
         with self.timer.phase("state"):
             self._write_state()
+        with self.timer.phase("publish"):
+            self._sweep_versions()
         if self.model.trainer.total_steps is None:
             self._read_run()
             self.model.trainer.total_steps = self._total_steps()
@@ -444,7 +460,19 @@ class LearnerSession:
     def _published(self, version: int, pointer: dict[str, Any]) -> None:
         self.state.policy_version = version
         self.last_published_step = self.state.step
+        if self.retention is not None:
+            self.retention.published(version)
         self.emit({"type": "published", **pointer})
+
+    def _sweep_versions(self) -> None:
+        """trainer.keep_policy_versions: needed: delete the published versions nothing can need any more
+        (retention.py); after the state file, so the feeder hears of the step first."""
+        if self.retention is not None:
+            self.retention.sweep(
+                latest=max(self.state.policy_version, self.versions.replay_to),
+                checkpoint=self.checkpoint_version,
+                pinned=self.state.checkpoint_versions,
+            )
 
     def _commit(self) -> None:
         """Checkpoint, then tell the driver which groups' messages may now be deleted."""
@@ -455,12 +483,15 @@ class LearnerSession:
         if self.ordered is not None:
             self.state.batches_settled = self.ordered.settled
             self.state.batch_versions = list(self.ordered.versions)
+        if self.state.policy_version not in self.state.checkpoint_versions:
+            self.state.checkpoint_versions.append(self.state.policy_version)
         self.model.save_checkpoint(
             self.state,
             keep=self.cfg.keep_checkpoints,
             weights_unchanged=self.last_checkpoint_step == self.state.step,
         )
         self.last_checkpoint_step = self.state.step
+        self.checkpoint_version = self.state.policy_version
         ids = self.ledger.commit()
         self.emit({"type": "committed", "step": self.state.step, "groupIds": ids})
 
@@ -524,6 +555,7 @@ class LearnerSession:
             self._publish(self.state.policy_version + 1)
         if self.last_checkpoint_step != self.state.step or self.ledger.pending:
             self._commit()
+        self._sweep_versions()
         self.done = True
         self._metrics().flush()  # the last rows are in the store before the run is said done
         self._write_state()

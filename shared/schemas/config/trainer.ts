@@ -153,6 +153,12 @@ export const TrainerConfigSchema = z
       .positive()
       .default(2)
       .describe('Complete checkpoints kept (older ones are deleted once a newer one is complete).'),
+    keep_policy_versions: z
+      .enum(['needed', 'all'])
+      .default('needed')
+      .describe(
+        "Which published policy versions (the rollout bundles under policy/v<N>/) stay in the store. `needed`: a version is deleted once nothing can need it; kept are v0, every version validation runs on (multiples of eval_every), the version of every checkpoint, the final one, the newest max_staleness + 2 (rollouts in flight may still load them) and any version whose folder holds a file a kept version's manifest names. In a deterministic run a version published after the newest checkpoint keeps its manifest.json until a newer checkpoint is complete, so a resume can check its replay against it. `all`: every version is kept.",
+      ),
     eval_every: z
       .number()
       .int()
