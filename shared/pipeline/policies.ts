@@ -76,6 +76,10 @@ export class BlobPolicyProvider implements PolicyProvider {
   private readonly parts = new Map<string, Promise<PolicyParts>>();
   /** Files downloaded for a run's versions, by run and sha256: a later version links the ones it shares. */
   private readonly downloaded = new Map<string, string>();
+  /** Scratch folders of the versions this provider downloaded, by `runId:version`; removed when it unloads them. */
+  private readonly scratch = new Map<string, string>();
+  /** Removals of scratch folders under way: a load of the same version waits for its folder's removal. */
+  private readonly removing = new Map<string, Promise<void>>();
   /** KV caches kept between turns, for every version this provider loads (an unloaded version's survive it). */
   private readonly caches = new CacheStore(DEFAULT_CACHE_BYTES);
 
@@ -184,6 +188,8 @@ export class BlobPolicyProvider implements PolicyProvider {
     const local = this.blobs.localPath?.(prefix);
     if (local && existsSync(local)) return local;
     const dir = join(this.opts.scratchDir, runId, 'policy', `v${version}`);
+    await this.removing.get(dir);
+    this.scratch.set(`${runId}:${version}`, dir);
     const done = join(dir, '.complete');
     if (existsSync(done)) return dir;
     // The manifest is written last: without it the version is not (yet) complete.
@@ -214,7 +220,12 @@ export class BlobPolicyProvider implements PolicyProvider {
     return dir;
   }
 
-  /** Disposes idle sessions of versions older than the newest, keeping the most recently used few. */
+  /**
+   * Disposes idle sessions of versions older than the newest, keeping the most recently used few, and removes the
+   * scratch copies of the versions it disposes: a run publishes a version every step, and a real model's is hundreds
+   * of megabytes (Lambda's /tmp holds a few). A file the next version shares is a hard link in its own folder, and the
+   * provider's record of downloaded files points at the newest copy, so removing an older folder loses nothing.
+   */
   private async evict(): Promise<void> {
     const idle = [...this.entries.entries()]
       .filter(([id, e]) => {
@@ -225,6 +236,16 @@ export class BlobPolicyProvider implements PolicyProvider {
     for (const [id, e] of idle.slice(this.opts.keepIdle ?? 1)) {
       this.entries.delete(id);
       (await e.policy).dispose().catch(() => {});
+      const dir = this.scratch.get(id);
+      if (dir === undefined || this.entries.has(id)) continue;
+      this.scratch.delete(id);
+      const removal = rm(dir, { recursive: true, force: true })
+        .catch(() => {})
+        .finally(() => this.removing.delete(dir));
+      this.removing.set(dir, removal);
+      for (const [file, path] of this.downloaded)
+        if (path.startsWith(`${dir}/`)) this.downloaded.delete(file);
+      await removal;
     }
   }
 }

@@ -1,5 +1,5 @@
 // The rollout stage's policy provider: which version an acquire gets, and how often it reads LATEST.json.
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -159,6 +159,71 @@ describe('BlobPolicyProvider', () => {
         .map((n) => `${keys.policyVersion(RUN, n === 'model.onnx.data' ? 1 : 0)}${n}`)
         .sort(),
     );
+    await provider.close();
+  });
+
+  it('removes the scratch copy of a version it unloads, and fetches it again if it is asked for later', async () => {
+    // GIVEN a bucket holding v0 whole and v1, v2 as the learner publishes them there (weights only, the rest named in v0)
+    const { bundleDir } = await tinyBundle();
+    const folder = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-remote-')));
+    const bucket = new Proxy(folder, {
+      get(obj, prop, receiver) {
+        if (prop === 'localPath') return undefined;
+        const value = Reflect.get(obj, prop, receiver);
+        return typeof value === 'function' ? value.bind(obj) : value;
+      },
+    });
+    const manifest = BundleManifestSchema.parse(
+      JSON.parse(readFileSync(join(bundleDir, 'manifest.json'), 'utf8')),
+    );
+    for (const name of [...Object.keys(manifest.files), 'manifest.json'])
+      await folder.put(`${keys.policyVersion(RUN, 0)}${name}`, readFileSync(join(bundleDir, name)));
+    for (const v of [1, 2]) {
+      const files = Object.fromEntries(
+        Object.entries(manifest.files).map(([n, e]) => [
+          n,
+          n === 'model.onnx.data' ? e : { ...e, version: 0 },
+        ]),
+      );
+      await folder.put(
+        `${keys.policyVersion(RUN, v)}model.onnx.data`,
+        readFileSync(join(bundleDir, 'model.onnx.data')),
+      );
+      await folder.put(
+        `${keys.policyVersion(RUN, v)}manifest.json`,
+        JSON.stringify({ ...manifest, version: v, files }),
+      );
+    }
+    const scratchDir = mkdtempSync(join(tmpdir(), 'toolrl-policies-scratch-'));
+    const versionsInScratch = () => readdirSync(join(scratchDir, RUN, 'policy')).sort();
+    const provider = new BlobPolicyProvider(bucket, {
+      scratchDir,
+      keepIdle: 0,
+      load: async (dir) => {
+        await readBundle(dir, 'sha256'); // every listed file there, with its digest
+        return { dispose: async () => {} } as unknown as Policy;
+      },
+    });
+    const use = async (v: number) => {
+      await folder.put(
+        keys.policyLatest(RUN),
+        JSON.stringify({ version: v, prefix: keys.policyVersion(RUN, v), sha256: '0'.repeat(64) }),
+      );
+      const lease = await provider.acquire(RUN, null, { fresh: true });
+      lease.release();
+      await new Promise((r) => setTimeout(r, 0));
+    };
+    // WHEN the versions are used one after another, as a run's rollouts use them
+    await use(0);
+    await use(1);
+    await use(2);
+    // THEN only the newest version's copy is left, and it is whole (its shared files were linked before v0, v1 went)
+    await expect.poll(versionsInScratch).toEqual(['v2']);
+    await readBundle(join(scratchDir, RUN, 'policy', 'v2'), 'sha256');
+    // AND a validation pinned to v1 later fetches it again, whole, and leaves v2's copy alone
+    const pinned = await provider.acquire(RUN, 1);
+    pinned.release();
+    expect(existsSync(join(scratchDir, RUN, 'policy', 'v2', '.complete'))).toBe(true);
     await provider.close();
   });
 });
