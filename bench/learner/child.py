@@ -154,8 +154,10 @@ def run_child(args, seqs_fn) -> dict:
             torch.cuda.synchronize()
             # what stays between steps: weights, gradients, optimizer state (16 bytes a parameter in both)
             resident = torch.cuda.memory_allocated()
+        warmup_peak = _peak_rss_gb(reset)
         if args.grads_out:
-            _save_grads(model, args.grads_out)
+            _save_grads(model, args.grads_out)  # its serialisation buffer is not the step's: out of the peak
+            reset = _reset_peak()
         t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(args.steps):
             step()
@@ -193,7 +195,7 @@ def run_child(args, seqs_fn) -> dict:
     else:
         # peak RSS of the steps above the process before them (imports and weights differ between the variants):
         # gradients, AdamW state, activations, logits, temporaries
-        out["peak_gb"] = _peak_rss_gb(reset) - rss_before
+        out["peak_gb"] = max(warmup_peak, _peak_rss_gb(reset)) - rss_before
         out["resident_before_gb"] = rss_before
         out["device"] = "cpu"
     return out
