@@ -10,7 +10,8 @@ A variant of ours is a spec: `default` or '+'-joined settings over the learner's
     chunk=<rows>      log-prob chunk rows (trainer.logprob_chunk_size)
     mbt=<tokens>      micro-batch token budget (trainer.micro_batch_tokens)
     keep=<MiB>        largest [tokens x vocabulary] log-softmax the log-prob head keeps for its backward
-                      instead of recomputing it (model/logprobs.py SAVE_BYTES; keep=0 always recomputes)
+                      instead of recomputing it (model/logprobs.py SAVE_BYTES; keep=0 always recomputes; with ckpt
+                      the head always recomputes, as the learner does under gradient checkpointing)
 and, to measure what each of the learner's CPU choices gives, each undone on its own:
     attn-bf16         attention in the autocast dtype on a CPU (model/attention.py CPU_FP32_ATTENTION off)
     tree-mask         a shared-prefix unit as one masked attention row (attention.py SPLIT_SHARED_PREFIX off)
