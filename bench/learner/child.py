@@ -10,7 +10,8 @@ A variant of ours is a spec: `default` or '+'-joined settings over the learner's
     chunk=<rows>      log-prob chunk rows (trainer.logprob_chunk_size)
     mbt=<tokens>      micro-batch token budget (trainer.micro_batch_tokens)
     keep=<MiB>        largest [tokens x vocabulary] log-softmax the log-prob head keeps for its backward
-                      instead of recomputing it (model/logprobs.py SAVE_BYTES; keep=0 always recomputes)
+                      instead of recomputing it (model/logprobs.py SAVE_BYTES; keep=0 always recomputes; with ckpt
+                      the head always recomputes, as the learner does under gradient checkpointing)
 and, to measure what each of the learner's CPU choices gives, each undone on its own:
     attn-bf16         attention in the autocast dtype on a CPU (model/attention.py CPU_FP32_ATTENTION off)
     tree-mask         a shared-prefix unit as one masked attention row (attention.py SPLIT_SHARED_PREFIX off)
@@ -154,8 +155,10 @@ def run_child(args, seqs_fn) -> dict:
             torch.cuda.synchronize()
             # what stays between steps: weights, gradients, optimizer state (16 bytes a parameter in both)
             resident = torch.cuda.memory_allocated()
+        warmup_peak = _peak_rss_gb(reset)
         if args.grads_out:
-            _save_grads(model, args.grads_out)
+            _save_grads(model, args.grads_out)  # its serialisation buffer is not the step's: out of the peak
+            reset = _reset_peak()
         t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(args.steps):
             step()
@@ -193,7 +196,7 @@ def run_child(args, seqs_fn) -> dict:
     else:
         # peak RSS of the steps above the process before them (imports and weights differ between the variants):
         # gradients, AdamW state, activations, logits, temporaries
-        out["peak_gb"] = _peak_rss_gb(reset) - rss_before
+        out["peak_gb"] = max(warmup_peak, _peak_rss_gb(reset)) - rss_before
         out["resident_before_gb"] = rss_before
         out["device"] = "cpu"
     return out

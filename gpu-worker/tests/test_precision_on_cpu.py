@@ -19,6 +19,7 @@ import torch
 import transformers
 
 from toolrl_learner.config import LearnerConfig
+from toolrl_learner.model.modeling import DecoderLayer
 from toolrl_learner.train import precision
 from toolrl_learner.train.policy import Policy
 from toolrl_learner.train.synthetic import group, trajectory
@@ -98,9 +99,10 @@ def _reference(model_dir, groups):
     return torch.cat(logps), {n: p.grad for n, p in hf.named_parameters()}
 
 
-def _ours(model_dir, groups, dtype: str):
+def _ours(model_dir, groups, dtype: str, checkpointing: bool = False, kept: list | None = None):
     """toolrl's Trainer.step (lr 0, no clipping: the gradients stay as computed), with the training forward's
-    log-probs recorded. Small micro-batches and chunks so several of each run."""
+    log-probs recorded (and in `kept`, whether each forward's log-prob head kept its log-softmax for the
+    backward). Small micro-batches and chunks so several of each run."""
     cfg = LearnerConfig(
         model_path=str(model_dir),
         dtype=dtype,
@@ -110,6 +112,7 @@ def _ours(model_dir, groups, dtype: str):
         logprob_chunk_size=24,
         rollout_is="none",
         filter_groups=False,
+        gradient_checkpointing=checkpointing,
     )
     policy = Policy(cfg, model_dir, torch.device("cpu"))
     trainer = Trainer(cfg, policy)
@@ -121,6 +124,8 @@ def _ours(model_dir, groups, dtype: str):
     def recorded(mb, **kw):
         out = forward(mb, **kw)
         logps[mb.token_index] = out.logprobs.detach()
+        if kept is not None:
+            kept.append(out.logprobs.grad_fn.kept is not None)  # the head's autograd node (model/logprobs.py)
         return out
 
     policy.forward = recorded
@@ -154,6 +159,49 @@ def test_learner_step_equals_the_fp32_hugging_face_step_within_tolerance_on_cpu(
     rel, cos = _compare(grads, ref_grads)
     assert rel < rel_tol, f"{dtype}: gradient relative error {rel:.2e} (allowed {rel_tol:.0e})"
     assert 1 - cos < cos_tol, f"{dtype}: gradient cosine {cos:.8f}"
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_gradient_checkpointing_recomputes_the_head_too_and_gives_the_same_step_on_cpu(
+    model_dir, reference, dtype, monkeypatch
+):
+    # model.gradient_checkpointing recomputes in the backward each layer's activations and the log-prob head's
+    # log-softmax (nothing [tokens x vocabulary] kept from the forward), under bf16 autocast without its weight-cast
+    # cache in the forward and in the recompute alike (train/precision.py): the same numbers as the step without
+    # it, up to summation order (measured: equal bit for bit), so within the reference's tolerances too.
+    monkeypatch.setattr(precision, "cpu_bf16_unit", lambda: "AVX512-BF16")
+    groups = _groups(SHAPE["vocab_size"])
+    cache = []  # autocast's cache setting in every decoder layer's forward (the checkpointed ones and recomputes)
+    layer_forward = DecoderLayer.forward
+
+    def spy(self, *args, **kwargs):
+        if torch.is_autocast_enabled("cpu"):
+            cache.append(torch.is_autocast_cache_enabled())
+        return layer_forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(DecoderLayer, "forward", spy)
+    kept_plain: list[bool] = []
+    _, logp_plain, grads_plain = _ours(model_dir, groups, dtype, kept=kept_plain)
+    n_plain = len(cache)
+    kept_ckpt: list[bool] = []
+    _, logp, grads = _ours(model_dir, groups, dtype, checkpointing=True, kept=kept_ckpt)
+    assert kept_plain and all(kept_plain)  # without checkpointing this small head keeps its log-softmax
+    assert kept_ckpt and not any(kept_ckpt)
+    if dtype == "bf16":
+        n_layers = SHAPE["num_hidden_layers"]
+        assert n_plain == n_layers * len(kept_plain)
+        assert len(cache) - n_plain == 2 * n_layers * len(
+            kept_ckpt
+        )  # forward, then recompute in the backward
+        assert not any(cache)
+    torch.testing.assert_close(logp, logp_plain, rtol=0, atol=1e-6)
+    rel, cos = _compare(grads, grads_plain)
+    assert rel < 1e-6 and 1 - cos < 1e-9, f"{dtype}: checkpointing moved the gradient by {rel:.2e}"
+    ref_logp, ref_grads = reference
+    lp_tol, rel_tol, cos_tol = TOLERANCE[dtype]
+    assert float((logp - ref_logp).abs().max()) < lp_tol
+    rel, cos = _compare(grads, ref_grads)
+    assert rel < rel_tol and 1 - cos < cos_tol
 
 
 def test_the_comparison_catches_a_wrong_gradient_on_cpu(model_dir, reference, monkeypatch):

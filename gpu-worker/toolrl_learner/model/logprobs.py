@@ -29,7 +29,9 @@ def _compute_dtype(hidden: torch.Tensor) -> torch.dtype:
 
 def _chunk_stats(h: torch.Tensor, w: torch.Tensor, tgt: torch.Tensor, temperature: float):
     # Softmax in fp32 at least (bf16/fp16 logits are upcast; fp64 stays fp64 for gradcheck).
-    z = (h @ w.T).to(torch.promote_types(h.dtype, torch.float32)) / temperature  # [C, V]
+    z = (h @ w.T).to(torch.promote_types(h.dtype, torch.float32))  # [C, V], a buffer of its own
+    if temperature != 1.0:
+        z.div_(temperature)  # in place: a second [C, V] for nothing otherwise (x / 1 is x: skipped)
     lse = torch.logsumexp(z, dim=-1)  # [C]
     logp_tgt = z.gather(1, tgt[:, None]).squeeze(1) - lse  # [C]
     return z, lse, logp_tgt
@@ -87,25 +89,36 @@ class _ChunkedLogprobs(torch.autograd.Function):
         grad_h = torch.zeros_like(hidden, dtype=acc) if ctx.needs_input_grad[0] else None
         grad_w = torch.zeros_like(weight, dtype=acc) if ctx.needs_input_grad[1] else None
         with torch.autocast(hidden.device.type, enabled=False):
-            for s in range(0, hidden.shape[0], ctx.chunk_size):
+            for i, s in enumerate(range(0, hidden.shape[0], ctx.chunk_size)):
                 e = min(s + ctx.chunk_size, hidden.shape[0])
                 if kept is not None:
-                    logp_all = kept[s // ctx.chunk_size]  # [C, V], from the forward
+                    # [C, V], from the forward: this chunk's own now (freed with it, not at the end)
+                    logp_all, kept[i] = kept[i], None
                 else:
                     z, lse, _ = _chunk_stats(h_all[s:e], w, targets[s:e], tau)
-                    logp_all = z - lse[:, None]
-                p = logp_all.exp()  # [C, V]
-                if grad_logp is not None:
-                    # d logp[target] / dz = onehot(target) - p
-                    gz = -p * grad_logp[s:e, None]  # [C, V] dL/dz
+                    logp_all = z.sub_(lse[:, None])
+                if grad_ent is None and grad_logp is not None:
+                    # Only the log-probs' gradient: p, then dL/dz, in log p's memory (one [C, V] buffer, not three;
+                    # the same numbers: p * -g is -p * g)
+                    gz = logp_all.exp_().mul_(-grad_logp[s:e, None])
                     gz.scatter_add_(1, targets[s:e, None], grad_logp[s:e, None])
                 else:
-                    gz = torch.zeros_like(p)
-                if grad_ent is not None:
-                    # H = -sum p log p  ->  dH/dz_j = -p_j (log p_j + H)
-                    ent = -(p * logp_all).sum(-1, keepdim=True)
-                    gz -= grad_ent[s:e, None] * p * (logp_all + ent)
-                gz = (gz / tau).to(dtype)  # z = logits / tau
+                    p = logp_all.exp()  # [C, V]
+                    if grad_logp is not None:
+                        # d logp[target] / dz = onehot(target) - p
+                        gz = -p * grad_logp[s:e, None]  # [C, V] dL/dz
+                        gz.scatter_add_(1, targets[s:e, None], grad_logp[s:e, None])
+                    else:
+                        gz = torch.zeros_like(p)
+                    if grad_ent is not None:
+                        # H = -sum p log p  ->  dH/dz_j = -p_j (log p_j + H)
+                        ent = -(p * logp_all).sum(-1, keepdim=True)
+                        gz -= grad_ent[s:e, None] * p * (logp_all + ent)
+                    del p
+                del logp_all
+                if tau != 1.0:
+                    gz.div_(tau)  # z = logits / tau (x / 1 is x: skipped)
+                gz = gz.to(dtype)
                 if grad_h is not None:
                     grad_h[s:e] = gz @ w
                 if grad_w is not None:

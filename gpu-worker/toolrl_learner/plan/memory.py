@@ -8,8 +8,9 @@ What is counted (P parameters, P_t trainable, W ranks, b = 2 bytes on a GPU in b
   optimizer   AdamW's two moments: 8 P_t, / W sharded; with trainer.cpu_offload these three live in host memory
   gathered    sharded only: the root unit (embedding, LM head) kept gathered, two layers gathered (the one
               running and the next), one layer's unsharded gradients: b (P_emb + P_head) + 2 b P_layer + (b + 4) P_layer
-  bf16 cache  one process in bf16 (a GPU, or a CPU with bf16 units): autocast keeps a bf16 copy of every trainable
-              layer weight, 2 P_layers
+  bf16 cache  one process in bf16 (a GPU, or a CPU with bf16 units): autocast's bf16 copy of every trainable
+              layer weight, saved for the backward, 2 P_layers; with gradient checkpointing one layer's, 2 P_layer
+              (the one recomputed: the learner runs autocast without its cache, train/precision.py)
   reference   full fine-tuning with a KL term: the frozen reference policy, b P (/ W sharded)
   activations per token of a micro-batch (micro_batch_tokens): what each layer saves for backward
               (ACTIVATION_BYTES below), x layers; with gradient checkpointing only each layer's input is
@@ -184,7 +185,7 @@ def plan_memory(
             gathered += (b + 4) * p_layer
         parts["gathered"] = gathered
     elif ((on_gpu and b == 2) or cpu_bf16) and not cfg.use_lora:
-        parts["bf16 cache"] = 2 * counts["layers"]
+        parts["bf16 cache"] = 2 * (p_layer if cfg.gradient_checkpointing else counts["layers"])
     if cfg.needs_reference and not cfg.use_lora:
         parts["reference"] = b * p / w
     t = cfg.micro_batch_tokens

@@ -9,7 +9,6 @@ was scored with). The checkpoint keeps the critic's weights in `critic/` (Huggin
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from .lora import lora_config
 from .minibatch import loss_totals, micro_aggregate, mini_batches
 from .optim import build_optimizer, lr_at, set_lr
 from .packing import MicroBatch, pack_sequences
+from .precision import autocast
 
 
 class Critic:
@@ -66,9 +66,7 @@ class Critic:
     # -- values ----------------------------------------------------------------------------------------
 
     def _autocast(self):
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+        return autocast(self.device, self.autocast_dtype)
 
     def values(self, mb: MicroBatch) -> Tensor:
         """V(state before each loss token) [n] of a micro-batch; with autograd in training mode."""

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from ..config import LearnerConfig
 from .lora import lora_config
 from .packing import MicroBatch
-from .precision import autocast_dtype, describe
+from .precision import autocast, autocast_dtype, describe
 
 if TYPE_CHECKING:
     from ..model.config import ModelConfig
@@ -93,12 +93,26 @@ def _download(repo_id: str, workdir: Path) -> Path:
 
 
 def _token_logprobs(
-    hidden: Tensor, weight: Tensor, targets: Tensor, temperature: float, chunk: int, entropy: bool
+    hidden: Tensor,
+    weight: Tensor,
+    targets: Tensor,
+    temperature: float,
+    chunk: int,
+    entropy: bool,
+    recompute: bool,
 ):
+    """recompute: the backward recomputes each chunk's logits instead of keeping the forward's log-softmax
+    (model/logprobs.py keeps it when it is small): what gradient checkpointing asks of the head too."""
     from ..model.logprobs import token_logprobs
 
     out = token_logprobs(
-        hidden, weight, targets, temperature=temperature, chunk_size=chunk, return_entropy=entropy
+        hidden,
+        weight,
+        targets,
+        temperature=temperature,
+        chunk_size=chunk,
+        return_entropy=entropy,
+        **({"save_bytes": 0} if recompute else {}),
     )
     if isinstance(out, tuple):
         return out[0], (out[1] if entropy else None)
@@ -214,9 +228,7 @@ class Policy:
     # -- forward ----------------------------------------------------------------------------------------
 
     def _autocast(self):
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+        return autocast(self.device, self.autocast_dtype)
 
     def _forward(
         self,
@@ -234,7 +246,13 @@ class Policy:
             )  # [T, H]
             h = hidden.index_select(0, mb.pred_rows)  # [n, H]
             logprobs, ent = _token_logprobs(
-                h, model.lm_head_weight(), mb.targets, temp, self.cfg.logprob_chunk_size, entropy
+                h,
+                model.lm_head_weight(),
+                mb.targets,
+                temp,
+                self.cfg.logprob_chunk_size,
+                entropy,
+                recompute=self.cfg.gradient_checkpointing,
             )
             v = self.value_head(h).squeeze(-1).float() if (values and self.value_head is not None) else None
         return ForwardOut(logprobs.float(), None if ent is None else ent.float(), v)

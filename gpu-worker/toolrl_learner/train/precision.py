@@ -9,6 +9,8 @@ tolerances gpu-worker/tests/test_precision_on_cpu.py states of the fp32 step's.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 # torch.cpu.get_capabilities() flags of x86 bf16 matrix units (ARM's bf16 is not measured here: fp32 there).
@@ -46,3 +48,16 @@ def describe(dtype: str, device: torch.device) -> str:
         return "model.dtype fp32: computing in fp32"
     unit = f" ({cpu_bf16_unit()})" if device.type == "cpu" else ""
     return f"model.dtype bf16 on {device.type}{unit}: bf16 autocast over fp32 master weights"
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager[object]:
+    """The learner's forward context for an autocast dtype (None: plain fp32), without autocast's weight-cast cache.
+
+    The cache keeps every weight's bf16 copy until the context exits, so that a weight used again casts once; the
+    learner's forward uses each weight once, so the cache saves no cast and only holds the copies. Without it a copy
+    lives as long as autograd keeps it: the same casts and numbers, and where autograd keeps none (gradient
+    checkpointing, whose recompute takes the same setting; the no-grad forwards of pi_old and the reference) the
+    copies of all layers never exist at once (0.2 GB at SmolLM2-135M, BENCHMARKS.md "Learner")."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype, cache_enabled=False)

@@ -23,6 +23,7 @@ from ..scored_group import ScoredGroup
 from .batch import LearnerBatch
 from .comm import LOCAL, Comm
 from .critic import Critic
+from .host_memory import release_free_pages
 from .micro_step import BatchTokens, MicroStep, ValueTargets
 from .minibatch import loss_totals, micro_aggregate, mini_batches
 from .optim import build_optimizer, lr_at, set_lr
@@ -133,6 +134,9 @@ class Trainer:
         # step compute went from 0.96 s to 0.58 s, bench/embedded). On CUDA packed attention is varlen flash
         # attention, which takes no such mask; sharing there is not measured (no GPU was lent).
         self.share_prefix = policy.device.type != "cuda"
+        # On a CPU, freed heap pages go back to the OS between the phases of a step (host_memory.py): the process's
+        # resident memory then follows its live tensors.
+        self.release_pages = policy.device.type == "cpu"
         self.critic = critic
         self.stage_cfgs = stage_cfgs or {}
         self.optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.lr, cfg.weight_decay)
@@ -265,6 +269,7 @@ class Trainer:
                         sums[k] = sums.get(k, 0.0) + part
                 if m_tok:
                     with phase("optimizer"):
+                        self._release_pages()
                         grad_norms.append(self.comm.clip_grad_norm(self.params, cfg.grad_clip).detach())
                         self.optimizer.step()
         sums = self._sum_over_ranks(sums)
@@ -333,13 +338,19 @@ class Trainer:
             values = self.comm.all_sum(values) if values is not None else None
         return logprobs, values
 
+    def _release_pages(self) -> None:
+        if self.release_pages:
+            release_free_pages()
+
     def _micro_step(self, step: MicroStep, phase: Phase) -> dict[str, Tensor]:
         with phase("forward"):
+            self._release_pages()
             loss, metrics, n = self._loss(step)
         if n or self.comm.size > 1:
             # Sharded, every rank runs every backward (its padding micro-batches give zero gradients): the
             # parameter gathers and gradient reductions are collectives.
             with phase("backward"):
+                self._release_pages()
                 loss.backward()
         return {k: v.detach() for k, v in metrics.items()}
 
