@@ -1,6 +1,6 @@
 // What bench/peer-trl reads back from a finished `toolrl train` run folder: validation summaries, step rows, and
 // one sampled prompt's tokens (so the TRL side can prove it feeds the model the same prompt).
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunConfig } from '#shared/schemas/config/run';
 import { readEvalSummaries, readStepRows } from '../run-folder.ts';
@@ -75,4 +75,23 @@ export function findPromptCheck(runDir: string): { content: string; tokenIds: nu
     }
   }
   return undefined;
+}
+
+/**
+ * The weights right after the warm start: a full model (checkpoints/step-0/model) or, with model.lora, the adapter
+ * (checkpoints/step-0/adapter) on the base model its adapter_config.json names.
+ */
+export function warmStart(runDir: string): { model: string; adapter?: string } {
+  const step0 = join(runDir, 'checkpoints', 'step-0');
+  const model = join(step0, 'model');
+  if (existsSync(join(model, 'config.json'))) return { model };
+  const adapter = join(step0, 'adapter');
+  if (existsSync(join(adapter, 'adapter_config.json'))) {
+    const base = JSON.parse(readFileSync(join(adapter, 'adapter_config.json'), 'utf8'))
+      .base_model_name_or_path as string | undefined;
+    if (!base || !existsSync(join(base, 'config.json')))
+      throw new Error(`${adapter}/adapter_config.json: base_model_name_or_path ${base} is no model folder here`);
+    return { model: base, adapter };
+  }
+  throw new Error(`${step0}: no warm-start checkpoint, model/ or adapter/ (did the config run an SFT warm start?)`);
 }
