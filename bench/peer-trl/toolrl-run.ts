@@ -90,8 +90,12 @@ export function warmStart(runDir: string): { model: string; adapter?: string } {
     const base = JSON.parse(readFileSync(join(adapter, 'adapter_config.json'), 'utf8'))
       .base_model_name_or_path as string | undefined;
     if (!base || !existsSync(join(base, 'config.json')))
-      throw new Error(`${adapter}/adapter_config.json: base_model_name_or_path ${base} is no model folder here`);
+      throw new Error(
+        `${adapter}/adapter_config.json: base_model_name_or_path ${base} is no model folder here`,
+      );
     return { model: base, adapter };
   }
-  throw new Error(`${step0}: no warm-start checkpoint, model/ or adapter/ (did the config run an SFT warm start?)`);
+  throw new Error(
+    `${step0}: no warm-start checkpoint, model/ or adapter/ (did the config run an SFT warm start?)`,
+  );
 }

@@ -71,7 +71,9 @@ def cpu_bf16_unit() -> str | None:
         caps = torch.cpu.get_capabilities()
     except (AttributeError, RuntimeError):
         return None
-    return next((n for f, n in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16")) if caps.get(f)), None)
+    return next(
+        (n for f, n in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16")) if caps.get(f)), None
+    )
 
 
 def continue_adapter(base, adapter_dir: str, want: dict):
@@ -96,7 +98,9 @@ def continue_adapter(base, adapter_dir: str, want: dict):
         else:
             same = value == expected
         if not same:
-            raise SystemExit(f"{adapter_dir}: the adapter's {key} is {value!r}, the run config's LoRA has {expected!r}")
+            raise SystemExit(
+                f"{adapter_dir}: the adapter's {key} is {value!r}, the run config's LoRA has {expected!r}"
+            )
     return model
 
 
@@ -105,7 +109,9 @@ def watch_autocast(model) -> dict[str, set[str]]:
     notes it for forwards without gradients (generation; old log-probs when TRL needs them) and with them
     (training)."""
     seen: dict[str, set[str]] = {"noGrad": set(), "grad": set()}
-    layers = [m for n, m in model.named_modules() if n.endswith("layers") and isinstance(m, torch.nn.ModuleList)]
+    layers = [
+        m for n, m in model.named_modules() if n.endswith("layers") and isinstance(m, torch.nn.ModuleList)
+    ]
 
     def hook(_module, _inputs):
         on = torch.is_autocast_enabled("cpu")
@@ -139,7 +145,8 @@ def main(spec_path: str) -> None:
         )["text"]
 
     tokenizer = AutoTokenizer.from_pretrained(spec["model"])
-    if spec.get("chatTemplate"):  # model.chat_template: the text toolrl's rollouts and warm start rendered with
+    # model.chat_template: the text toolrl's rollouts and warm start rendered with.
+    if spec.get("chatTemplate"):
         tokenizer.chat_template = spec["chatTemplate"]
     if TOOLS_LOOP not in tokenizer.chat_template:
         raise SystemExit(

@@ -265,13 +265,19 @@ describe('the warm start TRL continues from, and where --write puts the table', 
       put('full/checkpoints/step-0/model/config.json', {});
       expect(warmStart(join(dir, 'full'))).toEqual({ model: join(dir, 'full/checkpoints/step-0/model') });
       put('base/config.json', {});
-      put('lora/checkpoints/step-0/adapter/adapter_config.json', { base_model_name_or_path: join(dir, 'base') });
+      put('lora/checkpoints/step-0/adapter/adapter_config.json', {
+        base_model_name_or_path: join(dir, 'base'),
+      });
       expect(warmStart(join(dir, 'lora'))).toEqual({
         model: join(dir, 'base'),
         adapter: join(dir, 'lora/checkpoints/step-0/adapter'),
       });
-      put('gone/checkpoints/step-0/adapter/adapter_config.json', { base_model_name_or_path: join(dir, 'nowhere') });
-      expect(() => warmStart(join(dir, 'gone'))).toThrow(/base_model_name_or_path .*nowhere is no model folder/);
+      put('gone/checkpoints/step-0/adapter/adapter_config.json', {
+        base_model_name_or_path: join(dir, 'nowhere'),
+      });
+      expect(() => warmStart(join(dir, 'gone'))).toThrow(
+        /base_model_name_or_path .*nowhere is no model folder/,
+      );
       mkdirSync(join(dir, 'none/checkpoints/step-0'), { recursive: true });
       expect(() => warmStart(join(dir, 'none'))).toThrow(/no warm-start checkpoint/);
     } finally {
