@@ -16,6 +16,7 @@ import {
   renderMarkdown,
   type SideResult,
   secondsToReward,
+  trlNotes,
 } from '../../../bench/peer-trl/report.ts';
 import { warmStart } from '../../../bench/peer-trl/toolrl-run.ts';
 import { knownDifferences, trlGrpoKwargs, trlLora } from '../../../bench/peer-trl/trl-config.ts';
@@ -283,6 +284,24 @@ describe('the warm start TRL continues from, and where --write puts the table', 
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("lists TRL's own record of where it autocast and what it trained", () => {
+    expect(
+      trlNotes({
+        precision: {
+          bf16: true,
+          cpuBf16Unit: 'AVX512-BF16',
+          autocast: { noGrad: ['bfloat16'], grad: ['bfloat16'] },
+        },
+        trainableParameters: 3686400,
+        threads: 2,
+      }),
+    ).toEqual([
+      "TRL's precision, measured in its run (GRPOConfig bf16=true; CPU bf16 unit: AVX512-BF16): forwards without gradients (generation) in bfloat16, training forwards in bfloat16",
+      'TRL trains 3,686,400 parameters with 2 torch threads',
+    ]);
+    expect(trlNotes({})).toEqual([]);
   });
 
   it("keeps the quick start's block and gives another config or the asynchronous mode its own", () => {
