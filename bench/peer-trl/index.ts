@@ -17,7 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRunConfig } from '#shared/config/resolve';
 import { blockKey, type PeerResult, readTrlResult, renderMarkdown } from './report.ts';
-import { findPromptCheck, readToolrlRun, warmStart } from './toolrl-run.ts';
+import { findPromptCheck, pipelineSpanMs, readToolrlRun, warmStart } from './toolrl-run.ts';
 import { knownDifferences, trlGrpoKwargs, trlLora } from './trl-config.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
@@ -34,6 +34,8 @@ const { values } = parseArgs({
     set: { type: 'string', multiple: true, default: [] },
     write: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    // A kept toolrl run folder (--keep) to take the toolrl side from instead of training it again.
+    'toolrl-run': { type: 'string' },
     // Completions per TRL forward/backward (gradient accumulation to one step on the batch); default: the batch.
     'trl-micro-batch': { type: 'string' },
     report: { type: 'string' },
@@ -44,6 +46,7 @@ if (values.help) {
   process.stdout.write(
     'usage: npx tsx bench/peer-trl/index.ts [--max-steps 16] [--config RUN.yaml] [--seed N] [--keep]\n' +
       '         [--set KEY=VALUE ...]   (config overrides for both systems)\n' +
+      '         [--toolrl-run RUN_DIR]   (the toolrl side of an earlier, kept run: TRL only is trained)\n' +
       '         [--trl-micro-batch N]   (completions per TRL forward, accumulated into one step; default: the batch)\n' +
       '         [--write]   (rewrites BENCHMARKS.md "Peer: TRL")\n' +
       "       npx tsx bench/peer-trl/index.ts --report DIR/result.json [--write]   (a kept run's table again)\n",
@@ -121,30 +124,40 @@ function main(): void {
   const work = mkdtempSync(join(tmpdir(), 'toolrl-peer-trl-'));
   const load = loadavg()[0]!;
 
-  // 1. toolrl, as the README runs it; every checkpoint kept, so step-0 (right after the warm start) is there.
-  process.stderr.write(
-    `peer-trl: toolrl train ${values.config} ${overrides.join(' ')} --max-steps ${steps}\n`,
-  );
-  const t0 = Date.now();
-  const out = run(
-    process.execPath,
-    [
-      join(REPO, 'bin', 'toolrl.mjs'),
-      'train',
-      configPath,
-      ...overrides,
-      'trainer.keep_checkpoints=1000',
-      '--max-steps',
-      String(steps),
-      '--workdir',
-      join(work, 'toolrl'),
-      '--json',
-    ],
-    'toolrl train',
-  );
-  const summary = JSON.parse(out.trim().split('\n').at(-1)!);
-  const toolrl = readToolrlRun(summary.runDir, t0, Date.now(), config);
-  const warm = warmStart(summary.runDir);
+  // 1. toolrl, as the README runs it; every checkpoint kept, so step-0 (right after the warm start) is there. Or the
+  // toolrl side of an earlier invocation's kept folder (--toolrl-run), timed from its own pipeline.log.
+  let runDir: string;
+  let toolrl: ReturnType<typeof readToolrlRun>;
+  if (values['toolrl-run']) {
+    runDir = resolve(values['toolrl-run']);
+    const span = pipelineSpanMs(runDir);
+    toolrl = readToolrlRun(runDir, span.start, span.end, config);
+  } else {
+    process.stderr.write(
+      `peer-trl: toolrl train ${values.config} ${overrides.join(' ')} --max-steps ${steps}\n`,
+    );
+    const t0 = Date.now();
+    const out = run(
+      process.execPath,
+      [
+        join(REPO, 'bin', 'toolrl.mjs'),
+        'train',
+        configPath,
+        ...overrides,
+        'trainer.keep_checkpoints=1000',
+        '--max-steps',
+        String(steps),
+        '--workdir',
+        join(work, 'toolrl'),
+        '--json',
+      ],
+      'toolrl train',
+    );
+    const summary = JSON.parse(out.trim().split('\n').at(-1)!);
+    toolrl = readToolrlRun(summary.runDir, t0, Date.now(), config);
+    runDir = summary.runDir;
+  }
+  const warm = warmStart(runDir, process.env.TOOLRL_MODEL_CACHE ?? join(REPO, '.cache', 'models'));
 
   // 2. TRL from the same weights.
   const specPath = join(work, 'trl-spec.json');
@@ -166,7 +179,7 @@ function main(): void {
       configPath,
     ],
     toolSchemas,
-    promptCheck: findPromptCheck(summary.runDir),
+    promptCheck: findPromptCheck(runDir),
     grpo: trlGrpoKwargs(config, { steps, seed, ...(microBatch ? { microBatch } : {}) }),
   };
   writeFileSync(specPath, JSON.stringify(spec, null, 1));
@@ -178,7 +191,7 @@ function main(): void {
   const trl = readTrlResult(join(work, 'trl', 'result.json'), t1, Date.now(), config);
 
   const result: PeerResult = {
-    command: `npx tsx bench/peer-trl/index.ts --max-steps ${steps} --seed ${seed}${values.config === 'examples/quickstart/run.yaml' ? '' : ` --config ${values.config}`}${(values.set ?? []).map((o) => ` --set ${o}`).join('')}${microBatch ? ` --trl-micro-batch ${microBatch}` : ''}`,
+    command: `npx tsx bench/peer-trl/index.ts --max-steps ${steps} --seed ${seed}${values.config === 'examples/quickstart/run.yaml' ? '' : ` --config ${values.config}`}${(values.set ?? []).map((o) => ` --set ${o}`).join('')}${microBatch ? ` --trl-micro-batch ${microBatch}` : ''}${values['toolrl-run'] ? ' --toolrl-run DIR' : ''}`,
     block: blockKey(config.name, config.trainer.deterministic),
     mode: config.trainer.deterministic ? 'deterministic' : 'asynchronous',
     date: new Date().toISOString().slice(0, 10),

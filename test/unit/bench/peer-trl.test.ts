@@ -256,7 +256,7 @@ describe("the time to TRL's final validation reward", () => {
 });
 
 describe('the warm start TRL continues from, and where --write puts the table', () => {
-  it("is step-0's full model, or its LoRA adapter on the base the adapter names; neither is an error", () => {
+  it("is step-0's full model, or its LoRA adapter on the base the adapter names (a folder or a cached built-in)", () => {
     const dir = mkdtempSync(join(tmpdir(), 'peer-trl-warm-'));
     try {
       const put = (path: string, value: unknown) => {
@@ -264,23 +264,34 @@ describe('the warm start TRL continues from, and where --write puts the table', 
         writeFileSync(join(dir, path), JSON.stringify(value));
       };
       put('full/checkpoints/step-0/model/config.json', {});
-      expect(warmStart(join(dir, 'full'))).toEqual({ model: join(dir, 'full/checkpoints/step-0/model') });
+      expect(warmStart(join(dir, 'full'), join(dir, 'cache'))).toEqual({
+        model: join(dir, 'full/checkpoints/step-0/model'),
+      });
       put('base/config.json', {});
       put('lora/checkpoints/step-0/adapter/adapter_config.json', {
         base_model_name_or_path: join(dir, 'base'),
       });
-      expect(warmStart(join(dir, 'lora'))).toEqual({
+      expect(warmStart(join(dir, 'lora'), join(dir, 'cache'))).toEqual({
         model: join(dir, 'base'),
         adapter: join(dir, 'lora/checkpoints/step-0/adapter'),
+      });
+      // a built-in name (the real-model example's `smollm2-135m-instruct`): its folder in the model cache
+      put('cache/smollm2-135m-instruct/config.json', {});
+      put('named/checkpoints/step-0/adapter/adapter_config.json', {
+        base_model_name_or_path: 'smollm2-135m-instruct',
+      });
+      expect(warmStart(join(dir, 'named'), join(dir, 'cache'))).toEqual({
+        model: join(dir, 'cache/smollm2-135m-instruct'),
+        adapter: join(dir, 'named/checkpoints/step-0/adapter'),
       });
       put('gone/checkpoints/step-0/adapter/adapter_config.json', {
         base_model_name_or_path: join(dir, 'nowhere'),
       });
-      expect(() => warmStart(join(dir, 'gone'))).toThrow(
-        /base_model_name_or_path .*nowhere is no model folder/,
+      expect(() => warmStart(join(dir, 'gone'), join(dir, 'cache'))).toThrow(
+        /base_model_name_or_path .*nowhere is neither a model folder nor a model in/,
       );
       mkdirSync(join(dir, 'none/checkpoints/step-0'), { recursive: true });
-      expect(() => warmStart(join(dir, 'none'))).toThrow(/no warm-start checkpoint/);
+      expect(() => warmStart(join(dir, 'none'), join(dir, 'cache'))).toThrow(/no warm-start checkpoint/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
