@@ -134,7 +134,7 @@ export function knownDifferences(config: RunConfig, opts: { microBatch?: number 
   const micro = opts.microBatch ?? completions;
   if (trainer.micro_batch_tokens !== undefined || micro !== completions)
     out.push(
-      `micro-batches: toolrl packs the step's sequences into micro-batches of at most ${trainer.micro_batch_tokens ?? 'unlimited'} tokens; TRL trains ${micro === completions ? `all ${completions} completions in one forward` : `${micro} completions a forward (--trl-micro-batch), ${completions / micro} accumulated into the step`}, padded to the longest (the gradient of the step is the same)`,
+      `micro-batches: toolrl packs the step's sequences into micro-batches of at most ${trainer.micro_batch_tokens ?? 'unlimited'} tokens; TRL trains ${micro === completions ? `all ${completions} completions in one forward` : `${micro} completions a forward (--trl-micro-batch), ${completions / micro} accumulated into the step`}, padded to the longest (accumulated, the gradient is that of one forward of the batch)`,
     );
   if (model.lora)
     out.push(
