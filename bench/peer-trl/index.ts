@@ -16,9 +16,9 @@ import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRunConfig } from '#shared/config/resolve';
-import { type PeerResult, readTrlResult, renderMarkdown } from './report.ts';
-import { findPromptCheck, readToolrlRun } from './toolrl-run.ts';
-import { knownDifferences, trlGrpoKwargs } from './trl-config.ts';
+import { blockKey, type PeerResult, readTrlResult, renderMarkdown } from './report.ts';
+import { findPromptCheck, pipelineSpanMs, readToolrlRun, warmStart } from './toolrl-run.ts';
+import { knownDifferences, trlGrpoKwargs, trlLora } from './trl-config.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const VENV = join(REPO, '.cache', 'peer-trl-venv');
@@ -34,6 +34,10 @@ const { values } = parseArgs({
     set: { type: 'string', multiple: true, default: [] },
     write: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    // A kept toolrl run folder (--keep) to take the toolrl side from instead of training it again.
+    'toolrl-run': { type: 'string' },
+    // Completions per TRL forward/backward (gradient accumulation to one step on the batch); default: the batch.
+    'trl-micro-batch': { type: 'string' },
     report: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -42,6 +46,8 @@ if (values.help) {
   process.stdout.write(
     'usage: npx tsx bench/peer-trl/index.ts [--max-steps 16] [--config RUN.yaml] [--seed N] [--keep]\n' +
       '         [--set KEY=VALUE ...]   (config overrides for both systems)\n' +
+      '         [--toolrl-run RUN_DIR]   (the toolrl side of an earlier, kept run: TRL only is trained)\n' +
+      '         [--trl-micro-batch N]   (completions per TRL forward, accumulated into one step; default: the batch)\n' +
       '         [--write]   (rewrites BENCHMARKS.md "Peer: TRL")\n' +
       "       npx tsx bench/peer-trl/index.ts --report DIR/result.json [--write]   (a kept run's table again)\n",
   );
@@ -104,6 +110,8 @@ function main(): void {
   const steps = Number.parseInt(values['max-steps'], 10);
   const seed = Number.parseInt(values.seed, 10);
   if (!(steps > 0) || !(seed >= 0)) throw new Error('--max-steps must be positive and --seed non-negative');
+  const microBatch =
+    values['trl-micro-batch'] === undefined ? undefined : Number.parseInt(values['trl-micro-batch'], 10);
   const configPath = resolve(REPO, values.config);
   const overrides = [`trainer.seed=${seed}`, `rollout.seed=${seed}`, ...(values.set ?? [])];
   const { config } = loadRunConfig(
@@ -116,39 +124,50 @@ function main(): void {
   const work = mkdtempSync(join(tmpdir(), 'toolrl-peer-trl-'));
   const load = loadavg()[0]!;
 
-  // 1. toolrl, as the README runs it; every checkpoint kept, so step-0 (right after the warm start) is there.
-  process.stderr.write(
-    `peer-trl: toolrl train ${values.config} ${overrides.join(' ')} --max-steps ${steps}\n`,
-  );
-  const t0 = Date.now();
-  const out = run(
-    process.execPath,
-    [
-      join(REPO, 'bin', 'toolrl.mjs'),
-      'train',
-      configPath,
-      ...overrides,
-      'trainer.keep_checkpoints=1000',
-      '--max-steps',
-      String(steps),
-      '--workdir',
-      join(work, 'toolrl'),
-      '--json',
-    ],
-    'toolrl train',
-  );
-  const summary = JSON.parse(out.trim().split('\n').at(-1)!);
-  const toolrl = readToolrlRun(summary.runDir, t0, Date.now(), config);
-  const warm = join(summary.runDir, 'checkpoints', 'step-0', 'model');
-  if (!existsSync(join(warm, 'config.json')))
-    throw new Error(`${warm}: no warm-start checkpoint (did the config run an SFT warm start?)`);
+  // 1. toolrl, as the README runs it; every checkpoint kept, so step-0 (right after the warm start) is there. Or the
+  // toolrl side of an earlier invocation's kept folder (--toolrl-run), timed from its own pipeline.log.
+  let runDir: string;
+  let toolrl: ReturnType<typeof readToolrlRun>;
+  if (values['toolrl-run']) {
+    runDir = resolve(values['toolrl-run']);
+    const span = pipelineSpanMs(runDir);
+    toolrl = readToolrlRun(runDir, span.start, span.end, config);
+  } else {
+    process.stderr.write(
+      `peer-trl: toolrl train ${values.config} ${overrides.join(' ')} --max-steps ${steps}\n`,
+    );
+    const t0 = Date.now();
+    const out = run(
+      process.execPath,
+      [
+        join(REPO, 'bin', 'toolrl.mjs'),
+        'train',
+        configPath,
+        ...overrides,
+        'trainer.keep_checkpoints=1000',
+        '--max-steps',
+        String(steps),
+        '--workdir',
+        join(work, 'toolrl'),
+        '--json',
+      ],
+      'toolrl train',
+    );
+    const summary = JSON.parse(out.trim().split('\n').at(-1)!);
+    toolrl = readToolrlRun(summary.runDir, t0, Date.now(), config);
+    runDir = summary.runDir;
+  }
+  const warm = warmStart(runDir, process.env.TOOLRL_MODEL_CACHE ?? join(REPO, '.cache', 'models'));
 
   // 2. TRL from the same weights.
   const specPath = join(work, 'trl-spec.json');
   const toolSchemas = (config.tools?.tools ?? []).map((t) => t.tool_schema).filter((s) => s !== undefined);
   const spec = {
     repo: REPO,
-    model: warm,
+    model: warm.model,
+    ...(warm.adapter ? { adapter: warm.adapter, lora: trlLora(config) } : {}),
+    // model.chat_template as text (the run config resolves a name or file): what toolrl rendered prompts with.
+    ...(config.model.chat_template ? { chatTemplate: config.model.chat_template } : {}),
     train: oneFile(config.data.train, 'data.train', configPath),
     val: oneFile(config.data.val, 'data.val', configPath),
     out: join(work, 'trl'),
@@ -160,17 +179,21 @@ function main(): void {
       configPath,
     ],
     toolSchemas,
-    promptCheck: findPromptCheck(summary.runDir),
-    grpo: trlGrpoKwargs(config, { steps, seed }),
+    promptCheck: findPromptCheck(runDir),
+    grpo: trlGrpoKwargs(config, { steps, seed, ...(microBatch ? { microBatch } : {}) }),
   };
   writeFileSync(specPath, JSON.stringify(spec, null, 1));
-  process.stderr.write(`peer-trl: TRL GRPOTrainer from ${warm}\n`);
+  process.stderr.write(
+    `peer-trl: TRL GRPOTrainer from ${warm.model}${warm.adapter ? ` + ${warm.adapter}` : ''}\n`,
+  );
   const t1 = Date.now();
   run(join(VENV, 'bin', 'python'), [join(REPO, 'bench', 'peer-trl', 'trl_grpo.py'), specPath], 'TRL');
   const trl = readTrlResult(join(work, 'trl', 'result.json'), t1, Date.now(), config);
 
   const result: PeerResult = {
-    command: `npx tsx bench/peer-trl/index.ts --max-steps ${steps} --seed ${seed}${values.config === 'examples/quickstart/run.yaml' ? '' : ` --config ${values.config}`}${(values.set ?? []).map((o) => ` --set ${o}`).join('')}`,
+    command: `npx tsx bench/peer-trl/index.ts --max-steps ${steps} --seed ${seed}${values.config === 'examples/quickstart/run.yaml' ? '' : ` --config ${values.config}`}${(values.set ?? []).map((o) => ` --set ${o}`).join('')}${microBatch ? ` --trl-micro-batch ${microBatch}` : ''}${values['toolrl-run'] ? ' --toolrl-run DIR' : ''}`,
+    block: blockKey(config.name, config.trainer.deterministic),
+    mode: config.trainer.deterministic ? 'deterministic' : 'asynchronous',
     date: new Date().toISOString().slice(0, 10),
     cores: availableParallelism(),
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -186,7 +209,7 @@ function main(): void {
       accelerate: versions['accelerate'] ?? '?',
       datasets: versions['datasets'] ?? '?',
     },
-    differences: knownDifferences(config),
+    differences: [...knownDifferences(config, microBatch ? { microBatch } : {}), ...(trl.notes ?? [])],
   };
   writeFileSync(join(work, 'result.json'), JSON.stringify(result, null, 1));
   if (values.keep) process.stderr.write(`runs kept in ${work} (result: ${join(work, 'result.json')})\n`);
@@ -200,8 +223,9 @@ function publish(result: PeerResult): void {
   process.stdout.write(`${md}\n`);
   if (!values.write) return;
   const path = join(REPO, 'BENCHMARKS.md');
-  const BEGIN = '<!-- bench/peer-trl:begin -->';
-  const END = '<!-- bench/peer-trl:end -->';
+  const key = result.block ?? 'bench/peer-trl';
+  const BEGIN = `<!-- ${key}:begin -->`;
+  const END = `<!-- ${key}:end -->`;
   const text = readFileSync(path, 'utf8');
   const i = text.indexOf(BEGIN);
   const j = text.indexOf(END);

@@ -29,10 +29,16 @@ export interface SideResult {
   rewardLast: number | undefined;
   /** TRL only: seconds spent waiting on the bridge (toolrl's calculator and reward, and the pipe to them). */
   bridgeS?: number;
+  /** TRL only: what its run measured about itself (precision of its forwards, trainable parameters). */
+  notes?: string[];
 }
 
 export interface PeerResult {
   command: string;
+  /** BENCHMARKS.md block --write fills (index.ts blockKey); absent in older results: the quick start's. */
+  block?: string;
+  /** toolrl's mode: deterministic, or asynchronous (trainer.deterministic=false). */
+  mode?: string;
   date: string;
   cores: number;
   cpu: string;
@@ -59,6 +65,26 @@ interface TrlTimeline {
   trainStart: number;
   trainEnd: number;
   bridgeSeconds: number;
+  precision?: { bf16: boolean; cpuBf16Unit: string | null; autocast: { noGrad: string[]; grad: string[] } };
+  trainableParameters?: number;
+  threads?: number;
+}
+
+/** The TRL run's own record of its precision and trainable parameters, as lines for the table's notes. */
+export function trlNotes(tl: Pick<TrlTimeline, 'precision' | 'trainableParameters' | 'threads'>): string[] {
+  const out: string[] = [];
+  const p = tl.precision;
+  if (p) {
+    const where = (kinds: string[]) => (kinds.length ? kinds.join(' and ') : 'none seen');
+    out.push(
+      `TRL's precision, measured in its run (GRPOConfig bf16=${p.bf16}; CPU bf16 unit: ${p.cpuBf16Unit ?? 'none'}): forwards without gradients (generation) in ${where(p.autocast.noGrad)}, training forwards in ${where(p.autocast.grad)}`,
+    );
+  }
+  if (tl.trainableParameters !== undefined)
+    out.push(
+      `TRL trains ${tl.trainableParameters.toLocaleString('en-US')} parameters${tl.threads ? ` with ${tl.threads} torch threads` : ''}`,
+    );
+  return out;
 }
 
 export function readTrlResult(path: string, startMs: number, endMs: number, config: RunConfig): SideResult {
@@ -91,6 +117,7 @@ export function readTrlResult(path: string, startMs: number, endMs: number, conf
     rewardFirst: stepLogs[0]?.['reward'],
     rewardLast: stepLogs.at(-1)?.['reward'],
     bridgeS: tl.bridgeSeconds,
+    notes: trlNotes(tl),
   };
 }
 
@@ -127,7 +154,7 @@ export function renderMarkdown(r: PeerResult): string {
       `began, ${r.loadAfter.toFixed(1)} at the end. TRL ${r.versions['trl']} (transformers ${r.versions['transformers']}, ` +
       `torch ${r.versions['torch']}, accelerate ${r.versions['accelerate']}, datasets ${r.versions['datasets']}) in .cache/peer-trl-venv.`,
     '',
-    `| ${a.steps === b.steps ? `${r.steps} learner steps` : `learner steps: toolrl ${a.steps}, TRL ${b.steps} (--max-steps ${r.steps})`} | toolrl (\`toolrl train\`, embedded) | TRL \`GRPOTrainer\` (tools) | toolrl / TRL |`,
+    `| ${a.steps === b.steps ? `${r.steps} learner steps` : `learner steps: toolrl ${a.steps}, TRL ${b.steps} (--max-steps ${r.steps})`} | toolrl (\`toolrl train\`, embedded${r.mode ? `, ${r.mode}` : ''}) | TRL \`GRPOTrainer\` (tools) | toolrl / TRL |`,
     '|---|---|---|---|',
     `| RL stage wall-clock (v0 ready to the last validation written, validations included) | ${f(a.rlS, 1)} s | ${f(b.rlS, 1)} s | ${ratio(a.rlS, b.rlS)} |`,
     `| RL stage wall-clock to TRL's final validation reward (${f(target, 3)}), first validation at or above it | ${reached(toA, a.validation)} | ${reached(toB, b.validation)} | ${toA !== undefined && toB !== undefined ? ratio(toA, toB) : '-'} |`,
@@ -161,4 +188,12 @@ export function renderMarkdown(r: PeerResult): string {
   }
   lines.push('', 'What the two runs cannot hold equal:', '', ...r.differences.map((d) => `- ${d}`));
   return lines.join('\n');
+}
+
+/**
+ * Where --write puts the table: the quick start's block ("Peer: TRL") or, for another config or the asynchronous
+ * mode, a block of its own (`bench/peer-trl:smollm2`, `bench/peer-trl:smollm2:async`), so no run replaces another's.
+ */
+export function blockKey(configName: string, deterministic: boolean): string {
+  return `bench/peer-trl${configName === 'quickstart' ? '' : `:${configName}`}${deterministic ? '' : ':async'}`;
 }

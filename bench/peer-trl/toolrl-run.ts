@@ -1,6 +1,6 @@
 // What bench/peer-trl reads back from a finished `toolrl train` run folder: validation summaries, step rows, and
 // one sampled prompt's tokens (so the TRL side can prove it feeds the model the same prompt).
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunConfig } from '#shared/schemas/config/run';
 import { readEvalSummaries, readStepRows } from '../run-folder.ts';
@@ -75,4 +75,46 @@ export function findPromptCheck(runDir: string): { content: string; tokenIds: nu
     }
   }
   return undefined;
+}
+
+/**
+ * The weights right after the warm start: a full model (checkpoints/step-0/model) or, with model.lora, the adapter
+ * (checkpoints/step-0/adapter) on the base model its adapter_config.json names: a folder, or a built-in name
+ * (`smollm2-135m-instruct`) whose converted folder is in the model cache (`modelCache`: $TOOLRL_MODEL_CACHE, else
+ * .cache/models, as the learner's model store has it).
+ */
+export function warmStart(runDir: string, modelCache: string): { model: string; adapter?: string } {
+  const step0 = join(runDir, 'checkpoints', 'step-0');
+  const model = join(step0, 'model');
+  if (existsSync(join(model, 'config.json'))) return { model };
+  const adapter = join(step0, 'adapter');
+  if (existsSync(join(adapter, 'adapter_config.json'))) {
+    const base = JSON.parse(readFileSync(join(adapter, 'adapter_config.json'), 'utf8'))
+      .base_model_name_or_path as string | undefined;
+    const found = [base, base && join(modelCache, base)].find(
+      (d): d is string => !!d && existsSync(join(d, 'config.json')),
+    );
+    if (!found)
+      throw new Error(
+        `${adapter}/adapter_config.json: base_model_name_or_path ${base} is neither a model folder nor a model in ${modelCache}`,
+      );
+    return { model: found, adapter };
+  }
+  throw new Error(
+    `${step0}: no warm-start checkpoint, model/ or adapter/ (did the config run an SFT warm start?)`,
+  );
+}
+
+/**
+ * The wall-clock of a finished run's command, from its pipeline.log: the first record to the last (the `toolrl
+ * train` process itself is not timed when an earlier run folder is reused with --toolrl-run).
+ */
+export function pipelineSpanMs(runDir: string): { start: number; end: number } {
+  const times = readFileSync(join(runDir, 'pipeline.log'), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => Date.parse((JSON.parse(l) as { time: string }).time))
+    .filter((t) => Number.isFinite(t));
+  if (times.length === 0) throw new Error(`${runDir}/pipeline.log: no timed records`);
+  return { start: Math.min(...times), end: Math.max(...times) };
 }

@@ -65,6 +65,64 @@ def rows(path: str) -> list[dict]:
     return out
 
 
+def cpu_bf16_unit() -> str | None:
+    """The CPU's bf16 matrix unit, by the flags toolrl's learner reads (train/precision.py), or None."""
+    try:
+        caps = torch.cpu.get_capabilities()
+    except (AttributeError, RuntimeError):
+        return None
+    return next(
+        (n for f, n in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16")) if caps.get(f)), None
+    )
+
+
+def continue_adapter(base, adapter_dir: str, want: dict):
+    """The warm start's LoRA adapter on its base, trainable, as TRL continues it; refused when it is not the run
+    config's LoRA (rank, alpha, target modules, layers: what trl-config.ts's trlLora derives)."""
+    from peft import PeftModel
+
+    model = PeftModel.from_pretrained(base, adapter_dir, is_trainable=True)
+    got = model.peft_config["default"]
+    have = {
+        "r": got.r,
+        "lora_alpha": got.lora_alpha,
+        "target_modules": sorted(got.target_modules or []),
+        "layers_to_transform": list(got.layers_to_transform)
+        if isinstance(got.layers_to_transform, (list, tuple))
+        else ([got.layers_to_transform] if got.layers_to_transform is not None else None),
+    }
+    for key, value in have.items():
+        expected = want.get(key)
+        if key == "lora_alpha" and expected is not None:
+            same = float(value) == float(expected)
+        else:
+            same = value == expected
+        if not same:
+            raise SystemExit(
+                f"{adapter_dir}: the adapter's {key} is {value!r}, the run config's LoRA has {expected!r}"
+            )
+    return model
+
+
+def watch_autocast(model) -> dict[str, set[str]]:
+    """Where TRL's forward passes run under CPU autocast, and in which dtype: a hook on the last decoder layer
+    notes it for forwards without gradients (generation; old log-probs when TRL needs them) and with them
+    (training)."""
+    seen: dict[str, set[str]] = {"noGrad": set(), "grad": set()}
+    layers = [
+        m for n, m in model.named_modules() if n.endswith("layers") and isinstance(m, torch.nn.ModuleList)
+    ]
+
+    def hook(_module, _inputs):
+        on = torch.is_autocast_enabled("cpu")
+        kind = str(torch.get_autocast_dtype("cpu")).removeprefix("torch.") if on else "float32"
+        seen["grad" if torch.is_grad_enabled() else "noGrad"].add(kind)
+
+    if layers:
+        layers[0][-1].register_forward_pre_hook(hook)
+    return seen
+
+
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     out = Path(spec["out"])
@@ -87,6 +145,9 @@ def main(spec_path: str) -> None:
         )["text"]
 
     tokenizer = AutoTokenizer.from_pretrained(spec["model"])
+    # model.chat_template: the text toolrl's rollouts and warm start rendered with.
+    if spec.get("chatTemplate"):
+        tokenizer.chat_template = spec["chatTemplate"]
     if TOOLS_LOOP not in tokenizer.chat_template:
         raise SystemExit(
             f"{spec['model']}: the chat template has no `{TOOLS_LOOP}` to point at the run's tools"
@@ -134,13 +195,19 @@ def main(spec_path: str) -> None:
         return stash.pop("accuracy")
 
     model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32)
+    if spec.get("adapter"):
+        model = continue_adapter(model, spec["adapter"], spec.get("lora") or {})
+    grpo = dict(spec["grpo"])
+    timeline: dict = {"steps": [], "evals": [], "logs": []}
+    if grpo.get("bf16") and cpu_bf16_unit() is None:
+        grpo["bf16"] = False  # as toolrl's learner: bf16 only where the CPU has bf16 units
+    autocast = watch_autocast(model)
     args = GRPOConfig(
         output_dir=str(out / "trainer"),
         chat_template_kwargs=template_kwargs,
         reward_weights=[1.0, 0.0],
-        **spec["grpo"],
+        **grpo,
     )
-    timeline: dict = {"steps": [], "evals": [], "logs": []}
 
     class Timing(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -183,6 +250,12 @@ def main(spec_path: str) -> None:
     if not timeline["evals"] or timeline["evals"][-1]["step"] != trainer.state.global_step:
         trainer.evaluate()
     timeline["bridgeSeconds"] = bridge.seconds
+    timeline["precision"] = {
+        "bf16": bool(grpo.get("bf16")),
+        "cpuBf16Unit": cpu_bf16_unit(),
+        "autocast": {k: sorted(v) for k, v in autocast.items()},
+    }
+    timeline["trainableParameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
     bridge.close()
     timeline["versions"] = {
         "trl": trl.__version__,

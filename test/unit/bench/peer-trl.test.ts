@@ -1,7 +1,8 @@
 // bench/peer-trl without TRL installed: the GRPOConfig it derives from a run config, and how a TRL completion
 // becomes a reward input scored by toolrl's own `toolcall` reward.
-import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadRunConfig } from '#shared/config/resolve';
 import { parseToolCalls } from '#shared/parsing/registry';
@@ -10,16 +11,20 @@ import { normaliseRewardInput } from '#shared/rewards/input';
 import type { ToolResult } from '#shared/schemas/tool-result';
 import { callKey, episodeFromCompletion } from '../../../bench/peer-trl/bridge.ts';
 import {
+  blockKey,
   type PeerResult,
   renderMarkdown,
   type SideResult,
   secondsToReward,
+  trlNotes,
 } from '../../../bench/peer-trl/report.ts';
-import { knownDifferences, trlGrpoKwargs } from '../../../bench/peer-trl/trl-config.ts';
+import { warmStart } from '../../../bench/peer-trl/toolrl-run.ts';
+import { knownDifferences, trlGrpoKwargs, trlLora } from '../../../bench/peer-trl/trl-config.ts';
 
 const QUICKSTART = resolve(import.meta.dirname, '../../../examples/quickstart/run.yaml');
-const load = (overrides: string[] = []) =>
-  loadRunConfig(readFileSync(QUICKSTART, 'utf8'), QUICKSTART, overrides, dirname(QUICKSTART)).config;
+const SMOLLM2 = resolve(import.meta.dirname, '../../../examples/smollm2/run.yaml');
+const load = (overrides: string[] = [], path = QUICKSTART) =>
+  loadRunConfig(readFileSync(path, 'utf8'), path, overrides, dirname(path)).config;
 
 describe('trlGrpoKwargs', () => {
   it("gives TRL the quick start's G, batch, schedule, clip range, loss and token budgets", () => {
@@ -69,6 +74,58 @@ describe('trlGrpoKwargs', () => {
     expect(() => trlGrpoKwargs(load(['algorithm.adv_estimator=rloo']), { steps: 1, seed: 0 })).toThrow(
       /adv_estimator rloo/,
     );
+  });
+
+  it('trains a batch in micro-batches that accumulate into one step on it', () => {
+    const k = trlGrpoKwargs(load(), { steps: 8, seed: 0, microBatch: 8 });
+    expect(k).toMatchObject({
+      per_device_train_batch_size: 8,
+      gradient_accumulation_steps: 8, // one optimizer step on the 64 completions
+      steps_per_generation: 8, // the 64 generated at once, before the first micro-batch
+      max_steps: 8,
+    });
+    expect(() => trlGrpoKwargs(load(), { steps: 1, seed: 0, microBatch: 24 })).toThrow(
+      /micro-batch of 24 .* 64/,
+    );
+  });
+
+  it("gives the real-model example's bf16, template-free kwargs and its LoRA as peft's LoraConfig", () => {
+    const config = load([], SMOLLM2);
+    const k = trlGrpoKwargs(config, { steps: 8, seed: 0 });
+    expect(k).toMatchObject({
+      bf16: true, // model.dtype bf16 (fp32 in the quick start)
+      learning_rate: 3e-4,
+      lr_scheduler_type: 'constant',
+      max_completion_length: 160,
+      generation_kwargs: { max_new_tokens: 64 },
+      max_tool_calling_iterations: 2,
+      num_generations_eval: 4,
+    });
+    expect(trlGrpoKwargs(load(), { steps: 1, seed: 0 })['bf16']).toBe(false);
+    expect(trlLora(config)).toEqual({
+      r: 16,
+      lora_alpha: 32,
+      lora_dropout: 0,
+      target_modules: ['down_proj', 'gate_proj', 'k_proj', 'o_proj', 'q_proj', 'up_proj', 'v_proj'],
+      layers_to_transform: [22, 23, 24, 25, 26, 27, 28, 29],
+      task_type: 'CAUSAL_LM',
+    });
+    expect(trlLora(load())).toBeUndefined();
+    // the chat template TRL renders with is the run's resolved text, the smollm2 template (ChatML + Hermes tools)
+    expect(config.model.chat_template).toContain('You are a helpful AI assistant named SmolLM');
+    expect(config.model.chat_template).toContain('{%- for tool in tools %}');
+  });
+
+  it('names the LoRA, bf16, int8 rollouts and the mode among the differences of the real-model example', () => {
+    const lines = knownDifferences(load([], SMOLLM2), { microBatch: 8 }).join('\n');
+    expect(lines).toMatch(/LoRA \(r 16, alpha 32, layers 22-29\)/);
+    expect(lines).toMatch(/int8 weights/);
+    expect(lines).toMatch(/^bf16:/m);
+    expect(lines).toMatch(/8 completions a forward .* 8 accumulated/);
+    expect(lines).toMatch(/deterministic mode/);
+    const async = knownDifferences(load(['trainer.deterministic=false'], SMOLLM2)).join('\n');
+    expect(async).toMatch(/asynchronous mode/);
+    expect(knownDifferences(load()).join('\n')).not.toMatch(/LoRA|^bf16:|int8/m);
   });
 
   it('lists the differences that apply to the config', () => {
@@ -195,5 +252,72 @@ describe("the time to TRL's final validation reward", () => {
     expect(row).toBe(
       "| RL stage wall-clock to TRL's final validation reward (0.850), first validation at or above it | 110.0 s (v32) | 170.0 s (v32) | 0.65x |",
     );
+  });
+});
+
+describe('the warm start TRL continues from, and where --write puts the table', () => {
+  it("is step-0's full model, or its LoRA adapter on the base the adapter names (a folder or a cached built-in)", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'peer-trl-warm-'));
+    try {
+      const put = (path: string, value: unknown) => {
+        mkdirSync(dirname(join(dir, path)), { recursive: true });
+        writeFileSync(join(dir, path), JSON.stringify(value));
+      };
+      put('full/checkpoints/step-0/model/config.json', {});
+      expect(warmStart(join(dir, 'full'), join(dir, 'cache'))).toEqual({
+        model: join(dir, 'full/checkpoints/step-0/model'),
+      });
+      put('base/config.json', {});
+      put('lora/checkpoints/step-0/adapter/adapter_config.json', {
+        base_model_name_or_path: join(dir, 'base'),
+      });
+      expect(warmStart(join(dir, 'lora'), join(dir, 'cache'))).toEqual({
+        model: join(dir, 'base'),
+        adapter: join(dir, 'lora/checkpoints/step-0/adapter'),
+      });
+      // a built-in name (the real-model example's `smollm2-135m-instruct`): its folder in the model cache
+      put('cache/smollm2-135m-instruct/config.json', {});
+      put('named/checkpoints/step-0/adapter/adapter_config.json', {
+        base_model_name_or_path: 'smollm2-135m-instruct',
+      });
+      expect(warmStart(join(dir, 'named'), join(dir, 'cache'))).toEqual({
+        model: join(dir, 'cache/smollm2-135m-instruct'),
+        adapter: join(dir, 'named/checkpoints/step-0/adapter'),
+      });
+      put('gone/checkpoints/step-0/adapter/adapter_config.json', {
+        base_model_name_or_path: join(dir, 'nowhere'),
+      });
+      expect(() => warmStart(join(dir, 'gone'), join(dir, 'cache'))).toThrow(
+        /base_model_name_or_path .*nowhere is neither a model folder nor a model in/,
+      );
+      mkdirSync(join(dir, 'none/checkpoints/step-0'), { recursive: true });
+      expect(() => warmStart(join(dir, 'none'), join(dir, 'cache'))).toThrow(/no warm-start checkpoint/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("lists TRL's own record of where it autocast and what it trained", () => {
+    expect(
+      trlNotes({
+        precision: {
+          bf16: true,
+          cpuBf16Unit: 'AVX512-BF16',
+          autocast: { noGrad: ['bfloat16'], grad: ['bfloat16'] },
+        },
+        trainableParameters: 3686400,
+        threads: 2,
+      }),
+    ).toEqual([
+      "TRL's precision, measured in its run (GRPOConfig bf16=true; CPU bf16 unit: AVX512-BF16): forwards without gradients (generation) in bfloat16, training forwards in bfloat16",
+      'TRL trains 3,686,400 parameters with 2 torch threads',
+    ]);
+    expect(trlNotes({})).toEqual([]);
+  });
+
+  it("keeps the quick start's block and gives another config or the asynchronous mode its own", () => {
+    expect(blockKey('quickstart', true)).toBe('bench/peer-trl');
+    expect(blockKey('smollm2', true)).toBe('bench/peer-trl:smollm2');
+    expect(blockKey('smollm2', false)).toBe('bench/peer-trl:smollm2:async');
   });
 });
