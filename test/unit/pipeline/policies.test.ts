@@ -52,6 +52,41 @@ function setup(latestTtlMs?: number) {
   return { provider, publish, version, reads: () => reads, loaded };
 }
 
+/**
+ * A bucket (a folder store without local paths) holding v0 of a tiny bundle whole and the given later versions as the
+ * learner publishes them there: each one's weights file, and a manifest naming v0's folder for every other file.
+ */
+async function bucketWithVersions(later: number[]) {
+  const { bundleDir } = await tinyBundle();
+  const folder = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-remote-')));
+  const bucket = new Proxy(folder, {
+    get(obj, prop, receiver) {
+      if (prop === 'localPath') return undefined;
+      const value = Reflect.get(obj, prop, receiver);
+      return typeof value === 'function' ? value.bind(obj) : value;
+    },
+  });
+  const manifest = BundleManifestSchema.parse(
+    JSON.parse(readFileSync(join(bundleDir, 'manifest.json'), 'utf8')),
+  );
+  for (const name of [...Object.keys(manifest.files), 'manifest.json'])
+    await folder.put(`${keys.policyVersion(RUN, 0)}${name}`, readFileSync(join(bundleDir, name)));
+  const files = Object.fromEntries(
+    Object.entries(manifest.files).map(([n, e]) => [n, n === 'model.onnx.data' ? e : { ...e, version: 0 }]),
+  );
+  for (const v of later) {
+    await folder.put(
+      `${keys.policyVersion(RUN, v)}model.onnx.data`,
+      readFileSync(join(bundleDir, 'model.onnx.data')),
+    );
+    await folder.put(
+      `${keys.policyVersion(RUN, v)}manifest.json`,
+      JSON.stringify({ ...manifest, version: v, files }),
+    );
+  }
+  return { folder, bucket, manifest };
+}
+
 describe('BlobPolicyProvider', () => {
   it('reads LATEST.json once per TTL for continuations, and on every group start', async () => {
     const p = setup(60_000);
@@ -104,41 +139,13 @@ describe('BlobPolicyProvider', () => {
   it('loads a complete bundle of a version that uploaded only its weights, fetching the rest where it names', async () => {
     // GIVEN a bucket (no local paths) with v0 whole, and v1 as the learner publishes it there: its weights file and
     // a manifest that names v0's folder for every other file
-    const { bundleDir } = await tinyBundle();
-    const folder = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-remote-')));
-    const bucket = new Proxy(folder, {
-      get(obj, prop, receiver) {
-        if (prop === 'localPath') return undefined;
-        const value = Reflect.get(obj, prop, receiver);
-        return typeof value === 'function' ? value.bind(obj) : value;
-      },
-    });
+    const { folder, bucket, manifest } = await bucketWithVersions([1]);
     const fetched: string[] = [];
     const getStream = folder.getStream.bind(folder);
     folder.getStream = (key: string) => {
       fetched.push(key);
       return getStream(key);
     };
-    const manifest = BundleManifestSchema.parse(
-      JSON.parse(readFileSync(join(bundleDir, 'manifest.json'), 'utf8')),
-    );
-    for (const name of [...Object.keys(manifest.files), 'manifest.json'])
-      await folder.put(`${keys.policyVersion(RUN, 0)}${name}`, readFileSync(join(bundleDir, name)));
-    const v1 = {
-      ...manifest,
-      version: 1,
-      files: Object.fromEntries(
-        Object.entries(manifest.files).map(([n, e]) => [
-          n,
-          n === 'model.onnx.data' ? e : { ...e, version: 0 },
-        ]),
-      ),
-    };
-    await folder.put(
-      `${keys.policyVersion(RUN, 1)}model.onnx.data`,
-      readFileSync(join(bundleDir, 'model.onnx.data')),
-    );
-    await folder.put(`${keys.policyVersion(RUN, 1)}manifest.json`, JSON.stringify(v1));
     const checked: string[] = [];
     const provider = new BlobPolicyProvider(bucket, {
       scratchDir: mkdtempSync(join(tmpdir(), 'toolrl-policies-scratch-')),
@@ -164,36 +171,7 @@ describe('BlobPolicyProvider', () => {
 
   it('removes the scratch copy of a version it unloads, and fetches it again if it is asked for later', async () => {
     // GIVEN a bucket holding v0 whole and v1, v2 as the learner publishes them there (weights only, the rest named in v0)
-    const { bundleDir } = await tinyBundle();
-    const folder = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-remote-')));
-    const bucket = new Proxy(folder, {
-      get(obj, prop, receiver) {
-        if (prop === 'localPath') return undefined;
-        const value = Reflect.get(obj, prop, receiver);
-        return typeof value === 'function' ? value.bind(obj) : value;
-      },
-    });
-    const manifest = BundleManifestSchema.parse(
-      JSON.parse(readFileSync(join(bundleDir, 'manifest.json'), 'utf8')),
-    );
-    for (const name of [...Object.keys(manifest.files), 'manifest.json'])
-      await folder.put(`${keys.policyVersion(RUN, 0)}${name}`, readFileSync(join(bundleDir, name)));
-    for (const v of [1, 2]) {
-      const files = Object.fromEntries(
-        Object.entries(manifest.files).map(([n, e]) => [
-          n,
-          n === 'model.onnx.data' ? e : { ...e, version: 0 },
-        ]),
-      );
-      await folder.put(
-        `${keys.policyVersion(RUN, v)}model.onnx.data`,
-        readFileSync(join(bundleDir, 'model.onnx.data')),
-      );
-      await folder.put(
-        `${keys.policyVersion(RUN, v)}manifest.json`,
-        JSON.stringify({ ...manifest, version: v, files }),
-      );
-    }
+    const { folder, bucket } = await bucketWithVersions([1, 2]);
     const scratchDir = mkdtempSync(join(tmpdir(), 'toolrl-policies-scratch-'));
     const versionsInScratch = () => readdirSync(join(scratchDir, RUN, 'policy')).sort();
     const provider = new BlobPolicyProvider(bucket, {
