@@ -16,8 +16,8 @@ import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRunConfig } from '#shared/config/resolve';
-import { blockKey, type PeerResult, readTrlResult, renderMarkdown } from './report.ts';
-import { findPromptCheck, pipelineSpanMs, readToolrlRun, warmStart } from './toolrl-run.ts';
+import { blockKey, type PeerResult, readTrlResult, renderMarkdown, reuseTrlSide } from './report.ts';
+import { findPromptCheck, pipelineSpanMs, readToolrlRun, warmStart, warmStartSha256 } from './toolrl-run.ts';
 import { knownDifferences, trlGrpoKwargs, trlLora } from './trl-config.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
@@ -38,6 +38,8 @@ const { values } = parseArgs({
     'toolrl-run': { type: 'string' },
     // Completions per TRL forward/backward (gradient accumulation to one step on the batch); default: the batch.
     'trl-micro-batch': { type: 'string' },
+    // An earlier invocation's result.json to take TRL's side from (same config, seed, steps; toolrl's mode may differ).
+    'trl-result': { type: 'string' },
     report: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -47,6 +49,7 @@ if (values.help) {
     'usage: npx tsx bench/peer-trl/index.ts [--max-steps 16] [--config RUN.yaml] [--seed N] [--keep]\n' +
       '         [--set KEY=VALUE ...]   (config overrides for both systems)\n' +
       '         [--toolrl-run RUN_DIR]   (the toolrl side of an earlier, kept run: TRL only is trained)\n' +
+      '         [--trl-result FILE]   (the TRL side from an earlier result.json of the same setup: toolrl only is trained)\n' +
       '         [--trl-micro-batch N]   (completions per TRL forward, accumulated into one step; default: the batch)\n' +
       '         [--write]   (rewrites BENCHMARKS.md "Peer: TRL")\n' +
       "       npx tsx bench/peer-trl/index.ts --report DIR/result.json [--write]   (a kept run's table again)\n",
@@ -120,7 +123,8 @@ function main(): void {
     overrides,
     dirname(configPath),
   );
-  const versions = ensureVenv();
+  // TRL's venv first (when TRL runs here), so a failed install costs no toolrl run.
+  const venvVersions = values['trl-result'] ? undefined : ensureVenv();
   const work = mkdtempSync(join(tmpdir(), 'toolrl-peer-trl-'));
   const load = loadavg()[0]!;
 
@@ -158,40 +162,53 @@ function main(): void {
     runDir = summary.runDir;
   }
   const warm = warmStart(runDir, process.env.TOOLRL_MODEL_CACHE ?? join(REPO, '.cache', 'models'));
+  const warmSha = warmStartSha256(warm);
+  const command = `npx tsx bench/peer-trl/index.ts --max-steps ${steps} --seed ${seed}${values.config === 'examples/quickstart/run.yaml' ? '' : ` --config ${values.config}`}${(values.set ?? []).map((o) => ` --set ${o}`).join('')}${microBatch ? ` --trl-micro-batch ${microBatch}` : ''}${values['toolrl-run'] ? ' --toolrl-run DIR' : ''}${values['trl-result'] ? ' --trl-result FILE' : ''}`;
 
-  // 2. TRL from the same weights.
-  const specPath = join(work, 'trl-spec.json');
-  const toolSchemas = (config.tools?.tools ?? []).map((t) => t.tool_schema).filter((s) => s !== undefined);
-  const spec = {
-    repo: REPO,
-    model: warm.model,
-    ...(warm.adapter ? { adapter: warm.adapter, lora: trlLora(config) } : {}),
-    // model.chat_template as text (the run config resolves a name or file): what toolrl rendered prompts with.
-    ...(config.model.chat_template ? { chatTemplate: config.model.chat_template } : {}),
-    train: oneFile(config.data.train, 'data.train', configPath),
-    val: oneFile(config.data.val, 'data.val', configPath),
-    out: join(work, 'trl'),
-    seed,
-    bridge: [
-      process.execPath,
-      join(REPO, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
-      join(REPO, 'bench', 'peer-trl', 'bridge.ts'),
-      configPath,
-    ],
-    toolSchemas,
-    promptCheck: findPromptCheck(runDir),
-    grpo: trlGrpoKwargs(config, { steps, seed, ...(microBatch ? { microBatch } : {}) }),
-  };
-  writeFileSync(specPath, JSON.stringify(spec, null, 1));
-  process.stderr.write(
-    `peer-trl: TRL GRPOTrainer from ${warm.model}${warm.adapter ? ` + ${warm.adapter}` : ''}\n`,
-  );
-  const t1 = Date.now();
-  run(join(VENV, 'bin', 'python'), [join(REPO, 'bench', 'peer-trl', 'trl_grpo.py'), specPath], 'TRL');
-  const trl = readTrlResult(join(work, 'trl', 'result.json'), t1, Date.now(), config);
+  // 2. TRL from the same weights, or its side of an earlier invocation's result (--trl-result).
+  let trl: PeerResult['trl'];
+  let versions: Record<string, string>;
+  let trlFrom: PeerResult['trlFrom'];
+  if (values['trl-result']) {
+    const prev = JSON.parse(readFileSync(resolve(values['trl-result']), 'utf8')) as PeerResult;
+    trl = reuseTrlSide(prev, command, warmSha);
+    versions = prev.versions;
+    trlFrom = { date: prev.date, command: prev.command };
+  } else {
+    versions = venvVersions ?? ensureVenv();
+    const specPath = join(work, 'trl-spec.json');
+    const toolSchemas = (config.tools?.tools ?? []).map((t) => t.tool_schema).filter((s) => s !== undefined);
+    const spec = {
+      repo: REPO,
+      model: warm.model,
+      ...(warm.adapter ? { adapter: warm.adapter, lora: trlLora(config) } : {}),
+      // model.chat_template as text (the run config resolves a name or file): what toolrl rendered prompts with.
+      ...(config.model.chat_template ? { chatTemplate: config.model.chat_template } : {}),
+      train: oneFile(config.data.train, 'data.train', configPath),
+      val: oneFile(config.data.val, 'data.val', configPath),
+      out: join(work, 'trl'),
+      seed,
+      bridge: [
+        process.execPath,
+        join(REPO, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
+        join(REPO, 'bench', 'peer-trl', 'bridge.ts'),
+        configPath,
+      ],
+      toolSchemas,
+      promptCheck: findPromptCheck(runDir),
+      grpo: trlGrpoKwargs(config, { steps, seed, ...(microBatch ? { microBatch } : {}) }),
+    };
+    writeFileSync(specPath, JSON.stringify(spec, null, 1));
+    process.stderr.write(
+      `peer-trl: TRL GRPOTrainer from ${warm.model}${warm.adapter ? ` + ${warm.adapter}` : ''}\n`,
+    );
+    const t1 = Date.now();
+    run(join(VENV, 'bin', 'python'), [join(REPO, 'bench', 'peer-trl', 'trl_grpo.py'), specPath], 'TRL');
+    trl = readTrlResult(join(work, 'trl', 'result.json'), t1, Date.now(), config);
+  }
 
   const result: PeerResult = {
-    command: `npx tsx bench/peer-trl/index.ts --max-steps ${steps} --seed ${seed}${values.config === 'examples/quickstart/run.yaml' ? '' : ` --config ${values.config}`}${(values.set ?? []).map((o) => ` --set ${o}`).join('')}${microBatch ? ` --trl-micro-batch ${microBatch}` : ''}${values['toolrl-run'] ? ' --toolrl-run DIR' : ''}`,
+    command,
     block: blockKey(config.name, config.trainer.deterministic),
     mode: config.trainer.deterministic ? 'deterministic' : 'asynchronous',
     date: new Date().toISOString().slice(0, 10),
@@ -210,6 +227,8 @@ function main(): void {
       datasets: versions['datasets'] ?? '?',
     },
     differences: [...knownDifferences(config, microBatch ? { microBatch } : {}), ...(trl.notes ?? [])],
+    warmStartSha256: warmSha,
+    ...(trlFrom ? { trlFrom } : {}),
   };
   writeFileSync(join(work, 'result.json'), JSON.stringify(result, null, 1));
   if (values.keep) process.stderr.write(`runs kept in ${work} (result: ${join(work, 'result.json')})\n`);

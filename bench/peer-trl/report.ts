@@ -49,6 +49,36 @@ export interface PeerResult {
   trl: SideResult;
   versions: Record<string, string>;
   differences: string[];
+  /** sha256 of the warm start both sides begin from (the adapter's or the model's safetensors); absent in older results. */
+  warmStartSha256?: string;
+  /** Where TRL's side came from when it was not trained in this invocation (--trl-result). */
+  trlFrom?: { date: string; command: string };
+}
+
+/** A command line with what does not change TRL's side taken out: toolrl's mode and where either side was read from. */
+function trlSetup(command: string): string {
+  return command
+    .replace(/ --set trainer\.deterministic=\S+/g, '')
+    .replace(/ --toolrl-run DIR/g, '')
+    .replace(/ --trl-result FILE/g, '');
+}
+
+/**
+ * TRL's side of an earlier result (--trl-result), for a run whose TRL would be the same: TRL samples on-policy and
+ * knows nothing of toolrl's mode (trainer.deterministic), and the SFT warm start it continues from does not depend on
+ * the mode either. Refuses a result whose config, seed, steps, overrides or TRL micro-batch differ, or whose warm
+ * start (when the result recorded it) is not this run's.
+ */
+export function reuseTrlSide(prev: PeerResult, command: string, warmStartSha256: string): PeerResult['trl'] {
+  if (trlSetup(prev.command) !== trlSetup(command))
+    throw new Error(
+      `--trl-result: that result's TRL was run as \`${prev.command}\`, which differs from this run (\`${command}\`) in more than toolrl's mode`,
+    );
+  if (prev.warmStartSha256 !== undefined && prev.warmStartSha256 !== warmStartSha256)
+    throw new Error(
+      `--trl-result: that result's TRL started from warm start ${prev.warmStartSha256.slice(0, 12)}, this run's is ${warmStartSha256.slice(0, 12)}`,
+    );
+  return prev.trl;
 }
 
 interface TrlTimeline {
@@ -186,6 +216,12 @@ export function renderMarkdown(r: PeerResult): string {
       `| v${v} | ${pct(x?.accuracy)} | ${f(x?.reward, 3)} | ${x ? `${f(x.atS, 1)} s` : '-'} | ${pct(y?.accuracy)} | ${f(y?.reward, 3)} | ${y ? `${f(y.atS, 1)} s` : '-'} |`,
     );
   }
+  if (r.trlFrom)
+    lines.push(
+      '',
+      `TRL's side is the run of ${r.trlFrom.date} (\`${r.trlFrom.command}\`), read from its result file (\`--trl-result\`): ` +
+        "TRL's run does not depend on toolrl's mode, so it was not trained again (the versions above are that run's; the load is this one's).",
+    );
   lines.push('', 'What the two runs cannot hold equal:', '', ...r.differences.map((d) => `- ${d}`));
   return lines.join('\n');
 }

@@ -1,5 +1,6 @@
 // What bench/peer-trl reads back from a finished `toolrl train` run folder: validation summaries, step rows, and
 // one sampled prompt's tokens (so the TRL side can prove it feeds the model the same prompt).
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunConfig } from '#shared/schemas/config/run';
@@ -103,6 +104,21 @@ export function warmStart(runDir: string, modelCache: string): { model: string; 
   throw new Error(
     `${step0}: no warm-start checkpoint, model/ or adapter/ (did the config run an SFT warm start?)`,
   );
+}
+
+/**
+ * sha256 of the warm start's weights (the adapter's safetensors, or the model's): what a reused TRL side
+ * (--trl-result) must have started from.
+ */
+export function warmStartSha256(warm: { model: string; adapter?: string }): string {
+  const dir = warm.adapter ?? warm.model;
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.safetensors'))
+    .sort();
+  if (files.length === 0) throw new Error(`${dir}: no .safetensors weights`);
+  const h = createHash('sha256');
+  for (const f of files) h.update(readFileSync(join(dir, f)));
+  return h.digest('hex');
 }
 
 /**
