@@ -11,6 +11,8 @@ export interface EvalSummary {
   readonly samplesPerPrompt: number;
   readonly rewardMean: number;
   readonly toolCallsPerTrajectory: number;
+  /** The reward component read as accuracy (`toolcall/final_answer`); null when the run's rewards declare none. */
+  readonly accuracyComponent: string | null;
   readonly at: number;
 }
 
