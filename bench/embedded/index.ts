@@ -22,6 +22,8 @@ const { values } = parseArgs({
     config: { type: 'string', default: 'examples/quickstart/run.yaml' },
     'max-steps': { type: 'string' },
     threads: { type: 'string' },
+    // Config overrides (`toolrl train CONFIG KEY=VALUE` takes them the same way), e.g. model.lora.layers_to_transform=[22,23].
+    set: { type: 'string', multiple: true, default: [] },
     workdir: { type: 'string' },
     write: { type: 'string' },
     keep: { type: 'boolean', default: false },
@@ -31,6 +33,7 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(
     'usage: npx tsx bench/embedded/index.ts [--config RUN.yaml] [--max-steps N] [--threads N] [--workdir DIR] [--keep]\n' +
+      '         [--set KEY=VALUE ...]   (config overrides, as toolrl train takes them)\n' +
       '         [--write before|after]   (rewrites that block of BENCHMARKS.md, "Embedded run")\n',
   );
   process.exit(0);
@@ -56,6 +59,7 @@ const loadTimer = setInterval(() => load.push(loadavg()[0]!), 5000).unref();
 
 const result = await train({
   configPath: values.config,
+  overrides: values.set ?? [],
   workdir,
   ...(values['max-steps'] ? { maxSteps: Number(values['max-steps']) } : {}),
   ortThreads,
@@ -107,7 +111,8 @@ const breakdown: Breakdown = {
   config:
     values.config +
     (values['max-steps'] ? ` --max-steps ${values['max-steps']}` : '') +
-    (values.threads ? ` --threads ${values.threads}` : ''),
+    (values.threads ? ` --threads ${values.threads}` : '') +
+    (values.set ?? []).map((o) => ` --set '${o}'`).join(''),
   cpu: `${cpus()[0]?.model.split(' ').slice(0, 2).join(' ') ?? 'CPU'}, ${cores} cores`,
   load: load.sort((a, b) => a - b),
   steps: rows.length,

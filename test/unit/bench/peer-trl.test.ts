@@ -24,6 +24,7 @@ import { knownDifferences, trlGrpoKwargs, trlLora } from '../../../bench/peer-tr
 
 const QUICKSTART = resolve(import.meta.dirname, '../../../examples/quickstart/run.yaml');
 const SMOLLM2 = resolve(import.meta.dirname, '../../../examples/smollm2/run.yaml');
+const TOP8 = 'model.lora.layers_to_transform=[22,23,24,25,26,27,28,29]';
 const load = (overrides: string[] = [], path = QUICKSTART) =>
   loadRunConfig(readFileSync(path, 'utf8'), path, overrides, dirname(path)).config;
 
@@ -103,13 +104,17 @@ describe('trlGrpoKwargs', () => {
       num_generations_eval: 4,
     });
     expect(trlGrpoKwargs(load(), { steps: 1, seed: 0 })['bf16']).toBe(false);
+    // the example adapts every layer: no layers_to_transform, as peft's default
     expect(trlLora(config)).toEqual({
       r: 16,
       lora_alpha: 32,
       lora_dropout: 0,
       target_modules: ['down_proj', 'gate_proj', 'k_proj', 'o_proj', 'q_proj', 'up_proj', 'v_proj'],
-      layers_to_transform: [22, 23, 24, 25, 26, 27, 28, 29],
       task_type: 'CAUSAL_LM',
+    });
+    // and a config that names its layers hands them on
+    expect(trlLora(load([TOP8], SMOLLM2))).toMatchObject({
+      layers_to_transform: [22, 23, 24, 25, 26, 27, 28, 29],
     });
     expect(trlLora(load())).toBeUndefined();
     // the chat template TRL renders with is the run's resolved text, the smollm2 template (ChatML + Hermes tools)
@@ -119,7 +124,10 @@ describe('trlGrpoKwargs', () => {
 
   it('names the LoRA, bf16, int8 rollouts and the mode among the differences of the real-model example', () => {
     const lines = knownDifferences(load([], SMOLLM2), { microBatch: 8 }).join('\n');
-    expect(lines).toMatch(/LoRA \(r 16, alpha 32, layers 22-29\)/);
+    expect(lines).toMatch(/LoRA \(r 16, alpha 32\)/);
+    expect(knownDifferences(load([TOP8], SMOLLM2), { microBatch: 8 }).join('\n')).toMatch(
+      /LoRA \(r 16, alpha 32, layers 22-29\)/,
+    );
     expect(lines).toMatch(/int8 weights/);
     expect(lines).toMatch(/^bf16:/m);
     expect(lines).toMatch(/8 completions a forward .* 8 accumulated/);
