@@ -1,72 +1,139 @@
-// Accuracy by kind of question (the expression's operators, one held-out phrasing each in val.parquet) from the
-// answers `toolrl eval --out DIR` kept, with the expressions the wrong answers sent to the calculator:
-//   npx toolrl eval --policy runs/<runId>/policy/v24 --data examples/smollm2/data/val.parquet --out /tmp/v24
-//   npx tsx examples/smollm2/by-kind.ts /tmp/v24 [examples/smollm2/data/val.parquet]
-import { readdirSync, readFileSync } from 'node:fs';
+// Accuracy by kind of question (the expression's operators) and by held-out phrasing, with the expressions the wrong
+// answers sent to the calculator. It reads a run's own validation answers (the run folder keeps them under
+// trajectories/val-v<N>-p<i>/) or the answers `toolrl eval --out DIR` kept:
+//   npx tsx examples/smollm2/by-kind.ts runs/<runId> [--version 30] [--data examples/smollm2/data/val.parquet]
+//   npx toolrl eval --policy runs/<runId>/policy/v30 --data examples/smollm2/data/val.parquet --out /tmp/v30
+//   npx tsx examples/smollm2/by-kind.ts /tmp/v30
+// The phrasing of validation row i is row i's place in make-data.ts's turns: kind i mod 6, phrasing floor(i / 6)
+// mod `--phrasings` (3; 1 for data written before 2026-11-30, one held-out phrasing a kind).
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { readDataset } from '#shared/data/dataset';
 import { ScoredGroupSchema } from '#shared/schemas/scored-group';
+import { type Trajectory, TrajectorySchema } from '#shared/schemas/trajectory';
 
-const [dir, dataPath = join(import.meta.dirname, 'data', 'val.parquet')] = process.argv.slice(2);
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    version: { type: 'string' },
+    data: { type: 'string', default: join(import.meta.dirname, 'data', 'val.parquet') },
+    phrasings: { type: 'string', default: '3' },
+  },
+});
+const dir = positionals[0];
 if (!dir) {
-  process.stderr.write('usage: npx tsx examples/smollm2/by-kind.ts EVAL_OUT_DIR [VAL.parquet]\n');
+  process.stderr.write(
+    'usage: npx tsx examples/smollm2/by-kind.ts RUN_DIR|EVAL_OUT_DIR [--version N] [--data VAL.parquet] [--phrasings K]\n',
+  );
   process.exit(2);
 }
-const runs = readdirSync(join(dir, 'runs'));
-if (runs.length !== 1) throw new Error(`${dir}/runs should hold one evaluation, found ${runs.length}`);
-const groupsDir = join(dir, 'runs', runs[0]!, 'groups');
-const rows = await readDataset(dataPath);
+const phrasings = Number(values.phrasings);
+const KINDS = 6;
+
+/** Validation answers by row index: a run folder's own, or an evaluation's kept groups. */
+function answers(): Map<number, Trajectory[]> {
+  const byRow = new Map<number, Trajectory[]>();
+  const trajDir = join(dir!, 'trajectories');
+  if (existsSync(trajDir)) {
+    const versions = readdirSync(trajDir)
+      .map((d) => /^val-v(\d+)-p\d+$/.exec(d)?.[1])
+      .filter((v): v is string => v !== undefined)
+      .map(Number);
+    if (versions.length === 0) throw new Error(`${trajDir} holds no validation answers (val-v<N>-p<i>)`);
+    const version = values.version === undefined ? Math.max(...versions) : Number(values.version);
+    if (!versions.includes(version))
+      throw new Error(
+        `${trajDir}: no validation of v${version} (${[...new Set(versions)]
+          .sort((a, b) => a - b)
+          .map((v) => `v${v}`)
+          .join(', ')})`,
+      );
+    process.stderr.write(`validation of v${version} in ${dir}\n`);
+    for (const d of readdirSync(trajDir)) {
+      const m = /^val-v(\d+)-p(\d+)$/.exec(d);
+      if (!m || Number(m[1]) !== version) continue;
+      byRow.set(
+        Number(m[2]),
+        readdirSync(join(trajDir, d))
+          .sort()
+          .map((f) => TrajectorySchema.parse(JSON.parse(readFileSync(join(trajDir, d, f), 'utf8')))),
+      );
+    }
+    return byRow;
+  }
+  const runs = readdirSync(join(dir!, 'runs'));
+  if (runs.length !== 1) throw new Error(`${dir}/runs should hold one evaluation, found ${runs.length}`);
+  const groupsDir = join(dir!, 'runs', runs[0]!, 'groups');
+  for (const file of readdirSync(groupsDir).sort()) {
+    const group = ScoredGroupSchema.parse(JSON.parse(readFileSync(join(groupsDir, file), 'utf8')));
+    byRow.set(Number(/-p(\d+)$/.exec(group.groupId)?.[1]), group.trajectories);
+  }
+  return byRow;
+}
 
 /** `a + b - c` -> `+-`: the kind of question, whatever its numbers. */
 const kindOf = (expr: string) => expr.replace(/[^-+*/]/g, '') || '(none)';
 
 interface Tally {
+  kind: string;
   right: number;
   answers: number;
   example: string;
   wrongCalls: Map<string, number>;
 }
+const rows = await readDataset(values.data);
 const byKind = new Map<string, Tally>();
-for (const file of readdirSync(groupsDir).sort()) {
-  const group = ScoredGroupSchema.parse(JSON.parse(readFileSync(join(groupsDir, file), 'utf8')));
-  const index = Number(/-p(\d+)$/.exec(group.groupId)?.[1]);
+const byPhrasing = new Map<string, Tally>();
+const tally = (map: Map<string, Tally>, key: string, kind: string, example: string) => {
+  const t = map.get(key) ?? { kind, right: 0, answers: 0, example, wrongCalls: new Map() };
+  map.set(key, t);
+  return t;
+};
+for (const [index, trajectories] of [...answers()].sort((a, b) => a[0] - b[0])) {
   const row = rows[index];
   const expr = String((row?.extra_info as { expression?: unknown } | undefined)?.expression ?? '');
-  if (!row || !expr) throw new Error(`${file}: no row ${index} with extra_info.expression in ${dataPath}`);
+  if (!row || !expr)
+    throw new Error(`validation row ${index}: no row with extra_info.expression in ${values.data}`);
   const kind = kindOf(expr);
-  const t = byKind.get(kind) ?? {
-    right: 0,
-    answers: 0,
-    example: (row.prompt as { content: string }[]).at(-1)!.content,
-    wrongCalls: new Map(),
-  };
-  for (const traj of group.trajectories) {
-    t.answers += 1;
+  const example = (row.prompt as { content: string }[]).at(-1)!.content;
+  const phrasing = Math.floor(index / KINDS) % phrasings;
+  const tallies = [
+    tally(byKind, kind, kind, example),
+    tally(byPhrasing, `${kind} ${phrasing}`, kind, example),
+  ];
+  for (const traj of trajectories) {
     // The reward's own verdict on the final answer (the toolcall reward's component; 1 = the right number).
     const right = (traj.rewardComponents['toolcall/final_answer'] ?? 0) > 0.5;
-    if (right) t.right += 1;
-    else {
-      const call = traj.turns.flatMap((u) => u.toolCalls)[0];
-      const wrote = call
-        ? kindOf(String((call.arguments as { expression?: unknown }).expression ?? ''))
-        : 'no call';
-      t.wrongCalls.set(wrote, (t.wrongCalls.get(wrote) ?? 0) + 1);
+    const call = traj.turns.flatMap((u) => u.toolCalls)[0];
+    const wrote = call
+      ? kindOf(String((call.arguments as { expression?: unknown }).expression ?? ''))
+      : 'no call';
+    for (const t of tallies) {
+      t.answers += 1;
+      if (right) t.right += 1;
+      else t.wrongCalls.set(wrote, (t.wrongCalls.get(wrote) ?? 0) + 1);
     }
   }
-  byKind.set(kind, t);
 }
 
-process.stdout.write(
-  '| kind | accuracy | wrong answers called the calculator with | a question of this kind |\n',
-);
-process.stdout.write('|---|---|---|---|\n');
-for (const [kind, t] of [...byKind].sort((a, b) => a[1].right / a[1].answers - b[1].right / b[1].answers)) {
-  const wrong = [...t.wrongCalls]
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, n]) => `\`${k}\` ${n}`)
-    .join(', ');
-  const pct = ((100 * t.right) / t.answers).toFixed(0);
+function table(title: string, map: Map<string, Tally>): void {
   process.stdout.write(
-    `| \`${kind}\` | ${pct}% (${t.right}/${t.answers}) | ${wrong || '-'} | ${t.example} |\n`,
+    `| ${title} | accuracy | wrong answers called the calculator with | a question |\n|---|---|---|---|\n`,
   );
+  for (const t of [...map.values()].sort((a, b) => a.right / a.answers - b.right / b.answers)) {
+    const wrong = [...t.wrongCalls]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `\`${k}\` ${n}`)
+      .join(', ');
+    const pct = ((100 * t.right) / t.answers).toFixed(0);
+    process.stdout.write(
+      `| \`${t.kind}\` | ${pct}% (${t.right}/${t.answers}) | ${wrong || '-'} | ${t.example} |\n`,
+    );
+  }
+}
+table('kind', byKind);
+if (phrasings > 1) {
+  process.stdout.write('\n');
+  table('kind, by phrasing', byPhrasing);
 }
