@@ -25,8 +25,19 @@ import { buildToolRegistry } from '#shared/tools/registry';
 /** Shares of the demonstrations: a correct call, a call with the wrong expression, no call at all. */
 export const DEMONSTRATION_MIX = { correct: 0.8, wrongExpression: 0, noCall: 0.2 } as const;
 
-const rng = samplingStream(20251129, 0, 0);
+// One stream for the training questions, the one-phrasing validation set and the demonstrations (in that order, so
+// each file is what it was when it was first written); val.parquet draws from its own (`withStream`).
+let rng = samplingStream(20251129, 0, 0);
 const next = () => rng.next();
+function withStream<T>(stream: typeof rng, make: () => T): T {
+  const saved = rng;
+  rng = stream;
+  try {
+    return make();
+  } finally {
+    rng = saved;
+  }
+}
 const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
 
@@ -108,79 +119,11 @@ const THINGS = {
 
 type Template = (p: Problem, name: string, things: string) => string;
 
-// Verb phrases that raise or lower a count by `x`. The composed phrasings below put each of them in either step of
-// the two-step kinds (`a - b + c` and `a + b - c`), so an operator goes with its verb, not with the sentence or the
-// position it appears in: with fixed sentences only, "sold" appeared only as the second step, and a model trained on
-// them read "sold ... restocked ..." as `a + b - c`.
-const MORE: ((x: number) => string)[] = [
-  (x) => `bought ${x} more`,
-  (x) => `received ${x} more`,
-  (x) => `got ${x} more`,
-  (x) => `won ${x}`,
-  (x) => `earned ${x}`,
-  (x) => `made ${x} more`,
-  (x) => `picked up ${x} more`,
-  (x) => `added ${x}`,
-  (x) => `collected ${x} more`,
-  (x) => `was sent ${x} more`,
-];
-const FEWER: ((x: number) => string)[] = [
-  (x) => `gave away ${x}`,
-  (x) => `sold ${x}`,
-  (x) => `used ${x}`,
-  (x) => `spent ${x}`,
-  (x) => `shipped out ${x}`,
-  (x) => `threw away ${x}`,
-  (x) => `donated ${x}`,
-  (x) => `handed out ${x}`,
-  (x) => `broke ${x}`,
-  (x) => `traded away ${x}`,
-];
-const CONTAINERS = ['boxes', 'bags', 'packs', 'trays', 'baskets', 'cartons'];
-const EXTRAS: ((c: number, t: string) => string)[] = [
-  (c, t) => `${c} loose ${t}`,
-  (c) => `${c} more on the table`,
-  (c) => `another ${c} in a drawer`,
-  (c, t) => `${c} extra ${t}`,
-  (c) => `a separate pile of ${c}`,
-  (c, t) => `${c} spare ${t}`,
-];
-
-/** Two steps on a count: `first` changes it by b, `second` by c (each from MORE or FEWER by the kind). */
-function twoSteps(first: (x: number) => string, second: (x: number) => string): Template[] {
-  return [
-    (p, n, t) =>
-      `${n} had ${p.a} ${t}. ${n} ${first(p.b)} and then ${second(p.c!)}. How many ${t} does ${n} have now?`,
-    (p, _n, t) =>
-      `A club had ${p.a} ${t}. On Monday it ${first(p.b)}; on Tuesday it ${second(p.c!)}. How many ${t} does the club have?`,
-    (p, n, t) => `${n} had ${p.a} ${t}, ${first(p.b)} and ${second(p.c!)}. How many ${t} does ${n} have now?`,
-    (p, n, t) =>
-      `${n} counts ${p.a} ${t}. Later ${n} ${first(p.b)}, and after that ${second(p.c!)}. How many ${t} are there now?`,
-  ];
-}
-
-/** One step on a count, by a verb from MORE or FEWER. */
-function oneStep(verb: (x: number) => string): Template[] {
-  return [
-    (p, n, t) => `${n} had ${p.a} ${t} and ${verb(p.b)}. How many ${t} does ${n} have now?`,
-    (p, _n, t) => `A club had ${p.a} ${t}. Then it ${verb(p.b)}. How many ${t} does the club have?`,
-  ];
-}
-
-// A template drawn fresh each time: `make` receives verbs picked from the pools at question time.
-const composed =
-  (make: () => Template[]): Template =>
-  (p, n, t) =>
-    pick(make())(p, n, t);
-
 // Training phrasings: many sentence shapes and verbs per kind (a few give the numbers out of order), so that what
-// the model learns is which words mean which operation, not a handful of sentences. Half of each two-step kind's
-// phrasings are composed from the verb pools above. None of them uses the held-out phrasings' sentence shapes; of
-// their verbs only "sold" appears in training.
+// the model learns is which words mean which operation, not a handful of sentences. None of them uses the held-out
+// phrasings' verbs or shapes below.
 const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
   add: [
-    composed(() => oneStep(pick(MORE))),
-    composed(() => oneStep(pick(MORE))),
     (p, n, t) => `${n} has ${p.a} ${t}. ${n} gets ${p.b} more. How many ${t} does ${n} have now?`,
     (p, _n, t) => `A shop had ${p.a} ${t} and received ${p.b} more. How many ${t} does the shop have?`,
     (p, n, t) =>
@@ -194,8 +137,6 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
     (p, _n, t) => `A farm had ${p.a} ${t}. A delivery brought ${p.b} more. How many ${t} are on the farm?`,
   ],
   sub: [
-    composed(() => oneStep(pick(FEWER))),
-    composed(() => oneStep(pick(FEWER))),
     (p, n, t) => `${n} had ${p.a} ${t} and gave away ${p.b}. How many ${t} are left?`,
     (p, _n, t) => `A warehouse stored ${p.a} ${t}. ${p.b} of them were shipped out. How many ${t} remain?`,
     (p, _n, t) =>
@@ -207,8 +148,6 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
     (p, _n, t) => `How many ${t} are left when ${p.b} are sold from a stock of ${p.a}?`,
   ],
   mul: [
-    (p, n, t) =>
-      `${n} has ${p.a} ${pick(CONTAINERS)} with ${p.b} ${t} in each. How many ${t} does ${n} have?`,
     (p, _n, t) => `Each box holds ${p.b} ${t}. How many ${t} are in ${p.a} boxes?`,
     (p, n, t) => `${n} buys ${p.a} packs of ${t} with ${p.b} in each pack. How many ${t} is that?`,
     (p, _n, t) => `A machine makes ${p.b} ${t} an hour. How many ${t} does it make in ${p.a} hours?`,
@@ -218,7 +157,6 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
     (p, n, t) => `${n} fills ${p.a} bags with ${p.b} ${t} in every bag. How many ${t} does ${n} use?`,
   ],
   'sub-add': [
-    ...Array.from({ length: 6 }, () => composed(() => twoSteps(pick(FEWER), pick(MORE)))),
     (p, n, t) =>
       `${n} had ${p.a} ${t}, gave away ${p.b} and then bought ${p.c} more. How many ${t} does ${n} have now?`,
     (p, _n, t) =>
@@ -231,7 +169,6 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
     (p, n, t) => `${n} spent ${p.b} of ${p.a} ${t} and then earned ${p.c}. How many ${t} does ${n} have?`,
   ],
   'add-sub': [
-    ...Array.from({ length: 6 }, () => composed(() => twoSteps(pick(MORE), pick(FEWER)))),
     (p, _n, t) =>
       `A shop had ${p.a} ${t}, received ${p.b} more and then sold ${p.c}. How many ${t} are left?`,
     (p, n, t) =>
@@ -246,12 +183,6 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
   ],
   'mul-add': [
     (p, n, t) =>
-      `${n} has ${p.a} ${pick(CONTAINERS)} with ${p.b} ${t} in each, and ${pick(EXTRAS)(p.c!, t)}. How many ${t} does ${n} have?`,
-    (p, _n, t) =>
-      `There are ${p.a} ${pick(CONTAINERS)} of ${p.b} ${t} each, plus ${pick(EXTRAS)(p.c!, t)}. How many ${t} are there in total?`,
-    (p, _n, t) =>
-      `A club keeps ${p.a} ${pick(CONTAINERS)} of ${p.b} ${t} and ${pick(EXTRAS)(p.c!, t)}. How many ${t} does the club keep?`,
-    (p, n, t) =>
       `${n} has ${p.a} boxes of ${p.b} ${t} each and ${p.c} loose ${t}. How many ${t} does ${n} have in all?`,
     (p, _n, t) =>
       `A store has ${p.a} shelves with ${p.b} ${t} on each and ${p.c} more in the back room. How many ${t} does the store have?`,
@@ -264,9 +195,10 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
   ],
 };
 
-// Held-out phrasings: other sentence shapes and verbs, for validation only, three a kind (the first of each was the
-// only one until 2026-11-30, when one held-out phrasing a kind made a seed's score hinge on how it read six
-// sentences). Validation asks every kind and phrasing in turn, so each is about the same share of the score.
+// Held-out phrasings: other sentence shapes and verbs, for validation only, three a kind. val.parquet asks every kind
+// and phrasing in turn, so each is about the same share of the score. The first of each kind was the only one until
+// 2026-11-30 (val-one-phrasing.parquet, still written as it was): with one held-out phrasing a kind, a seed's score
+// hinged on how it read six sentences.
 const VAL_TEMPLATES: Record<Problem['kind'], Template[]> = {
   add: [
     (p, n, t) =>
@@ -325,15 +257,24 @@ interface Question {
   problem: Problem;
 }
 
-/** A training question of a random kind and phrasing, or validation question `i`: kinds and phrasings in turn. */
-function question(split: 'train' | 'val', i = 0): Question {
-  const kind = split === 'train' ? pick(KINDS) : KINDS[i % KINDS.length]!;
-  const problem = draw(kind);
-  const template =
-    split === 'train'
-      ? pick(TRAIN_TEMPLATES[kind])
-      : VAL_TEMPLATES[kind][Math.floor(i / KINDS.length) % VAL_TEMPLATES[kind].length]!;
-  const text = template(problem, pick(NAMES[split]), pick(THINGS[split]));
+/** A question of a random kind: in a training phrasing, or in the first held-out phrasing of its kind. */
+function question(split: 'train' | 'val'): Question {
+  const problem = draw(pick(KINDS));
+  const templates =
+    split === 'train' ? TRAIN_TEMPLATES[problem.kind] : VAL_TEMPLATES[problem.kind].slice(0, 1);
+  const text = pick(templates)(problem, pick(NAMES[split]), pick(THINGS[split]));
+  const expr = expression(problem);
+  return { text, expr, answer: evaluate(expr), problem };
+}
+
+/** Validation question `i` of val.parquet: kind i mod 6 in held-out phrasing floor(i / 6) mod 3, from its own stream. */
+const valRng = samplingStream(20251129, 1, 0);
+function heldOut(i: number): Question {
+  const kind = KINDS[i % KINDS.length]!;
+  const templates = VAL_TEMPLATES[kind];
+  const problem = withStream(valRng, () => draw(kind));
+  const [name, things] = withStream(valRng, () => [pick(NAMES.val), pick(THINGS.val)] as const);
+  const text = templates[Math.floor(i / KINDS.length) % templates.length]!(problem, name, things);
   const expr = expression(problem);
   return { text, expr, answer: evaluate(expr), problem };
 }
@@ -411,8 +352,12 @@ writeDataset(
   Array.from({ length: 512 }, (_, i) => row(question('train'), i, 'train')),
 );
 writeDataset(
+  join(out, 'val-one-phrasing.parquet'),
+  Array.from({ length: 64 }, (_, i) => row(question('val'), i, 'val')),
+);
+writeDataset(
   join(out, 'val.parquet'),
-  Array.from({ length: 64 }, (_, i) => row(question('val', i), i, 'val')),
+  Array.from({ length: 64 }, (_, i) => row(heldOut(i), i, 'val')),
 );
 writeParquetFile(
   join(out, 'sft.parquet'),
@@ -422,4 +367,4 @@ writeParquetFile(
   }),
 );
 await registry.close();
-console.log(`wrote ${out}/{train.parquet,val.parquet,sft.parquet}`);
+console.log(`wrote ${out}/{train.parquet,val.parquet,val-one-phrasing.parquet,sft.parquet}`);
