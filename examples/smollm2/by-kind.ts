@@ -5,7 +5,10 @@
 //   npx toolrl eval --policy runs/<runId>/policy/v30 --data examples/smollm2/data/val.parquet --out /tmp/v30
 //   npx tsx examples/smollm2/by-kind.ts /tmp/v30
 // The phrasing of validation row i is row i's place in make-data.ts's turns: kind i mod 6, phrasing floor(i / 6)
-// mod `--phrasings` (3; 1 for data written before 2026-11-30, one held-out phrasing a kind).
+// mod `--phrasings` (3; 1 for val-one-phrasing.parquet).
+// With --train it tallies a run's training answers instead (runs/<runId>/groups/e*-p*.json, the groups whose rewards
+// were all equal included), by kind and by the policy versions that wrote them, --every versions a column:
+//   npx tsx examples/smollm2/by-kind.ts runs/<runId> --train [--every 10]
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -19,6 +22,8 @@ const { values, positionals } = parseArgs({
     version: { type: 'string' },
     data: { type: 'string', default: join(import.meta.dirname, 'data', 'val.parquet') },
     phrasings: { type: 'string', default: '3' },
+    train: { type: 'boolean', default: false },
+    every: { type: 'string', default: '10' },
   },
 });
 const dir = positionals[0];
@@ -30,6 +35,10 @@ if (!dir) {
 }
 const phrasings = Number(values.phrasings);
 const KINDS = 6;
+if (values.train) {
+  await trainingTally(dir);
+  process.exit(0);
+}
 
 /** Validation answers by row index: a run folder's own, or an evaluation's kept groups. */
 function answers(): Map<number, Trajectory[]> {
@@ -136,4 +145,57 @@ table('kind', byKind);
 if (phrasings > 1) {
   process.stdout.write('\n');
   table('kind, by phrasing', byPhrasing);
+}
+
+/** The training answers' accuracy by kind and by the policy versions that wrote them. */
+async function trainingTally(runDir: string): Promise<void> {
+  const data = values.data.endsWith('val.parquet')
+    ? join(import.meta.dirname, 'data', 'train.parquet')
+    : values.data;
+  const rows = await readDataset(data);
+  const every = Number(values.every);
+  const cells = new Map<string, { right: number; answers: number; wrong: Map<string, number> }>();
+  const kinds = new Set<string>();
+  let last = 0;
+  const groupsDir = join(runDir, 'groups');
+  for (const file of readdirSync(groupsDir).filter((f) => /^(s\d+-)?e\d+-p\d+\.json$/.test(f))) {
+    const group = ScoredGroupSchema.parse(JSON.parse(readFileSync(join(groupsDir, file), 'utf8')));
+    const row = rows[Number(/-p(\d+)$/.exec(group.groupId)?.[1])];
+    const expr = String((row?.extra_info as { expression?: unknown } | undefined)?.expression ?? '');
+    if (!row || !expr) throw new Error(`${file}: no row with extra_info.expression in ${data}`);
+    const kind = expr.replace(/[^-+*/]/g, '');
+    kinds.add(kind);
+    for (const traj of group.trajectories) {
+      const version = Math.max(...traj.policyVersions);
+      const bucket = Math.floor(Math.max(version, 0) / every);
+      last = Math.max(last, bucket);
+      const key = `${kind} ${bucket}`;
+      const c = cells.get(key) ?? { right: 0, answers: 0, wrong: new Map() };
+      cells.set(key, c);
+      c.answers += 1;
+      if ((traj.rewardComponents['toolcall/final_answer'] ?? 0) > 0.5) c.right += 1;
+      else {
+        const call = traj.turns.flatMap((u) => u.toolCalls)[0];
+        const wrote = call
+          ? String((call.arguments as { expression?: unknown }).expression ?? '').replace(/[^-+*/]/g, '') ||
+            '(none)'
+          : 'no call';
+        c.wrong.set(wrote, (c.wrong.get(wrote) ?? 0) + 1);
+      }
+    }
+  }
+  const buckets = Array.from({ length: last + 1 }, (_, b) => b);
+  process.stdout.write(
+    `| kind | ${buckets.map((b) => `answers of v${b * every}-v${b * every + every - 1}`).join(' | ')} |\n`,
+  );
+  process.stdout.write(`|---|${buckets.map(() => '---').join('|')}|\n`);
+  for (const kind of [...kinds].sort()) {
+    const cols = buckets.map((b) => {
+      const c = cells.get(`${kind} ${b}`);
+      if (!c) return '-';
+      const top = [...c.wrong].sort((x, y) => y[1] - x[1])[0];
+      return `${((100 * c.right) / c.answers).toFixed(0)}% (${c.right}/${c.answers})${top ? `, wrong: \`${top[0]}\` ${top[1]}` : ''}`;
+    });
+    process.stdout.write(`| \`${kind}\` | ${cols.join(' | ')} |\n`);
+  }
 }
