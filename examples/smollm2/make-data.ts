@@ -120,8 +120,8 @@ const THINGS = {
 type Template = (p: Problem, name: string, things: string) => string;
 
 // Training phrasings: many sentence shapes and verbs per kind (a few give the numbers out of order), so that what
-// the model learns is which words mean which operation, not a handful of sentences. None of them uses the held-out
-// phrasings' verbs or shapes below.
+// the model learns is which words mean which operation, not a handful of sentences. None of them uses a held-out
+// phrasing's sentence shape below; the verbs they share are few and plain ("sold", "collect", "hold").
 const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
   add: [
     (p, n, t) => `${n} has ${p.a} ${t}. ${n} gets ${p.b} more. How many ${t} does ${n} have now?`,
