@@ -20,7 +20,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     version: { type: 'string' },
-    data: { type: 'string', default: join(import.meta.dirname, 'data', 'val.parquet') },
+    data: { type: 'string' },
     phrasings: { type: 'string', default: '3' },
     train: { type: 'boolean', default: false },
     every: { type: 'string', default: '10' },
@@ -35,6 +35,29 @@ if (!dir) {
 }
 const phrasings = Number(values.phrasings);
 const KINDS = 6;
+const dataPath =
+  values.data ?? join(import.meta.dirname, 'data', values.train ? 'train.parquet' : 'val.parquet');
+
+/** `a + b - c` -> `+-`: the kind of question, whatever its numbers. */
+const kindOf = (expr: string) => expr.replace(/[^-+*/]/g, '') || '(none)';
+
+/** The kind of the question in `row` of the dataset (its `extra_info.expression`). */
+function rowKind(row: Record<string, unknown> | undefined, where: string): string {
+  const expr = String((row?.extra_info as { expression?: unknown } | undefined)?.expression ?? '');
+  if (!row || !expr) throw new Error(`${where}: no row with extra_info.expression in ${dataPath}`);
+  return kindOf(expr);
+}
+
+/** The reward's own verdict on an answer (the toolcall reward's final-answer component) and the kind of expression
+ * its first calculator call sent, or 'no call'. */
+function verdict(traj: Trajectory): { right: boolean; wrote: string } {
+  const call = traj.turns.flatMap((u) => u.toolCalls)[0];
+  return {
+    right: (traj.rewardComponents['toolcall/final_answer'] ?? 0) > 0.5,
+    wrote: call ? kindOf(String((call.arguments as { expression?: unknown }).expression ?? '')) : 'no call',
+  };
+}
+
 if (values.train) {
   await trainingTally(dir);
   process.exit(0);
@@ -81,9 +104,6 @@ function answers(): Map<number, Trajectory[]> {
   return byRow;
 }
 
-/** `a + b - c` -> `+-`: the kind of question, whatever its numbers. */
-const kindOf = (expr: string) => expr.replace(/[^-+*/]/g, '') || '(none)';
-
 interface Tally {
   kind: string;
   right: number;
@@ -91,7 +111,7 @@ interface Tally {
   example: string;
   wrongCalls: Map<string, number>;
 }
-const rows = await readDataset(values.data);
+const rows = await readDataset(dataPath);
 const byKind = new Map<string, Tally>();
 const byPhrasing = new Map<string, Tally>();
 const tally = (map: Map<string, Tally>, key: string, kind: string, example: string) => {
@@ -101,23 +121,15 @@ const tally = (map: Map<string, Tally>, key: string, kind: string, example: stri
 };
 for (const [index, trajectories] of [...answers()].sort((a, b) => a[0] - b[0])) {
   const row = rows[index];
-  const expr = String((row?.extra_info as { expression?: unknown } | undefined)?.expression ?? '');
-  if (!row || !expr)
-    throw new Error(`validation row ${index}: no row with extra_info.expression in ${values.data}`);
-  const kind = kindOf(expr);
-  const example = (row.prompt as { content: string }[]).at(-1)!.content;
+  const kind = rowKind(row, `validation row ${index}`);
+  const example = (row!.prompt as { content: string }[]).at(-1)!.content;
   const phrasing = Math.floor(index / KINDS) % phrasings;
   const tallies = [
     tally(byKind, kind, kind, example),
     tally(byPhrasing, `${kind} ${phrasing}`, kind, example),
   ];
   for (const traj of trajectories) {
-    // The reward's own verdict on the final answer (the toolcall reward's component; 1 = the right number).
-    const right = (traj.rewardComponents['toolcall/final_answer'] ?? 0) > 0.5;
-    const call = traj.turns.flatMap((u) => u.toolCalls)[0];
-    const wrote = call
-      ? kindOf(String((call.arguments as { expression?: unknown }).expression ?? ''))
-      : 'no call';
+    const { right, wrote } = verdict(traj);
     for (const t of tallies) {
       t.answers += 1;
       if (right) t.right += 1;
@@ -149,10 +161,7 @@ if (phrasings > 1) {
 
 /** The training answers' accuracy by kind and by the policy versions that wrote them. */
 async function trainingTally(runDir: string): Promise<void> {
-  const data = values.data.endsWith('val.parquet')
-    ? join(import.meta.dirname, 'data', 'train.parquet')
-    : values.data;
-  const rows = await readDataset(data);
+  const rows = await readDataset(dataPath);
   const every = Number(values.every);
   const cells = new Map<string, { right: number; answers: number; wrong: Map<string, number> }>();
   const kinds = new Set<string>();
@@ -160,10 +169,7 @@ async function trainingTally(runDir: string): Promise<void> {
   const groupsDir = join(runDir, 'groups');
   for (const file of readdirSync(groupsDir).filter((f) => /^(s\d+-)?e\d+-p\d+\.json$/.test(f))) {
     const group = ScoredGroupSchema.parse(JSON.parse(readFileSync(join(groupsDir, file), 'utf8')));
-    const row = rows[Number(/-p(\d+)$/.exec(group.groupId)?.[1])];
-    const expr = String((row?.extra_info as { expression?: unknown } | undefined)?.expression ?? '');
-    if (!row || !expr) throw new Error(`${file}: no row with extra_info.expression in ${data}`);
-    const kind = expr.replace(/[^-+*/]/g, '');
+    const kind = rowKind(rows[Number(/-p(\d+)$/.exec(group.groupId)?.[1])], file);
     kinds.add(kind);
     for (const traj of group.trajectories) {
       const version = Math.max(...traj.policyVersions);
@@ -172,16 +178,10 @@ async function trainingTally(runDir: string): Promise<void> {
       const key = `${kind} ${bucket}`;
       const c = cells.get(key) ?? { right: 0, answers: 0, wrong: new Map() };
       cells.set(key, c);
+      const { right, wrote } = verdict(traj);
       c.answers += 1;
-      if ((traj.rewardComponents['toolcall/final_answer'] ?? 0) > 0.5) c.right += 1;
-      else {
-        const call = traj.turns.flatMap((u) => u.toolCalls)[0];
-        const wrote = call
-          ? String((call.arguments as { expression?: unknown }).expression ?? '').replace(/[^-+*/]/g, '') ||
-            '(none)'
-          : 'no call';
-        c.wrong.set(wrote, (c.wrong.get(wrote) ?? 0) + 1);
-      }
+      if (right) c.right += 1;
+      else c.wrong.set(wrote, (c.wrong.get(wrote) ?? 0) + 1);
     }
   }
   const buckets = Array.from({ length: last + 1 }, (_, b) => b);
