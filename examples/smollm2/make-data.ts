@@ -272,8 +272,10 @@ const valRng = samplingStream(20251129, 1, 0);
 function heldOut(i: number): Question {
   const kind = KINDS[i % KINDS.length]!;
   const templates = VAL_TEMPLATES[kind];
-  const problem = withStream(valRng, () => draw(kind));
-  const [name, things] = withStream(valRng, () => [pick(NAMES.val), pick(THINGS.val)] as const);
+  const [problem, name, things] = withStream(
+    valRng,
+    () => [draw(kind), pick(NAMES.val), pick(THINGS.val)] as const,
+  );
   const text = templates[Math.floor(i / KINDS.length) % templates.length]!(problem, name, things);
   const expr = expression(problem);
   return { text, expr, answer: evaluate(expr), problem };
