@@ -251,20 +251,25 @@ describe('examples: shipped data', () => {
       ).toBe(true);
   });
 
-  // BFCL's subset comes from bfcl-eval's own data through its loader (the BFCL environment, made on first use).
-  it('bfcl/make-data.ts regenerates it byte for byte', () => {
-    const out = mkdtempSync(join(tmpdir(), 'toolrl-make-data-bfcl-'));
+  // BFCL's subset comes from bfcl-eval's own data through its loader (the BFCL environment, made on first use);
+  // SmolLM2's word problems from its seeded streams (the train and demonstration files must stay what the seeds in
+  // examples/smollm2/README.md were trained on).
+  it.each([
+    ['bfcl', ['format', 'base', 'full', 'val']],
+    ['smollm2', ['train', 'val', 'val-one-phrasing', 'sft']],
+  ])('%s/make-data.ts regenerates it byte for byte', (dir, names) => {
+    const out = mkdtempSync(join(tmpdir(), `toolrl-make-data-${dir}-`));
     scratch.push(out);
     const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
-    const made = spawnSync(tsx, [join(EXAMPLES, 'bfcl', 'make-data.ts'), out], {
+    const made = spawnSync(tsx, [join(EXAMPLES, dir, 'make-data.ts'), out], {
       cwd: REPO_ROOT,
       encoding: 'utf8',
     });
     expect(made.status, made.stderr).toBe(0);
-    for (const name of ['format', 'base', 'full', 'val'])
+    for (const name of names)
       expect(
         readFileSync(join(out, `${name}.parquet`)).equals(
-          readFileSync(join(EXAMPLES, 'bfcl', 'data', `${name}.parquet`)),
+          readFileSync(join(EXAMPLES, dir, 'data', `${name}.parquet`)),
         ),
         name,
       ).toBe(true);
