@@ -1,12 +1,11 @@
 // Rewrites a run config written with other systems' names (verl, MindSpeed-RL, the seed projects) into toolrl's,
 // before the schema sees it: keys move to their toolrl paths, values spelled another way are translated, names of
 // rewards, prompt types and parsers become toolrl's, and keys with no meaning here are dropped with a notice.
-// The table itself is aliases.ts.
+// The table itself is aliases.ts and, for run-config keys, key-aliases.ts.
 
 import { CriticConfigSchema } from '#shared/schemas/config/critic';
 import {
   FOREIGN_SECTIONS,
-  KEY_ALIASES,
   type KeyAlias,
   PREFIX_ALIASES,
   parserFormatName,
@@ -15,6 +14,7 @@ import {
   rewardName,
   VALUE_ALIASES,
 } from './aliases.ts';
+import { KEY_ALIASES } from './key-aliases.ts';
 import { schemaAt } from './paths.ts';
 
 export class AliasError extends Error {

@@ -5,7 +5,6 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import {
-  KEY_ALIASES,
   PARSER_ALIASES,
   PROMPT_TYPE_ALIASES,
   REWARD_ALIASES,
@@ -13,6 +12,7 @@ import {
   VALUE_ALIASES,
 } from '#shared/config/aliases';
 import { applyConfigAliases } from '#shared/config/apply-aliases';
+import { KEY_ALIASES } from '#shared/config/key-aliases';
 import { applyOverrides, parseOverride } from '#shared/config/overrides';
 import { ConfigError, loadRunConfig } from '#shared/config/resolve';
 
