@@ -170,7 +170,7 @@ describe('the resolver (shared/config/) is the only reader of the alias table', 
     // Other systems' names (verl, MindSpeed-RL, the seed projects) are translated where the config is read, and
     // nowhere else: domain code, the stages and the CLI see toolrl's names only (ARCHITECTURE.md, layer 3).
     const tables = ['shared/config/aliases', 'shared/config/key-aliases'];
-    const isTable = (to: string | undefined) => tables.includes(stripExt(to ?? ''));
+    const isTable = (to: string | null | undefined) => tables.includes(stripExt(to ?? ''));
     const offenders = ['shared', 'bench', 'functions', 'infra', 'bin', 'scripts', 'examples']
       .filter((d) => existsSync(join(ROOT, d)))
       .flatMap((d) => typescriptFiles(ROOT, d))
