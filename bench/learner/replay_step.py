@@ -1,0 +1,81 @@
+"""bench/learner/replay_step.py: train one learner step of a finished or running run again, in a fresh process,
+from the run's checkpoint and the groups the run stored for that step, and print the step's metrics. Replaying a
+step several times (with other threads, OMP_WAIT_POLICY, load beside it) and comparing `grad_norm` with the run's
+own row of metrics/metrics.jsonl is how examples/smollm2/README.md tells whether a step is repeatable.
+
+    gpu-worker/.venv/bin/python bench/learner/replay_step.py RUN_DIR OUT_DIR --from-step S [--threads N]
+
+RUN_DIR: a run folder (runs/<runId>) of a deterministic run (`trainer.deterministic`, so batch S + 1 is the groups
+at feeder positions [S * batch_prompts, (S + 1) * batch_prompts)), holding checkpoints/step-S (the run keeps step-0
+until retention removes it: copy it while the run goes on) and groups/. OUT_DIR is replaced. Needs the learner's
+environment (gpu-worker/.venv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import torch
+
+from toolrl_learner.storage import FolderBlobStore
+from toolrl_learner.train.session import LearnerSession
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument(
+        "--from-step", type=int, required=True, help="the checkpoint to start from (replays S + 1)"
+    )
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
+    a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    src, start = a.run_dir, a.from_step
+    ckpt = src / "checkpoints" / f"step-{start}"
+    if not ckpt.is_dir():
+        raise SystemExit(
+            f"{ckpt}: no such checkpoint (retention keeps only some steps; copy it while the run goes on)"
+        )
+    config = json.loads((src / "run.json").read_text())["config"]
+    if not config.get("trainer", {}).get("deterministic"):
+        raise SystemExit(f"{src}: not a deterministic run, so its batches are not known by position")
+    b = int(config["trainer"]["batch_prompts"])
+    groups = {}
+    for f in (src / "groups").glob("*.json"):
+        g = json.loads(f.read_text())
+        if g.get("position") is not None and start * b <= g["position"] < (start + 1) * b:
+            groups[g["position"]] = g
+    missing = [p for p in range(start * b, (start + 1) * b) if p not in groups]
+    if missing:
+        raise SystemExit(f"{src / 'groups'}: no group at feeder positions {missing}")
+
+    run_id = src.name
+    if a.out_dir.exists():
+        shutil.rmtree(a.out_dir)
+    dst = a.out_dir / "runs" / run_id
+    dst.mkdir(parents=True)
+    shutil.copy(src / "run.json", dst / "run.json")
+    shutil.copytree(ckpt, dst / "checkpoints" / ckpt.name)
+    session = LearnerSession(
+        FolderBlobStore(a.out_dir), run_id, emit=lambda _line: None, device="cpu", max_steps=start + 1
+    )
+    session.start()
+    for p in range(start * b, (start + 1) * b):
+        session.offer({"group": groups[p]})
+    rows = [json.loads(line) for line in (dst / "metrics" / "metrics.jsonl").read_text().splitlines()]
+    row = next(r for r in rows if r.get("step") == start + 1 and "grad_norm" in r)
+    keep = ("grad_norm", "pg_loss", "entropy", "tokens", "groups")
+    print(
+        json.dumps(
+            {"step": start + 1, "threads": torch.get_num_threads(), **{k: row[k] for k in keep if k in row}}
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
