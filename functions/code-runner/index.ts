@@ -5,8 +5,9 @@
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { CodeRunnerRequestSchema } from '#shared/tools/code/lambda-runner';
+import { DEFAULT_SANDBOX_LIMITS } from '#shared/tools/code/limits';
 import { type RunCodeResponse, toRunCodeResponse } from '#shared/tools/code/run-code-api';
-import { DEFAULT_SANDBOX_LIMITS, PythonSandbox } from '#shared/tools/code/sandbox';
+import { PythonSandbox } from '#shared/tools/code/sandbox';
 
 /** Time kept back from the function's timeout to stop the program, clean up and answer. */
 const REPORT_MARGIN_MS = 5_000;

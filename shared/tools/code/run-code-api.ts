@@ -1,7 +1,7 @@
 // SandboxFusion's `/run_code` request and response, and the mapping from a built-in sandbox run to
 // that response, so the built-in server and a real SandboxFusion are interchangeable.
 import { z } from 'zod';
-import type { LimitHit, RunOutcome } from './sandbox.ts';
+import type { LimitHit, RunOutcome } from './limits.ts';
 
 /** @example {"code": "print(1+1)", "language": "python", "run_timeout": 10, "memory_limit_MB": 1024} */
 export const RunCodeRequestSchema = z.object({

@@ -25,12 +25,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, readFileSync } from 'node:fs';
-import { lstat, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  type BwrapSearch,
   bwrapArgs,
   bwrapPath,
   bwrapWorks,
@@ -40,86 +39,19 @@ import {
   SANDBOX_INPUT,
   SANDBOX_WORKDIR,
 } from './isolation.ts';
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type LimitHit,
+  type RunOutcome,
+  type RunRequest,
+  type SandboxLimits,
+  type SandboxOptions,
+} from './limits.ts';
+import { classify, killUid, parseReport, signalGroup } from './reap.ts';
 import { type TreeLimit, watchTree } from './tree-watch.ts';
 import { chownTree, fetchFiles, insideDir, parseFetchedFiles } from './workdir.ts';
 
 const LAUNCHER = readFileSync(fileURLToPath(new URL('./launcher.py', import.meta.url)), 'utf8');
-
-/** Every limit of a run, in one object: what the tool config (`code_interpreter`) and the server set. */
-export interface SandboxLimits {
-  /** Wall clock per run, seconds. */
-  wallS: number;
-  /** CPU time per process, seconds (RLIMIT_CPU). */
-  cpuS: number;
-  /**
-   * Memory of the whole process tree, MiB: its processes' proportional set sizes summed while it runs (stopped
-   * within one measuring interval, 20 ms, of passing it), and RLIMIT_AS at the same size for each process.
-   */
-  memoryMb: number;
-  /** Processes of the whole tree: RLIMIT_NPROC (per run: its own uid or user namespace), and the tree counted. */
-  maxProcesses: number;
-  /** stdout + stderr kept; past it the program is stopped. */
-  maxOutputBytes: number;
-  /** Largest file the program may write (RLIMIT_FSIZE), MiB; also the size of its /tmp under bwrap. */
-  maxFileMb: number;
-  /**
-   * Everything the program may keep in its work dir, MiB (input files included): under bwrap the size of the
-   * tmpfs it is; without namespaces the work dir and TMPDIR are measured while it runs, like memory.
-   */
-  maxDiskMb: number;
-}
-
-export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
-  wallS: 10,
-  cpuS: 10,
-  memoryMb: 1024,
-  maxProcesses: 32,
-  maxOutputBytes: 64 * 1024,
-  maxFileMb: 16,
-  maxDiskMb: 64,
-};
-
-export interface SandboxOptions {
-  /** `auto` uses bubblewrap when it works here, else plain processes. */
-  isolation?: Isolation | 'auto';
-  /** Interpreter to run (e.g. a venv's python with numpy); default: the system's python3. */
-  python?: string;
-  limits?: Partial<SandboxLimits>;
-  /**
-   * Where per-run work dirs are created (default: the OS temp dir). Without namespaces and as root, the run's
-   * throwaway uid reaches its TMPDIR there by path, so this folder must be traversable by others (o+x).
-   */
-  workRoot?: string;
-  /** Where to look for bubblewrap (default: the system, the PATH, then setup's copy in .cache/bwrap). */
-  bwrapSearch?: BwrapSearch;
-}
-
-export interface RunRequest {
-  code: string;
-  stdin?: string;
-  /** Files placed in the work dir first: relative path -> base64 content. */
-  files?: Record<string, string>;
-  /** Files read back from the work dir after the run (regular files only, never through links). */
-  fetchFiles?: string[];
-  /** Per-run overrides, capped by the sandbox's own limits. */
-  wallS?: number;
-  memoryMb?: number;
-}
-
-export type LimitHit = 'wall_time' | 'cpu_time' | 'memory' | 'processes' | 'output' | 'file_size' | 'disk';
-
-export interface RunOutcome {
-  /** Negative: killed by that signal. null: killed from outside (wall clock, output cap, cancel). */
-  exitCode: number | null;
-  stdout: string;
-  stderr: string;
-  limit: LimitHit | null;
-  wallMs: number;
-  /** CPU seconds of the program (0 under bwrap, which does not report it). */
-  cpuS: number;
-  files: Record<string, string>;
-  isolation: Isolation;
-}
 
 /** The only variables a sandboxed program sees: nothing of the parent's environment. */
 const SANDBOX_ENV = {
@@ -397,64 +329,5 @@ export class PythonSandbox {
   /** Kills every run still in progress. */
   async close(): Promise<void> {
     for (const child of this.running) signalGroup(child.pid, 'SIGKILL');
-  }
-}
-
-interface Report {
-  exit_code: number;
-  wall_timeout: boolean;
-  stopped: boolean;
-  cpu_s: number;
-}
-
-function parseReport(status: string): Report | null {
-  const lines = status.trim().split('\n');
-  if (lines.length < 2) return null;
-  try {
-    return JSON.parse(lines[lines.length - 1]!) as Report;
-  } catch {
-    return null;
-  }
-}
-
-/** Names the limit that stopped a program from how it ended. */
-function classify(exitCode: number | null, cpuS: number, cpuLimit: number, stderr: string): LimitHit | null {
-  if (exitCode === -24 || (exitCode === -9 && cpuS >= cpuLimit)) return 'cpu_time'; // SIGXCPU, then SIGKILL at the hard limit
-  if (exitCode === -25) return 'file_size'; // SIGXFSZ
-  if (exitCode === 0) return null;
-  const tail = stderr.slice(-2000);
-  if (/\bMemoryError\b/.test(tail)) return 'memory';
-  if (/BlockingIOError: \[Errno 11\]|Resource temporarily unavailable/.test(tail)) return 'processes';
-  if (/File too large|\[Errno 27\]/.test(tail)) return 'file_size';
-  if (/No space left on device|\[Errno 28\]/.test(tail)) return 'disk';
-  return null;
-}
-
-function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, sig);
-  } catch {
-    // already gone
-  }
-}
-
-/** Last resort without namespaces: SIGKILL every process owned by the run's throwaway uid. */
-async function killUid(uid: number): Promise<void> {
-  const { readdir } = await import('node:fs/promises');
-  for (let round = 0; round < 5; round++) {
-    let found = 0;
-    for (const name of await readdir('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      const st = await lstat(`/proc/${name}`).catch(() => null);
-      if (st?.uid !== uid) continue;
-      found++;
-      try {
-        process.kill(Number(name), 'SIGKILL');
-      } catch {
-        // exited meanwhile
-      }
-    }
-    if (found === 0) return;
   }
 }

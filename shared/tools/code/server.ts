@@ -5,13 +5,14 @@
 import { availableParallelism } from 'node:os';
 import { Semaphore } from '../limits.ts';
 import { HttpError, type RunningServer, type ServeOptions, serveJson } from '../serve.ts';
+import type { SandboxLimits } from './limits.ts';
 import {
   type RunCodeRequest,
   RunCodeRequestSchema,
   type RunCodeResponse,
   toRunCodeResponse,
 } from './run-code-api.ts';
-import type { PythonSandbox, SandboxLimits } from './sandbox.ts';
+import type { PythonSandbox } from './sandbox.ts';
 
 const PYTHON_LANGUAGES = new Set(['python', 'python3']);
 

@@ -9,9 +9,10 @@ import { readToolSecret } from '../secrets.ts';
 import { ToolFailure } from '../types.ts';
 import { runCodeRemote } from './client.ts';
 import { defaultInvoke, runCodeOnLambda } from './lambda-runner.ts';
+import { DEFAULT_SANDBOX_LIMITS } from './limits.ts';
 import { printLastExpression, stripCodeFence } from './preprocess.ts';
 import { LIMIT_MESSAGES, type RunCodeResponse, toRunCodeResponse } from './run-code-api.ts';
-import { DEFAULT_SANDBOX_LIMITS, PythonSandbox } from './sandbox.ts';
+import { PythonSandbox } from './sandbox.ts';
 
 const Config = z.object({
   /** SandboxFusion's `/run_code` URL; without it the built-in sandbox runs the code. */
