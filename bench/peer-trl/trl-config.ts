@@ -2,6 +2,7 @@
 // with the same G, batch, learning rate and schedule, clip range, loss aggregation, sampling and token budgets, and
 // the list of what cannot be made the same (printed with the results, written into BENCHMARKS.md).
 import type { RunConfig } from '#shared/schemas/config/run';
+import type { TrainerConfig } from '#shared/schemas/config/trainer';
 
 /** GRPOConfig keyword arguments (TRL 1.16), JSON-ready. */
 export type GrpoKwargs = Record<string, unknown>;
@@ -60,10 +61,7 @@ export function trlGrpoKwargs(config: RunConfig, opts: TrlSpecOptions): GrpoKwar
     num_iterations: trainer.ppo_epochs,
     max_steps: opts.steps,
     learning_rate: trainer.lr,
-    lr_scheduler_type: trainer.lr_scheduler === 'cosine' ? 'cosine_with_min_lr' : 'constant',
-    ...(trainer.lr_scheduler === 'cosine'
-      ? { lr_scheduler_kwargs: { min_lr_rate: trainer.min_lr_ratio } }
-      : {}),
+    ...trlSchedule(trainer),
     warmup_steps: trainer.warmup_steps,
     weight_decay: trainer.weight_decay,
     max_grad_norm: trainer.grad_clip,
@@ -166,4 +164,29 @@ export function knownDifferences(config: RunConfig, opts: { microBatch?: number 
       'tool responses: toolrl truncates them at max_tool_response_length tokens, the bridge in characters (the calculator never comes near either)',
     );
   return out;
+}
+
+/** toolrl's learning-rate schedule in Hugging Face's names (`lr_scheduler_type` and its kwargs). */
+function trlSchedule(trainer: TrainerConfig): {
+  lr_scheduler_type: string;
+  lr_scheduler_kwargs?: Record<string, number | string>;
+} {
+  switch (trainer.lr_scheduler) {
+    case 'constant':
+      return { lr_scheduler_type: 'constant' };
+    case 'cosine':
+      return {
+        lr_scheduler_type: 'cosine_with_min_lr',
+        lr_scheduler_kwargs: { min_lr_rate: trainer.min_lr_ratio },
+      };
+    case 'wsd':
+      return {
+        lr_scheduler_type: 'warmup_stable_decay',
+        lr_scheduler_kwargs: {
+          num_decay_steps: trainer.decay_steps,
+          min_lr_ratio: trainer.min_lr_ratio,
+          decay_type: 'cosine',
+        },
+      };
+  }
 }

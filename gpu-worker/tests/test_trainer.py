@@ -110,6 +110,21 @@ def test_lr_schedule_by_hand_on_cpu():
         lr_at(3, lr=1.0, scheduler="cosine", warmup_steps=0, total_steps=None)
 
 
+def test_wsd_schedule_by_hand_on_cpu():
+    # warmup over 2 steps, stable until the last 4 of 10 steps (6..9), then a cosine to 0.1 over them (span 4):
+    # step 6: progress 0 -> 1.0 ; step 8: progress 0.5 -> 0.55 ; step 10 and after: 0.1
+    kw = dict(lr=1.0, scheduler="wsd", warmup_steps=2, total_steps=10, min_lr_ratio=0.1, decay_steps=4)
+    got = [lr_at(s, **kw) for s in (0, 1, 2, 5, 6, 8, 10, 12)]
+    assert got == pytest.approx([0.5, 1.0, 1.0, 1.0, 1.0, 0.55, 0.1, 0.1])
+    # more decay steps than the run has after its warmup: the decay starts when the warmup ends
+    assert lr_at(2, **{**kw, "decay_steps": 50}) == pytest.approx(1.0)
+    assert lr_at(6, **{**kw, "decay_steps": 50}) == pytest.approx(0.55)
+    with pytest.raises(ValueError, match="set decay_steps"):
+        lr_at(3, **{**kw, "decay_steps": 0})
+    with pytest.raises(ValueError, match="wsd needs the run's length"):
+        lr_at(3, **{**kw, "total_steps": None})
+
+
 REQUIRED = {"reward_mean", "reward_std", "tool_calls_per_trajectory", "pg_loss", "entropy", "clip_frac",
             "adv_mean", "staleness_mean", "tokens_per_s", "step_time_s", "grad_norm", "lr"}  # fmt: skip
 
@@ -250,3 +265,23 @@ def test_step_metrics_name_the_curriculum_stage_and_use_its_overrides_on_cpu(tin
         seen.append((m.get("stage_index"), m["lr"]))
     # constant schedule, no warmup: lr is the stage's own; a stage-less group runs the base config
     assert seen == [(0.0, 1e-5), (1.0, 3e-5), (None, 1e-6)]
+
+
+def test_wsd_settings_reach_the_learner_and_its_warm_start():
+    cfg = LearnerConfig.from_run_config(
+        {
+            "model": {"path": "tiny"},
+            "data": {"train": "t.parquet"},
+            "trainer": {
+                "lr_scheduler": "wsd",
+                "decay_steps": 7,
+                "sft": {"data": "d.parquet", "lr_scheduler": "wsd", "decay_steps": 3},
+            },
+        }
+    )
+    assert (cfg.lr_scheduler, cfg.decay_steps, cfg.sft_lr_scheduler, cfg.sft_decay_steps) == (
+        "wsd",
+        7,
+        "wsd",
+        3,
+    )

@@ -97,6 +97,7 @@ class LearnerConfig:
     lr_scheduler: LrScheduler = TrainerConfig.lr_scheduler
     warmup_steps: int = TrainerConfig.warmup_steps
     min_lr_ratio: float = TrainerConfig.min_lr_ratio
+    decay_steps: int = TrainerConfig.decay_steps
     weight_decay: float = TrainerConfig.weight_decay
     grad_clip: float = TrainerConfig.grad_clip
     ppo_epochs: int = TrainerConfig.ppo_epochs
@@ -122,6 +123,7 @@ class LearnerConfig:
     sft_batch_size: int = SftConfig.batch_size
     sft_lr_scheduler: LrScheduler = SftConfig.lr_scheduler
     sft_min_lr_ratio: float = SftConfig.min_lr_ratio
+    sft_decay_steps: int = SftConfig.decay_steps
     sft_warmup_steps: int = SftConfig.warmup_steps
     sft_context_warmup_steps: int = SftConfig.context_warmup_steps
     sft_context_warmup_tokens: int = SftConfig.context_warmup_tokens

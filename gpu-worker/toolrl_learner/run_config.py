@@ -25,7 +25,7 @@ KlLossType = Literal["k1", "k2", "k3"]
 KlPenalty = Literal["k1", "k2", "k3"]
 RolloutIs = Literal["none", "token", "sequence"]
 RolloutIsMode = Literal["truncate", "mask"]
-LrScheduler = Literal["constant", "cosine"]
+LrScheduler = Literal["constant", "cosine", "wsd"]
 KeepPolicyVersions = Literal["needed", "all"]
 ContextWarmupSchedule = Literal["step", "linear"]
 
@@ -580,9 +580,13 @@ class SftConfig:
     batch_size: int = 16
     """Demonstrations per step."""
     lr_scheduler: LrScheduler = "constant"
-    """`cosine` decays the SFT learning rate to `min_lr_ratio * lr` over `steps`."""
+    """`cosine` decays the SFT learning rate to `min_lr_ratio * lr` over `steps`; `wsd` (warmup-stable-decay)
+    holds it until the last `decay_steps` steps, which decay it along a cosine to `min_lr_ratio * lr`.
+    """
     min_lr_ratio: float = 0.0
-    """Where `cosine` ends, as a fraction of lr."""
+    """Where `cosine` and `wsd` end, as a fraction of lr."""
+    decay_steps: int = 0
+    """`wsd`: the last steps, over which the learning rate decays (needed by `wsd`)."""
     warmup_steps: int = 0
     """Linear learning-rate warmup from 0 over the first steps, then `lr_scheduler` over the rest. Without it,
     AdamW's first steps at a large `lr` can leave a small model unable to learn to copy from its prompt for
@@ -620,11 +624,18 @@ class TrainerConfig:
     lr: float = 1e-6
     """AdamW learning rate (fp32 master weights)."""
     lr_scheduler: LrScheduler = "constant"
-    """`cosine` decays to `min_lr_ratio * lr` over max_steps (or the planned groups / batch_prompts)."""
+    """`cosine` decays to `min_lr_ratio * lr` over max_steps (or the planned groups / batch_prompts). `wsd`
+    (warmup-stable-decay, Hugging Face's `warmup_stable_decay`) holds `lr` after the warmup until the run's
+    last `decay_steps` learner steps, which decay it along a cosine to `min_lr_ratio * lr`.
+    """
     warmup_steps: int = 0
     """Linear warmup from 0, in learner steps."""
     min_lr_ratio: float = 0.0
-    """Where `cosine` ends, as a fraction of lr."""
+    """Where `cosine` and `wsd` end, as a fraction of lr."""
+    decay_steps: int = 0
+    """`wsd`: the run's last learner steps, over which the learning rate decays (needed by `wsd`; Hugging Face's
+    `num_decay_steps`).
+    """
     weight_decay: float = 0.0
     """AdamW decoupled weight decay (arXiv:1711.05101), not on biases and norms."""
     grad_clip: float = 1.0

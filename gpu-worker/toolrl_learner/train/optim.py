@@ -1,6 +1,6 @@
 """AdamW over the trainable parameters and the learning-rate schedule.
 
-The schedule is a pure function of the learner step (warmup, then constant or cosine), applied to the
+The schedule is a pure function of the learner step (warmup, then constant, cosine or warmup-stable-decay), applied to the
 param groups before every optimiser step, so a resumed run cannot drift from a straight one: its
 only state is the step, which the trainer state records.
 """
@@ -41,25 +41,35 @@ def lr_at(
     warmup_steps: int,
     total_steps: int | None,
     min_lr_ratio: float = 0.0,
+    decay_steps: int = 0,
 ) -> float:
     """Learning rate of the optimiser step that produces learner step `step + 1` (step counts from 0).
 
     warmup: lr * (step + 1) / warmup_steps (so the first step already moves);
-    cosine: min_lr + (lr - min_lr) * (1 + cos(pi * progress)) / 2 over the steps after warmup.
+    cosine: min_lr + (lr - min_lr) * (1 + cos(pi * progress)) / 2 over the steps after warmup;
+    wsd (warmup-stable-decay): lr until the last `decay_steps` steps (never before the warmup ends), then the
+    same cosine over those steps.
     """
     if step < warmup_steps:
         return lr * (step + 1) / warmup_steps
     if scheduler == "constant":
         return lr
-    if scheduler != "cosine":
-        raise ValueError(f"lr_scheduler must be constant or cosine, got {scheduler!r}")
+    if scheduler not in ("cosine", "wsd"):
+        raise ValueError(f"lr_scheduler must be constant, cosine or wsd, got {scheduler!r}")
     if not total_steps:
         raise ValueError(
-            "lr_scheduler cosine needs the run's length: set trainer.max_steps, or run with a run.json whose "
+            f"lr_scheduler {scheduler} needs the run's length: set trainer.max_steps, or run with a run.json whose "
             "totals.groupsPlanned is known"
         )
-    span = max(1, total_steps - warmup_steps)
-    progress = min(1.0, (step - warmup_steps) / span)
+    start = warmup_steps
+    if scheduler == "wsd":
+        if decay_steps <= 0:
+            raise ValueError("lr_scheduler wsd decays over the last decay_steps steps: set decay_steps (> 0)")
+        start = max(warmup_steps, total_steps - decay_steps)
+        if step < start:
+            return lr
+    span = max(1, total_steps - start)
+    progress = min(1.0, (step - start) / span)
     min_lr = lr * min_lr_ratio
     return min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
 

@@ -201,6 +201,7 @@ def run_sft(
             warmup_steps=cfg.sft_warmup_steps,
             total_steps=cfg.sft_steps,
             min_lr_ratio=cfg.sft_min_lr_ratio,
+            decay_steps=cfg.sft_decay_steps,
         )
         set_lr(optimizer, lr)
         batch = LearnerBatch.from_groups([_as_group(step, picked)], 0)

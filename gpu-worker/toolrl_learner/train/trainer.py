@@ -235,6 +235,7 @@ class Trainer:
             warmup_steps=cfg.warmup_steps,
             total_steps=self.total_steps,
             min_lr_ratio=cfg.min_lr_ratio,
+            decay_steps=cfg.decay_steps,
         )
         set_lr(self.optimizer, lr)
         # Metrics stay on the device until the step ends: a .item() per micro-batch would stall the GPU.

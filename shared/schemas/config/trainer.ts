@@ -10,10 +10,23 @@ export const SftConfigSchema = z
     lr: z.number().positive().default(1e-4).describe('Its AdamW learning rate.'),
     batch_size: z.number().int().positive().default(16).describe('Demonstrations per step.'),
     lr_scheduler: z
-      .enum(['constant', 'cosine'])
+      .enum(['constant', 'cosine', 'wsd'])
       .default('constant')
-      .describe('`cosine` decays the SFT learning rate to `min_lr_ratio * lr` over `steps`.'),
-    min_lr_ratio: z.number().min(0).max(1).default(0).describe('Where `cosine` ends, as a fraction of lr.'),
+      .describe(
+        '`cosine` decays the SFT learning rate to `min_lr_ratio * lr` over `steps`; `wsd` (warmup-stable-decay) holds it until the last `decay_steps` steps, which decay it along a cosine to `min_lr_ratio * lr`.',
+      ),
+    min_lr_ratio: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0)
+      .describe('Where `cosine` and `wsd` end, as a fraction of lr.'),
+    decay_steps: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe('`wsd`: the last steps, over which the learning rate decays (needed by `wsd`).'),
     warmup_steps: z
       .number()
       .int()
@@ -44,6 +57,10 @@ export const SftConfigSchema = z
       ),
   })
   .strict()
+  .refine((t) => t.lr_scheduler !== 'wsd' || t.decay_steps > 0, {
+    message: 'lr_scheduler wsd decays over the last decay_steps steps: set decay_steps (> 0)',
+    path: ['decay_steps'],
+  })
   .meta({
     id: 'SftConfig',
     description:
@@ -55,10 +72,10 @@ export const TrainerConfigSchema = z
     batch_prompts: z.number().int().positive().default(8).describe('Groups (prompts) per learner step.'),
     lr: z.number().positive().default(1e-6).describe('AdamW learning rate (fp32 master weights).'),
     lr_scheduler: z
-      .enum(['constant', 'cosine'])
+      .enum(['constant', 'cosine', 'wsd'])
       .default('constant')
       .describe(
-        '`cosine` decays to `min_lr_ratio * lr` over max_steps (or the planned groups / batch_prompts).',
+        "`cosine` decays to `min_lr_ratio * lr` over max_steps (or the planned groups / batch_prompts). `wsd` (warmup-stable-decay, Hugging Face's `warmup_stable_decay`) holds `lr` after the warmup until the run's last `decay_steps` learner steps, which decay it along a cosine to `min_lr_ratio * lr`.",
       ),
     warmup_steps: z
       .number()
@@ -66,7 +83,20 @@ export const TrainerConfigSchema = z
       .nonnegative()
       .default(0)
       .describe('Linear warmup from 0, in learner steps.'),
-    min_lr_ratio: z.number().min(0).max(1).default(0).describe('Where `cosine` ends, as a fraction of lr.'),
+    min_lr_ratio: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0)
+      .describe('Where `cosine` and `wsd` end, as a fraction of lr.'),
+    decay_steps: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe(
+        "`wsd`: the run's last learner steps, over which the learning rate decays (needed by `wsd`; Hugging Face's `num_decay_steps`).",
+      ),
     weight_decay: z
       .number()
       .nonnegative()
@@ -198,6 +228,10 @@ export const TrainerConfigSchema = z
   .refine((t) => t.save_every === undefined || t.save_every_epochs === undefined, {
     message: 'give save_every (learner steps) or save_every_epochs, not both',
     path: ['save_every_epochs'],
+  })
+  .refine((t) => t.lr_scheduler !== 'wsd' || t.decay_steps > 0, {
+    message: 'lr_scheduler wsd decays over the last decay_steps steps: set decay_steps (> 0)',
+    path: ['decay_steps'],
   })
   .meta({
     id: 'TrainerConfig',

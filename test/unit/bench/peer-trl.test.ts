@@ -71,6 +71,19 @@ describe('trlGrpoKwargs', () => {
     expect(k['max_tool_calling_iterations']).toBe(1);
   });
 
+  it("maps warmup-stable-decay to Hugging Face's own, decay steps and floor included", () => {
+    const k = trlGrpoKwargs(
+      load(['trainer.lr_scheduler=wsd', 'trainer.decay_steps=10', 'trainer.min_lr_ratio=0.2']),
+      { steps: 30, seed: 0 },
+    );
+    expect(k['lr_scheduler_type']).toBe('warmup_stable_decay');
+    expect(k['lr_scheduler_kwargs']).toEqual({
+      num_decay_steps: 10,
+      min_lr_ratio: 0.2,
+      decay_type: 'cosine',
+    });
+  });
+
   it('refuses what it cannot map, naming it', () => {
     expect(() => trlGrpoKwargs(load(['algorithm.adv_estimator=rloo']), { steps: 1, seed: 0 })).toThrow(
       /adv_estimator rloo/,

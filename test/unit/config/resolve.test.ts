@@ -96,6 +96,31 @@ describe('one merge rule for a stage (shared/config/merge.ts)', () => {
   });
 });
 
+describe('the learning-rate schedule', () => {
+  const withTrainer = (trainer: string) =>
+    TWO_STAGES.replace('trainer: {batch_prompts: 2, lr: 1.0e-6}', `trainer: ${trainer}`);
+
+  it('takes wsd with its decay steps, for the run and for the warm start', () => {
+    const config = parseRunConfig(
+      withTrainer(
+        '{lr: 3.0e-4, lr_scheduler: wsd, decay_steps: 10, min_lr_ratio: 0.1, sft: {data: d.parquet, lr_scheduler: wsd, decay_steps: 5}}',
+      ),
+      'run.yaml',
+    );
+    expect(config.trainer).toMatchObject({ lr_scheduler: 'wsd', decay_steps: 10, min_lr_ratio: 0.1 });
+    expect(config.trainer.sft).toMatchObject({ lr_scheduler: 'wsd', decay_steps: 5 });
+  });
+
+  it('refuses wsd without decay steps, naming the field and the fix', () => {
+    expect(() => parseRunConfig(withTrainer('{lr: 3.0e-4, lr_scheduler: wsd}'), 'run.yaml')).toThrow(
+      /set decay_steps \(> 0\)\n {2}→ at trainer\.decay_steps\b/,
+    );
+    expect(() =>
+      parseRunConfig(withTrainer('{sft: {data: d.parquet, lr_scheduler: wsd}}'), 'run.yaml'),
+    ).toThrow(/set decay_steps \(> 0\)\n {2}→ at trainer\.sft\.decay_steps/);
+  });
+});
+
 describe('the tools of a resolved run', () => {
   const VERL_TOOLS = readFileSync(
     new URL('../../fixtures/seeds/verl/sandbox_fusion_tool_config.yaml', import.meta.url),
