@@ -1,6 +1,17 @@
 // `trainer:` of the run config: batch, optimiser, schedule, staleness, publishing and checkpoints.
 import { z } from 'zod';
 
+// The schedule's floor and wsd's decay, shared by the warm start and the RL stage.
+const minLrRatio = () =>
+  z.number().min(0).max(1).default(0).describe('Where `cosine` and `wsd` end, as a fraction of lr.');
+const decaySteps = (description: string) => z.number().int().nonnegative().default(0).describe(description);
+const wsdHasDecaySteps = (t: { lr_scheduler: string; decay_steps: number }) =>
+  t.lr_scheduler !== 'wsd' || t.decay_steps > 0;
+const WSD_NEEDS_DECAY_STEPS = {
+  message: 'lr_scheduler wsd decays over the last decay_steps steps: set decay_steps (> 0)',
+  path: ['decay_steps'],
+};
+
 export const SftConfigSchema = z
   .object({
     data: z
@@ -15,18 +26,8 @@ export const SftConfigSchema = z
       .describe(
         '`cosine` decays the SFT learning rate to `min_lr_ratio * lr` over `steps`; `wsd` (warmup-stable-decay) holds it until the last `decay_steps` steps, which decay it along a cosine to `min_lr_ratio * lr`.',
       ),
-    min_lr_ratio: z
-      .number()
-      .min(0)
-      .max(1)
-      .default(0)
-      .describe('Where `cosine` and `wsd` end, as a fraction of lr.'),
-    decay_steps: z
-      .number()
-      .int()
-      .nonnegative()
-      .default(0)
-      .describe('`wsd`: the last steps, over which the learning rate decays (needed by `wsd`).'),
+    min_lr_ratio: minLrRatio(),
+    decay_steps: decaySteps('`wsd`: the last steps, over which the learning rate decays (needed by `wsd`).'),
     warmup_steps: z
       .number()
       .int()
@@ -57,10 +58,7 @@ export const SftConfigSchema = z
       ),
   })
   .strict()
-  .refine((t) => t.lr_scheduler !== 'wsd' || t.decay_steps > 0, {
-    message: 'lr_scheduler wsd decays over the last decay_steps steps: set decay_steps (> 0)',
-    path: ['decay_steps'],
-  })
+  .refine(wsdHasDecaySteps, WSD_NEEDS_DECAY_STEPS)
   .meta({
     id: 'SftConfig',
     description:
@@ -83,20 +81,10 @@ export const TrainerConfigSchema = z
       .nonnegative()
       .default(0)
       .describe('Linear warmup from 0, in learner steps.'),
-    min_lr_ratio: z
-      .number()
-      .min(0)
-      .max(1)
-      .default(0)
-      .describe('Where `cosine` and `wsd` end, as a fraction of lr.'),
-    decay_steps: z
-      .number()
-      .int()
-      .nonnegative()
-      .default(0)
-      .describe(
-        "`wsd`: the run's last learner steps, over which the learning rate decays (needed by `wsd`; Hugging Face's `num_decay_steps`).",
-      ),
+    min_lr_ratio: minLrRatio(),
+    decay_steps: decaySteps(
+      "`wsd`: the run's last learner steps, over which the learning rate decays (needed by `wsd`; Hugging Face's `num_decay_steps`).",
+    ),
     weight_decay: z
       .number()
       .nonnegative()
@@ -229,10 +217,7 @@ export const TrainerConfigSchema = z
     message: 'give save_every (learner steps) or save_every_epochs, not both',
     path: ['save_every_epochs'],
   })
-  .refine((t) => t.lr_scheduler !== 'wsd' || t.decay_steps > 0, {
-    message: 'lr_scheduler wsd decays over the last decay_steps steps: set decay_steps (> 0)',
-    path: ['decay_steps'],
-  })
+  .refine(wsdHasDecaySteps, WSD_NEEDS_DECAY_STEPS)
   .meta({
     id: 'TrainerConfig',
     description:
