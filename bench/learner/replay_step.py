@@ -1,9 +1,11 @@
 """bench/learner/replay_step.py: train one learner step of a finished or running run again, in a fresh process,
 from the run's checkpoint and the groups the run stored for that step, and print the step's metrics. Replaying a
 step several times (with other threads, OMP_WAIT_POLICY, load beside it) and comparing `grad_norm` with the run's
-own row of metrics/metrics.jsonl is how examples/smollm2/README.md tells whether a step is repeatable.
+own row of metrics/metrics.jsonl is how examples/smollm2/README.md tells whether a step is repeatable. With
+`--steps K` it trains K steps in a row from checkpoint S and prints each one's row; `weights` is a hash of the
+trainable weights after the step, bit for bit, so two replays that agree on a gradient norm can still be told apart.
 
-    gpu-worker/.venv/bin/python bench/learner/replay_step.py RUN_DIR OUT_DIR --from-step S [--threads N]
+    gpu-worker/.venv/bin/python bench/learner/replay_step.py RUN_DIR OUT_DIR --from-step S [--steps K] [--threads N]
 
 RUN_DIR: a run folder (runs/<runId>) of a deterministic run (`trainer.deterministic`, so batch S + 1 is the groups
 at feeder positions [S * batch_prompts, (S + 1) * batch_prompts)), holding checkpoints/step-S (the run keeps step-0
@@ -14,6 +16,7 @@ environment (gpu-worker/.venv).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -31,6 +34,7 @@ def main() -> None:
     ap.add_argument(
         "--from-step", type=int, required=True, help="the checkpoint to start from (replays S + 1)"
     )
+    ap.add_argument("--steps", type=int, default=1, help="steps to train in a row (default 1)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
     a = ap.parse_args()
     if a.threads:
@@ -48,9 +52,9 @@ def main() -> None:
     groups = {}
     for f in (src / "groups").glob("*.json"):
         g = json.loads(f.read_text())
-        if g.get("position") is not None and start * b <= g["position"] < (start + 1) * b:
+        if g.get("position") is not None and start * b <= g["position"] < (start + a.steps) * b:
             groups[g["position"]] = g
-    missing = [p for p in range(start * b, (start + 1) * b) if p not in groups]
+    missing = [p for p in range(start * b, (start + a.steps) * b) if p not in groups]
     if missing:
         raise SystemExit(f"{src / 'groups'}: no group at feeder positions {missing}")
 
@@ -62,19 +66,31 @@ def main() -> None:
     shutil.copy(src / "run.json", dst / "run.json")
     shutil.copytree(ckpt, dst / "checkpoints" / ckpt.name)
     session = LearnerSession(
-        FolderBlobStore(a.out_dir), run_id, emit=lambda _line: None, device="cpu", max_steps=start + 1
+        FolderBlobStore(a.out_dir), run_id, emit=lambda _line: None, device="cpu", max_steps=start + a.steps
     )
     session.start()
-    for p in range(start * b, (start + 1) * b):
-        session.offer({"group": groups[p]})
+    weights = {}
+    for p in range(start * b, (start + a.steps) * b):
+        session.offer({"group": groups[p]})  # the batch's last group trains its step
+        if (p + 1) % b == 0:
+            digest = hashlib.sha256()
+            for _name, w in session.model.policy.named_trainable_parameters():
+                digest.update(w.detach().float().cpu().contiguous().numpy().tobytes())
+            weights[p // b + 1] = digest.hexdigest()[:16]
     rows = [json.loads(line) for line in (dst / "metrics" / "metrics.jsonl").read_text().splitlines()]
-    row = next(r for r in rows if r.get("step") == start + 1 and "grad_norm" in r)
     keep = ("grad_norm", "pg_loss", "entropy", "tokens", "groups")
-    print(
-        json.dumps(
-            {"step": start + 1, "threads": torch.get_num_threads(), **{k: row[k] for k in keep if k in row}}
+    for step in range(start + 1, start + a.steps + 1):
+        row = next(r for r in rows if r.get("step") == step and "grad_norm" in r and "sft_step" not in r)
+        print(
+            json.dumps(
+                {
+                    "step": step,
+                    "threads": torch.get_num_threads(),
+                    **{k: row[k] for k in keep if k in row},
+                    "weights": weights.get(step),
+                }
+            )
         )
-    )
 
 
 if __name__ == "__main__":
