@@ -47,6 +47,17 @@ def _session(root, tiny_dir, events, planned, **trainer):
     return s, store
 
 
+@pytest.fixture(autouse=True)
+def _torch_flags():
+    # A session sets PyTorch's process-wide deterministic-kernels flag: put it back for the tests that follow.
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+    yield
+    torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
 def _groups(n, vocab):
     out = []
     for p in range(n):
@@ -92,6 +103,17 @@ def test_arrival_order_does_not_change_the_run_on_cpu(tiny_dir, tmp_path):
     # state.json: three batches settled, the version after each (v0 published at start, then one per step).
     state = json.loads(store_b.get_bytes(f"runs/{RUN}/learner/state.json"))
     assert state["batches"] == {"settled": 3, "versions": [0, 1, 2, 3]}
+
+
+def test_a_deterministic_learner_uses_deterministic_kernels_on_cpu(tiny_dir, tmp_path):
+    # trainer.deterministic turns on PyTorch's deterministic kernels (warning, not failing, on an op without one);
+    # a learner that is not deterministic turns them off, whatever the process had before.
+    torch.use_deterministic_algorithms(False)
+    _session(tmp_path / "det", tiny_dir, [], planned=2)
+    assert torch.are_deterministic_algorithms_enabled()
+    assert torch.is_deterministic_algorithms_warn_only_enabled()
+    _session(tmp_path / "free", tiny_dir, [], planned=2, deterministic=False)
+    assert not torch.are_deterministic_algorithms_enabled()
 
 
 def test_drops_are_judged_when_the_batch_is_released_on_cpu(tiny_dir, tmp_path):

@@ -274,6 +274,34 @@ def test_shared_prefix_units_equal_the_dense_tree_mask_with_gradients_on_cpu():
     torch.testing.assert_close(out[8], alone[5])
 
 
+def test_shared_prefix_gradients_repeat_bit_for_bit_on_cpu():
+    # A prefix's keys and values are gathered once per branch, so their gradients sum many contributions per row.
+    # That sum must be formed in the same order every time: PyTorch's CPU backward of `x[index]` adds duplicates
+    # with atomic adds from several threads, in whatever order the threads reach them (different bits from one
+    # call to the next at this size, idle or not), and a deterministic run then drifts apart from its own replay.
+    gen = torch.Generator().manual_seed(9)
+    # One unit: a 128-token prefix and 32 branches of 16, so both threads gather the prefix rows at once.
+    prefix, n_branches, n = 128, 32, 16
+    branch = torch.tensor([-1] * prefix + [b for b in range(n_branches) for _ in range(n)])
+    pos = torch.tensor(list(range(prefix)) + list(range(prefix, prefix + n)) * n_branches)
+    t = len(branch)
+    cu = torch.tensor([0, t])
+    q0, k0, v0 = (torch.randn(t, h, 64, generator=gen) for h in (6, 3, 3))
+    g = torch.randn(t, 6, 64, generator=gen)
+    seen = set()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # the race needs two threads; with one, any order repeats
+    try:
+        for _ in range(16):
+            q, k, v = (x.clone().requires_grad_(True) for x in (q0, k0, v0))
+            out = packed_causal_attention(q, k, v, cu, branch=branch, positions=pos)
+            grads = torch.autograd.grad((out * g).sum(), (q, k, v))
+            seen.add(tuple(x.numpy().tobytes() for x in grads))
+    finally:
+        torch.set_num_threads(threads)
+    assert len(seen) == 1, f"{len(seen)} different gradients in 16 identical calls"
+
+
 def test_attention_under_bf16_autocast_computes_in_fp32_on_cpu():
     # The CPU kernel is faster in fp32: bf16 inputs are upcast, the result is cast back; the same numbers as fp32
     # attention on the bf16-rounded inputs, computed the same way on the same machine.

@@ -145,7 +145,11 @@ def _shared_prefix_sdpa(q, k, v, cu_seqlens, scale, gqa, branch):
     mask = torch.cat([pre_real[:, None, :].expand(nb, lq, p), causal[None].expand(nb, lq, lq)], 2)
 
     def grid(x, idx):  # [T, H, D] -> [NB, H, L, D]
-        return torch.cat([x, x.new_zeros(1, *x.shape[1:])])[idx].transpose(1, 2)
+        # index_select, not x[idx]: a prefix row is gathered once per branch, and the backward of x[idx] on a CPU
+        # sums those duplicates with atomic adds from several threads, in an order that differs from call to call
+        # (a deterministic run would not repeat); index_select's backward (index_add) sums them in index order.
+        rows = torch.cat([x, x.new_zeros(1, *x.shape[1:])]).index_select(0, idx.reshape(-1))
+        return rows.view(*idx.shape, *x.shape[1:]).transpose(1, 2)
 
     out_br = F.scaled_dot_product_attention(
         grid(q, q_idx), grid(k, k_idx), grid(v, k_idx), attn_mask=mask[:, None], scale=scale, enable_gqa=gqa

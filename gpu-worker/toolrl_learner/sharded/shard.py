@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from ..config import LearnerConfig
+from ..train.model_work import seed_torch
 from ..train.policy import Policy
 from ..train.trainer import Trainer
 from .comm import ShardedComm
@@ -74,7 +75,7 @@ def build_sharded(
     """The policy, sharded over the world, and its trainer (the optimizer over the shards)."""
     from ..model.hf_io import load_pretrained
 
-    torch.manual_seed(cfg.seed)
+    seed_torch(cfg)
     base = load_pretrained(model_dir, dtype=torch.float32, device="cpu")
     policy = Policy(cfg, model_dir, world.device, base=base)
     return policy, shard_policy(policy, world, cfg, stage_cfgs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,18 @@ def fits(model_dir: Path, cfg: LearnerConfig, gpus: int, device: torch.device) -
 
     plan = check_fits(ModelConfig.from_file(model_dir), cfg, gpus=gpus, device=device)
     log.info("memory plan: %s", plan.summary())
+
+
+def seed_torch(cfg: LearnerConfig) -> None:
+    """The learner's seed, and under `trainer.deterministic` PyTorch's deterministic kernels (as TRL's
+    full_determinism does): our own paths avoid the kernels that sum in thread order (model/attention.py), and this
+    catches those of the libraries beneath them. An op with no deterministic kernel warns instead of failing."""
+    torch.manual_seed(cfg.seed)
+    if cfg.deterministic:
+        # cuBLAS repeats only with a fixed workspace; read when its first handle is made, so set it first.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.backends.cudnn.benchmark = False
+    torch.use_deterministic_algorithms(cfg.deterministic, warn_only=True)
 
 
 def local_sft_data(store: BlobStore, cfg: LearnerConfig, stage: str | None, workdir: Path) -> Path:
@@ -61,7 +74,7 @@ class ModelWork:
                 cfg.num_gpus,
                 cfg.num_gpus,
             )
-        torch.manual_seed(cfg.seed)
+        seed_torch(cfg)
         model_dir = resolve_model_dir(cfg.model_path, self.workdir, cfg.seed)
         fits(model_dir, cfg, 1, self.device)
         self.policy = Policy(cfg, model_dir, self.device)
