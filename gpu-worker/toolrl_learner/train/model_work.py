@@ -41,7 +41,6 @@ def seed_torch(cfg: LearnerConfig) -> None:
     if cfg.deterministic:
         # cuBLAS repeats only with a fixed workspace; read when its first handle is made, so set it first.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.backends.cudnn.benchmark = False
     torch.use_deterministic_algorithms(cfg.deterministic, warn_only=True)
 
 
