@@ -36,6 +36,14 @@ export interface EventSourceMappingOptions {
    * retry comes after a short backoff, not after an hour.
    */
   readonly retryAfterSec?: number;
+  /**
+   * While a batch's handler runs, its messages' visibility is renewed every this many seconds (default: a third of
+   * the queue's visibility timeout; 0 turns it off). Lambda needs no such thing: its function timeout ends an
+   * invocation long before the queue's visibility (six timeouts) runs out. Here nothing ends a slow call, so a
+   * rollout that waits its turn on a busy CPU past the visibility timeout would be received again and decoded twice
+   * while the first call still runs, and each such receive brings the message closer to its dead-letter queue.
+   */
+  readonly heartbeatSec?: number;
   readonly log?: Log;
   /** Called after each invocation (progress display, tests). */
   readonly onInvoke?: (r: InvocationResult) => void;
@@ -75,6 +83,8 @@ export class EventSourceMapping {
   private waiters: (() => void)[] = [];
   private running = false;
   private readonly log: Log;
+  /** The queue's visibility timeout, asked once (on SQS it is a request). */
+  private visibilitySec: Promise<number> | undefined;
 
   constructor(private readonly opts: EventSourceMappingOptions) {
     this.log = opts.log ?? silentLog;
@@ -185,13 +195,49 @@ export class EventSourceMapping {
     this.invocations.add(done);
   }
 
+  /**
+   * Renews the batch's visibility every heartbeatSec until the returned function is called. A renewal that fails
+   * (the message was deleted, or SQS's 12-hour limit) is dropped: the message then times out as it would have.
+   * The batch handler's own give-back of a failed record (a shorter visibility) can race a renewal that fires in
+   * the moment between it and the handler's return; that record is then retried after the full timeout.
+   */
+  private keepHidden(batch: readonly ReceivedMessage[]): () => void {
+    if (this.opts.heartbeatSec === 0) return () => {};
+    const { queue } = this.opts;
+    let stopped = false;
+    let timer: NodeJS.Timeout | undefined;
+    // A failed ask (SQS unreachable) leaves this batch unrenewed and is asked again by the next one.
+    this.visibilitySec ??= queue.visibilityTimeout().catch(() => {
+      this.visibilitySec = undefined;
+      return 0;
+    });
+    void this.visibilitySec.then((vt) => {
+      const period = this.opts.heartbeatSec ?? vt / 3;
+      if (stopped || vt <= 0 || period <= 0) return;
+      timer = setInterval(() => {
+        for (const m of batch) void queue.changeVisibility(m.receiptHandle, vt).catch(() => {});
+      }, period * 1000);
+      timer.unref();
+    });
+    return () => {
+      stopped = true;
+      if (timer) clearInterval(timer);
+    };
+  }
+
   private async invoke(batch: ReceivedMessage[]): Promise<void> {
     const { queue, handler, name } = this.opts;
     const started = Date.now();
     let failedIds: Set<string>;
     let threw = false;
+    const release = this.keepHidden(batch);
     try {
-      const response = await handler(toSqsEvent(queue, batch));
+      let response: SQSBatchResponse | undefined;
+      try {
+        response = await handler(toSqsEvent(queue, batch));
+      } finally {
+        release();
+      }
       failedIds = failedRecords(response, batch);
       if (!validResponse(response, batch)) {
         threw = true;

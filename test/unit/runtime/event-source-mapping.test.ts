@@ -38,7 +38,13 @@ function setup(maxReceiveCount = 3) {
 function run(
   queue: EmbeddedQueue,
   handler: SqsHandler,
-  opts: Partial<{ batchSize: number; windowSec: number; concurrency: number; retryAfterSec: number }> = {},
+  opts: Partial<{
+    batchSize: number;
+    windowSec: number;
+    concurrency: number;
+    retryAfterSec: number;
+    heartbeatSec: number;
+  }> = {},
 ) {
   const m = new EventSourceMapping({
     name: 'work',
@@ -49,6 +55,7 @@ function run(
     maxConcurrency: opts.concurrency ?? 1,
     waitTimeSec: 0.05,
     ...(opts.retryAfterSec !== undefined ? { retryAfterSec: opts.retryAfterSec } : {}),
+    ...(opts.heartbeatSec !== undefined ? { heartbeatSec: opts.heartbeatSec } : {}),
   });
   mappings.push(m);
   m.start();
@@ -271,6 +278,67 @@ describe('EventSourceMapping + sqsBatchHandler', () => {
     expect(attempts).toBe(1);
     const [dead] = dlq.browse();
     expect(dead?.attributes[ATTR.deadLetterReason]).toBe('PermanentError: dataset row 3: prompt is empty');
+  });
+
+  /** One message on a queue whose clock is the test's, and a handler (started by `start`) that holds it until `finish`. */
+  async function slowBatch() {
+    const clock = { t: 0 };
+    const queue = new EmbeddedQueue({ name: 'slow', visibilityTimeoutSec: 30, now: () => clock.t });
+    await queue.send('{"n": 1}');
+    let calls = 0;
+    let finish!: () => void;
+    const slow = new Promise<void>((r) => (finish = r));
+    const handler: SqsHandler = async () => {
+      calls++;
+      await slow;
+      return undefined;
+    };
+    return {
+      clock,
+      queue,
+      calls: () => calls,
+      finish: () => finish(),
+      start: (heartbeatSec: number) => run(queue, handler, { batchSize: 1, concurrency: 2, heartbeatSec }),
+    };
+  }
+
+  it('keeps a batch hidden while its handler runs past the visibility timeout: handled once, then deleted', async () => {
+    // The queue's clock is the test's: it moves only after a renewal was seen, so the outcome does not depend on
+    // how fast the machine runs the renewals' timer.
+    const { clock, queue, calls, finish, start } = await slowBatch();
+    const renewals: number[] = [];
+    const renew = queue.changeVisibility.bind(queue);
+    queue.changeVisibility = async (handle, sec) => {
+      renewals.push(clock.t);
+      return renew(handle, sec);
+    };
+    let receivesDone = 0;
+    const receive = queue.receive.bind(queue);
+    queue.receive = async (o) => receive(o).finally(() => void receivesDone++);
+    start(0.01);
+    await until(() => calls() === 1);
+    // Three visibility timeouts' worth of clock while the handler runs, each move after a renewal at the old time.
+    for (const sec of [20, 40, 60, 80]) {
+      const seen = renewals.filter((at) => at === clock.t).length;
+      await until(() => renewals.filter((at) => at === clock.t).length > seen);
+      clock.t = sec * 1000;
+    }
+    const polled = receivesDone;
+    await until(() => receivesDone > polled + 2);
+    expect(await queue.depth()).toEqual({ visible: 0, inFlight: 1, delayed: 0 });
+    expect(calls()).toBe(1);
+    finish();
+    await until(() => queue.size === 0);
+    expect(calls()).toBe(1);
+  });
+
+  it('without renewals (heartbeatSec 0) a handler slower than the visibility timeout gets its message twice', async () => {
+    const { clock, calls, finish, start } = await slowBatch();
+    start(0);
+    await until(() => calls() === 1);
+    clock.t = 31_000;
+    await until(() => calls() === 2);
+    finish();
   });
 
   it('never runs more than maxConcurrency batches at once', async () => {
