@@ -1,9 +1,9 @@
 // Accuracy by kind of question (the expression's operators) and by held-out phrasing, with the expressions the wrong
 // answers sent to the calculator. It reads a run's own validation answers (the run folder keeps them under
 // trajectories/val-v<N>-p<i>/) or the answers `toolrl eval --out DIR` kept:
-//   npx tsx examples/smollm2/by-kind.ts runs/<runId> [--version 30] [--data examples/smollm2/data/val.parquet]
-//   npx toolrl eval --policy runs/<runId>/policy/v30 --data examples/smollm2/data/val.parquet --out /tmp/v30
-//   npx tsx examples/smollm2/by-kind.ts /tmp/v30
+//   npx tsx examples/smollm2/by-kind.ts runs/<runId> [--version 16] [--data examples/smollm2/data/val.parquet]
+//   npx toolrl eval --policy runs/<runId>/policy/v16 --data examples/smollm2/data/val.parquet --out /tmp/v16
+//   npx tsx examples/smollm2/by-kind.ts /tmp/v16
 // The phrasing of validation row i is row i's place in make-data.ts's turns: kind i mod 6, phrasing floor(i / 6)
 // mod `--phrasings` (3; 1 for val-one-phrasing.parquet).
 // With --train it tallies a run's training answers instead (runs/<runId>/groups/e*-p*.json, the groups whose rewards
