@@ -142,7 +142,7 @@ describe('trlGrpoKwargs', () => {
     );
     expect(lines).toMatch(/int8 weights/);
     expect(lines).toMatch(/^bf16:/m);
-    expect(lines).toMatch(/8 completions a forward .* 8 accumulated/);
+    expect(lines).toMatch(/8 completions a forward .* 16 accumulated/); // 16 questions x 8 samples
     expect(lines).toMatch(/deterministic mode/);
     const async = knownDifferences(load(['trainer.deterministic=false'], SMOLLM2)).join('\n');
     expect(async).toMatch(/asynchronous mode/);
