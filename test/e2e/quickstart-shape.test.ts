@@ -75,8 +75,8 @@ describe('the quickstart on LocalStack', () => {
     expect(text.stdout).toMatch(
       /^learner {3}step 2\/2 .* groups \d+\/16 trained, \d+ dropped \(max_steps 2; 512 planned\)/m,
     );
-    // and once the stages' queues have drained (what was fed past max_steps is dropped by the stages, or waits in
-    // scored-groups, where no learner of this run is left to take it), its counts say exactly that: 0 in the stages'
+    // and once the stages' queues have drained (the feeder issues no batch past max_steps; anything still in
+    // scored-groups has no learner of this run left to take it), its counts say exactly that: 0 in the stages'
     // queues, and in scored-groups what the queue holds (the environment has no other run)
     const stageQueues: QueueName[] = ['run-events', 'policy-events', 'rollout', 'tool-calls', 'reward'];
     await s.expectDrained(stageQueues);

@@ -86,7 +86,7 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
   for (const s of planStages(config, () => 0))
     for (const k of s.trainKeys) rowCounts.set(k, (await ctx.resources.rows(k)).length);
   const plan = planStages(config, (k) => rowCounts.get(k) ?? 0);
-  const planned = run.totals.groupsPlanned ?? 0;
+  const planned = trainGroupsToIssue(config, run.totals.groupsPlanned ?? 0, learner);
   const consumed = (learner?.groupsConsumed ?? 0) + (learner?.groupsDropped ?? 0);
   const resolved = await ctx.resources.resolved(runId);
   const stages = { get: (stage: string | null) => stageConfigOf(resolved, stage) };
@@ -168,6 +168,26 @@ export async function feedRun(ctx: FeederContext, runId: string): Promise<void> 
     ctx.log.info('another feeder moved first; re-reading', { runId });
   }
   if (learner?.done) await maybeCompleteRun(ctx, runId, learner);
+}
+
+/**
+ * How many train groups of the walk to issue: all `planned`, except in a deterministic run with `max_steps`, where
+ * batch t is exactly positions [t b, (t+1) b) and the learner stops after max_steps steps: only the batches it will
+ * still settle, those settled so far plus one for each step still to take (a batch whose groups were all dropped
+ * settles without a step, so each one lets one more batch in). Groups past that would be sampled, scored and paid
+ * for, never trained, and would hold the rollout workers while the final validation waits behind them. Elsewhere
+ * a dropped or refused group does not keep its batch's place, so how many the learner needs is not known ahead.
+ */
+export function trainGroupsToIssue(
+  config: RunConfig,
+  planned: number,
+  learner: LearnerState | undefined,
+): number {
+  const { deterministic, max_steps: maxSteps, batch_prompts: b } = config.trainer;
+  if (!deterministic || maxSteps === undefined) return planned;
+  const settled = learner?.batches?.settled ?? 0;
+  const step = learner?.step ?? 0;
+  return Math.min(planned, (settled + Math.max(0, maxSteps - step)) * b);
 }
 
 /**

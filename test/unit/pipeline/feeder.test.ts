@@ -436,6 +436,43 @@ describe('feeder: trainer.deterministic', () => {
     ]);
   });
 
+  it('issues no train group past the batches max_steps will train; a batch settled without a step lets one more in', async () => {
+    const { ctx, latest, drain, blobs } = await setup({
+      config: { trainer: { batch_prompts: 2, max_staleness: 1, deterministic: true, max_steps: 2 } },
+    });
+    const state = (settled: number, step: number, versions: number[]) =>
+      putJson(blobs, keys.learnerState('r'), {
+        step,
+        policyVersion: versions.at(-1),
+        groupsConsumed: 2 * step,
+        groupsDropped: 2 * (settled - step),
+        rewardMean: 0,
+        done: false,
+        updatedAt: '',
+        batches: { settled, versions },
+      });
+    const train = async () =>
+      (await drain()).filter((m) => m.group.split === 'train').map((m) => m.group.position);
+
+    await latest(0);
+    await feedRun(ctx, 'r');
+    expect(await train()).toEqual([0, 1, 2, 3]);
+    // Batch 0 trained (step 1): the cap has two slots free and the walk has 10 groups, but two steps take batches 0
+    // and 1 only.
+    await state(1, 1, [0, 1]);
+    await latest(1);
+    await feedRun(ctx, 'r');
+    expect(await train()).toEqual([]);
+    // Batch 1's groups were all dropped: it settles without a step, so step 2 needs batch 2.
+    await state(2, 1, [0, 1, 1]);
+    await feedRun(ctx, 'r');
+    expect(await train()).toEqual([4, 5]);
+    await state(3, 2, [0, 1, 1, 2]);
+    await latest(2);
+    await feedRun(ctx, 'r');
+    expect(await train()).toEqual([]);
+  });
+
   it('refuses settings that would make batches depend on arrival, naming the field', () => {
     const bad = RunConfigSchema.safeParse({
       model: { path: 'tiny' },
