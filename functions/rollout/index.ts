@@ -8,17 +8,21 @@ import { RunResources } from '#shared/pipeline/run-resources';
 import { createStageHandler } from '#shared/pipeline/stages/handlers';
 
 const ctx = awsStageContext('rollout');
-const threads = z.coerce
-  .number()
-  .int()
-  .positive()
-  .optional()
-  .parse(process.env[FUNCTION_ENV.ortThreads] || undefined);
+const positive = (name: string) =>
+  z.coerce
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .parse(process.env[name] || undefined);
+const threads = positive(FUNCTION_ENV.ortThreads);
+const kvCacheMb = positive(FUNCTION_ENV.kvCacheMb);
 export const handler = createStageHandler('rollout', {
   ...ctx,
   resources: new RunResources(ctx.blobs, { scratchDir: ctx.scratchDir }),
   policies: new BlobPolicyProvider(ctx.blobs, {
     scratchDir: ctx.scratchDir,
     ...(threads ? { threads } : {}),
+    ...(kvCacheMb ? { cacheBytes: kvCacheMb * 2 ** 20 } : {}),
   }),
 });

@@ -28,4 +28,9 @@ export const FUNCTION_ENV = {
    * sets what an embedded run uses (half the cores), since its learner shares the machine as an embedded one does.
    */
   ortThreads: 'TOOLRL_ORT_THREADS',
+  /**
+   * Optional, rollout only: MiB of KV cache the decoder keeps between a trajectory's turns (unset: 1024). The
+   * LocalStack worker sets what an embedded run uses (a sixth of the machine's memory, 1-4 GiB).
+   */
+  kvCacheMb: 'TOOLRL_KV_CACHE_MB',
 } as const;

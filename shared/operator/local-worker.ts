@@ -14,7 +14,12 @@ import { awsStageContext, flushQueueTallies } from '#shared/adapters/aws/stage-c
 import { FUNCTION_ENV } from '#shared/deployment/function-env';
 import { createStageHandler } from '#shared/pipeline/stages/handlers';
 import type { Queue } from '#shared/ports/queue';
-import { EMBEDDED_SETTINGS, embeddedOrtThreads, learnerPython } from '#shared/runtime/embedded';
+import {
+  EMBEDDED_SETTINGS,
+  embeddedKvCacheBytes,
+  embeddedOrtThreads,
+  learnerPython,
+} from '#shared/runtime/embedded';
 import type { SqsHandler } from '#shared/runtime/event-source-mapping';
 import { type FunctionSettings, LocalRuntime } from '#shared/runtime/local-runtime';
 import { FUNCTION_NAMES, type FunctionName, QUEUES, type QueueName } from '#shared/topology';
@@ -72,6 +77,7 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<{ stop():
   Object.assign(process.env, functionEnvironment(o.resources));
   // The learner shares this machine, as in an embedded run: the rollout decoder gets the embedded run's threads.
   process.env[FUNCTION_ENV.ortThreads] ??= String(embeddedOrtThreads());
+  process.env[FUNCTION_ENV.kvCacheMb] ??= String(Math.floor(embeddedKvCacheBytes() / 2 ** 20));
   const learnerJobs = new LocalLearnerJobs({
     resources: o.resources,
     python: learnerPython(),

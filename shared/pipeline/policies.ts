@@ -57,6 +57,11 @@ export interface BlobPolicyProviderOptions {
   readonly scratchDir: string;
   /** ORT threads per session. */
   readonly threads?: number;
+  /**
+   * Bytes of KV cache kept between a trajectory's turns, for all versions together (default DEFAULT_CACHE_BYTES).
+   * A continuation whose cache was pushed out re-prefills, or in a deterministic run rebuilds it pass by pass.
+   */
+  readonly cacheBytes?: number;
   /** Idle versions kept loaded besides the newest (validation often pins the previous one). */
   readonly keepIdle?: number;
   /**
@@ -81,12 +86,14 @@ export class BlobPolicyProvider implements PolicyProvider {
   /** Removals of scratch folders under way: a load of the same version waits for its folder's removal. */
   private readonly removing = new Map<string, Promise<void>>();
   /** KV caches kept between turns, for every version this provider loads (an unloaded version's survive it). */
-  private readonly caches = new CacheStore(DEFAULT_CACHE_BYTES);
+  private readonly caches: CacheStore;
 
   constructor(
     private readonly blobs: BlobStore,
     private readonly opts: BlobPolicyProviderOptions,
-  ) {}
+  ) {
+    this.caches = new CacheStore(opts.cacheBytes ?? DEFAULT_CACHE_BYTES);
+  }
 
   async acquire(runId: string, pinned: number | null, freshness: Freshness = {}): Promise<PolicyLease> {
     let version = pinned;

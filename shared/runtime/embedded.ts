@@ -2,7 +2,7 @@
 // the five handlers run by the local runtime, S3 notifications emulated from the topology, and the learner
 // as a Python subprocess started when the run-starter submits it.
 import { existsSync, mkdirSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
@@ -52,6 +52,18 @@ export const EMBEDDED_VISIBILITY_SEC: Partial<Record<QueueName, number>> = {
  */
 export const embeddedOrtThreads = (cores = availableParallelism()): number =>
   Math.max(1, Math.floor(cores / 2));
+
+const GIB = 2 ** 30;
+
+/**
+ * The rollout decoder's KV cache between turns when one process decodes a whole run: a sixth of the machine's
+ * memory, at least 1 GiB (the default elsewhere) and at most 4 GiB. A SmolLM2-135M trajectory of ~290 tokens keeps
+ * 13 MB (30 layers x 2 x 3 heads x 64 x 4 bytes a token), so 1 GiB holds about 80 of the 256-512 a run has in
+ * flight when a validation overlaps training, and a pushed-out one rebuilds its cache pass by pass in a deterministic
+ * run (shared/policy/policy.ts). The budget is a bound, not an allocation: a small model never reaches it.
+ */
+export const embeddedKvCacheBytes = (memory = totalmem()): number =>
+  Math.min(4 * GIB, Math.max(GIB, Math.floor(memory / 6)));
 
 /**
  * The learner's environment in an embedded run: OpenMP workers that sleep when a parallel region ends instead of
@@ -130,7 +142,11 @@ export class EmbeddedPipeline {
     this.resources = new RunResources(this.blobs, { scratchDir, ...opts.resources });
     this.policies =
       opts.policies ??
-      new BlobPolicyProvider(this.blobs, { scratchDir, threads: opts.ortThreads ?? embeddedOrtThreads() });
+      new BlobPolicyProvider(this.blobs, {
+        scratchDir,
+        threads: opts.ortThreads ?? embeddedOrtThreads(),
+        cacheBytes: embeddedKvCacheBytes(),
+      });
     this.notify = notifier(this.queues.queues, 'embedded');
     this.unwire = wireFolderNotifications(this.blobs, this.notify, (e) =>
       this.log.error('notification failed', { error: String(e) }),

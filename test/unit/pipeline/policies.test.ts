@@ -88,6 +88,29 @@ async function bucketWithVersions(later: number[]) {
 }
 
 describe('BlobPolicyProvider', () => {
+  it('hands every version one KV cache store of the budget it was given (1 GiB unless told)', async () => {
+    const budgets = async (cacheBytes?: number) => {
+      const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-')));
+      const stores: unknown[] = [];
+      const provider = new BlobPolicyProvider(blobs, {
+        scratchDir: join(blobs.root, 'scratch'),
+        ...(cacheBytes !== undefined ? { cacheBytes } : {}),
+        load: async (_dir, opts) => {
+          stores.push(opts.caches);
+          return { dispose: async () => {} } as unknown as Policy;
+        },
+      });
+      for (const v of [0, 1]) {
+        mkdirSync(blobs.localPath(keys.policyVersion(RUN, v)), { recursive: true });
+        (await provider.acquire(RUN, v)).release();
+      }
+      expect(stores[0]).toBe(stores[1]);
+      return (stores[0] as { budgetBytes: number }).budgetBytes;
+    };
+    expect(await budgets()).toBe(2 ** 30);
+    expect(await budgets(3 * 2 ** 30)).toBe(3 * 2 ** 30);
+  });
+
   it('reads LATEST.json once per TTL for continuations, and on every group start', async () => {
     const p = setup(60_000);
     await p.publish(0);
