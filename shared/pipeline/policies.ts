@@ -149,6 +149,11 @@ export class BlobPolicyProvider implements PolicyProvider {
     return version;
   }
 
+  /** The KV cache kept between turns: its budget and what it kept, pushed out, found and lost (CacheStore.stats). */
+  cacheStats(): { budgetBytes: number; kept: number; pushedOut: number; found: number; lost: number } {
+    return { budgetBytes: this.caches.budgetBytes, ...this.caches.stats };
+  }
+
   async close(): Promise<void> {
     const all = [...this.entries.values()];
     this.entries.clear();

@@ -21,18 +21,32 @@ export const DEFAULT_CACHE_BYTES = 2 ** 30;
 export class CacheStore {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
+  private readonly counts = { kept: 0, pushedOut: 0, found: 0, lost: 0 };
 
   constructor(readonly budgetBytes: number) {}
+
+  /**
+   * Since this store was made: caches kept, kept ones pushed out by newer ones (or too big to keep), and takes that
+   * found their cache or did not (a continuation that re-prefills, or rebuilds pass by pass in a deterministic run).
+   */
+  get stats(): { kept: number; pushedOut: number; found: number; lost: number } {
+    return { ...this.counts };
+  }
 
   /** Keeps `cache` (covering `tokens`) and returns its key, or null when it alone exceeds the budget. */
   put(tokens: readonly number[], cache: KvCache, owner = ''): string | null {
     if (cache.batch !== 1 || cache.length !== tokens.length)
       throw new Error(`cache store: a one-row cache of ${tokens.length} tokens expected`);
-    if (cache.bytes > this.budgetBytes) return null;
+    if (cache.bytes > this.budgetBytes) {
+      this.counts.pushedOut++;
+      return null;
+    }
     while (this.bytes + cache.bytes > this.budgetBytes) {
       const oldest = this.entries.keys().next().value as string;
       this.drop(oldest);
+      this.counts.pushedOut++;
     }
+    this.counts.kept++;
     const key = randomUUID();
     this.entries.set(key, { tokens: [...tokens], cache, owner });
     this.bytes += cache.bytes;
@@ -46,11 +60,14 @@ export class CacheStore {
   take(key: string | null, tokenIds: readonly number[], owner = ''): KvCache | undefined {
     if (key === null) return undefined;
     const e = this.entries.get(key);
-    if (!e || e.owner !== owner) return undefined;
+    if (!e || e.owner !== owner) {
+      this.counts.lost++;
+      return undefined;
+    }
     this.drop(key);
-    if (e.tokens.length > tokenIds.length) return undefined;
-    for (let i = 0; i < e.tokens.length; i++) if (e.tokens[i] !== tokenIds[i]) return undefined;
-    return e.cache;
+    const matches = e.tokens.length <= tokenIds.length && e.tokens.every((t, i) => t === tokenIds[i]);
+    this.counts[matches ? 'found' : 'lost']++;
+    return matches ? e.cache : undefined;
   }
 
   get size(): number {

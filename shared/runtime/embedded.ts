@@ -258,6 +258,9 @@ export class EmbeddedPipeline {
     if (this.learner?.running) await this.learner.terminate();
     this.unwire();
     await this.resources.close();
+    // How often a continuation found its KV cache kept: each one lost re-prefilled (or rebuilt pass by pass).
+    if (this.policies instanceof BlobPolicyProvider)
+      this.log.info('rollout KV cache', { runId: this.opts.runId, ...this.policies.cacheStats() });
     await this.policies.close();
     await this.queues.close();
   }

@@ -1,0 +1,37 @@
+// The KV cache store kept between a trajectory's turns: bounded by bytes, oldest pushed out first, and its counts
+// say how many continuations found their cache (the rest re-prefill, or rebuild pass by pass in deterministic runs).
+import { describe, expect, it } from 'vitest';
+import { CacheStore } from '#shared/policy/cache-store';
+import { KvCache } from '#shared/policy/kv-cache';
+
+const shape = { numLayers: 1, numKvHeads: 1, headDim: 2 };
+/** A one-row cache of `n` tokens: 2 (keys, values) x n x 2 floats x 4 bytes = 16n bytes. */
+const cacheOf = (n: number) => new KvCache(shape, 1, n, [new Float32Array(2 * n)], [new Float32Array(2 * n)]);
+const tokens = (n: number, tag: number) => Array.from({ length: n }, (_, i) => tag * 100 + i);
+
+describe('CacheStore', () => {
+  it('pushes out the oldest caches past its budget and counts what was found and lost', () => {
+    const store = new CacheStore(16 * 10); // room for 10 tokens
+    const a = store.put(tokens(4, 1), cacheOf(4));
+    const b = store.put(tokens(4, 2), cacheOf(4));
+    const c = store.put(tokens(4, 3), cacheOf(4)); // pushes out a
+    expect(store.heldBytes).toBe(16 * 8);
+    expect(store.take(a, [...tokens(4, 1), 7])).toBeUndefined();
+    expect(store.take(b, [...tokens(4, 2), 7])?.length).toBe(4);
+    // a continuation whose tokens no longer start with the cached ones does not get it (and it is gone)
+    expect(store.take(c, tokens(4, 9))).toBeUndefined();
+    expect(store.take(null, [])).toBeUndefined(); // nothing was kept for it: neither found nor lost
+    expect(store.put(tokens(11, 4), cacheOf(11))).toBeNull(); // larger than the whole budget
+    expect(store.stats).toEqual({ kept: 3, pushedOut: 2, found: 1, lost: 2 });
+    expect(store.size).toBe(0);
+  });
+
+  it('keeps every cache when the budget holds them all', () => {
+    const store = new CacheStore(16 * 100);
+    const keys = [1, 2, 3, 4, 5].map((t) => store.put(tokens(8, t), cacheOf(8)));
+    keys.forEach((k, i) => {
+      expect(store.take(k, tokens(8, i + 1))).toBeDefined();
+    });
+    expect(store.stats).toEqual({ kept: 5, pushedOut: 0, found: 5, lost: 0 });
+  });
+});
