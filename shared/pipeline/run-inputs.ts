@@ -39,6 +39,11 @@ export interface PrepareOptions {
   readonly overrides?: readonly string[];
   /** Replace data.train with these files (`toolrl submit --dataset`). */
   readonly datasets?: readonly string[];
+  /**
+   * Replace trainer.max_steps (`toolrl train --max-steps`), whatever format the config is in: the feeder issues
+   * only the batches the learner will train under it in a deterministic run, so the two must read the same number.
+   */
+  readonly maxSteps?: number;
 }
 
 /** Applies `fn` to every dataset path of the config (data and stage data, train and val), in place. */
@@ -66,6 +71,11 @@ export function prepareInputs(configPath: string, opts: PrepareOptions = {}): Pr
   const configDir = dirname(resolve(configPath));
   const loaded = loadRunConfig(text, configPath, opts.overrides ?? [], configDir);
   const effective = structuredClone(loaded.effective);
+  if (opts.maxSteps !== undefined)
+    effective.trainer = {
+      ...(isPlain(effective.trainer) ? effective.trainer : {}),
+      max_steps: opts.maxSteps,
+    };
   const localPaths = new Map<string, string>();
   if (opts.datasets?.length) {
     // The uploaded config names the datasets by the file names they get under input/.

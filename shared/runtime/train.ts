@@ -74,7 +74,10 @@ export interface TrainResult {
 export async function train(opts: TrainOptions): Promise<TrainResult> {
   const started = Date.now();
   const configDir = dirname(resolve(opts.configPath));
-  const inputs = prepareInputs(opts.configPath, { overrides: opts.overrides ?? [] });
+  const inputs = prepareInputs(opts.configPath, {
+    overrides: opts.overrides ?? [],
+    ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
+  });
   const { config, configText } = inputs;
 
   const workdir = resolve(opts.workdir);

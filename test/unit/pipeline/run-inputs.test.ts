@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { stringify as toYaml } from 'yaml';
+import { parse as fromYaml, stringify as toYaml } from 'yaml';
 import { writeDataset } from '#shared/data/dataset';
 import { prepareInputs } from '#shared/pipeline/run-inputs';
 import { quickstartRows } from '../../integration/helpers/tiny-run.ts';
@@ -76,5 +76,31 @@ describe('the inputs of a run with Python tool classes', () => {
       'mypkg/tools/lookup.py',
       'train.parquet',
     ]);
+  });
+});
+
+describe('the inputs of a run trained with --max-steps', () => {
+  it("replace the config's trainer.max_steps in the resolved and the uploaded config, in any config format", async () => {
+    writeDataset(join(dir, 'steps.parquet'), (await quickstartRows('train')).slice(0, 1));
+    const cases = {
+      // toolrl's own keys, with max_steps set and without a trainer section
+      'own.yaml': { model: { path: 'tiny' }, data: { train: 'steps.parquet' }, trainer: { max_steps: 16 } },
+      'bare.yaml': { model: { path: 'tiny' }, data: { train: 'steps.parquet' } },
+      // verl's name for it
+      'verl.yaml': {
+        actor_rollout_ref: { model: { path: 'tiny' } },
+        data: { train_files: 'steps.parquet' },
+        trainer: { total_training_steps: 16 },
+      },
+    };
+    for (const [name, config] of Object.entries(cases)) {
+      put(name, toYaml(config));
+      const inputs = prepareInputs(join(dir, name), { maxSteps: 24 });
+      expect(inputs.config.trainer.max_steps, name).toBe(24);
+      expect(fromYaml(inputs.configText).trainer.max_steps, name).toBe(24);
+      expect(prepareInputs(join(dir, name)).config.trainer.max_steps, name).toBe(
+        name === 'bare.yaml' ? undefined : 16,
+      );
+    }
   });
 });
