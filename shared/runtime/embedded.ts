@@ -99,7 +99,6 @@ export interface EmbeddedPipelineOptions {
   readonly settings?: Partial<Record<FunctionName, FunctionSettings>>;
   /** ORT threads of the rollout sessions (default: embeddedOrtThreads()). */
   readonly ortThreads?: number;
-  readonly maxSteps?: number;
   readonly python?: string;
   /** The learner's device (`toolrl train --learner-device`): cpu runs `trainer.num_gpus` ranks on gloo. */
   readonly learnerDevice?: 'cpu' | 'cuda';
@@ -233,7 +232,6 @@ export class EmbeddedPipeline {
       root: this.blobs.root,
       runId,
       workdir,
-      ...(this.opts.maxSteps !== undefined ? { maxSteps: this.opts.maxSteps } : {}),
       processes: trainer?.num_gpus ?? 1,
       sharded: trainer?.cpu_offload ?? false,
       ...(this.opts.learnerDevice ? { device: this.opts.learnerDevice } : {}),

@@ -19,7 +19,6 @@ export interface LearnerBridgeOptions {
   /** Blob store root folder (the workdir). */
   readonly root: string;
   readonly runId: string;
-  readonly maxSteps?: number;
   /**
    * Learner processes (`trainer.num_gpus`): above 1, or with `trainer.cpu_offload`, the learner runs under
    * torchrun (`python -m toolrl_learner launch`) as the FSDP2 sharded learner; rank 0 speaks this protocol.
@@ -94,7 +93,6 @@ export class LearnerBridge {
     const processes = o.processes ?? 1;
     const launch = processes > 1 || o.sharded ? ['launch', `--nproc-per-node=${processes}`] : [];
     const args = ['-m', 'toolrl_learner', ...launch, 'stdio', '--root', o.root, '--run-id', o.runId];
-    if (o.maxSteps !== undefined) args.push('--max-steps', String(o.maxSteps));
     if (o.workdir) args.push('--workdir', o.workdir);
     if (o.device) args.push('--device', o.device);
     this.logStream = createWriteStream(o.logPath, { flags: 'a' });

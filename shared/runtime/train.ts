@@ -34,6 +34,7 @@ export interface TrainOptions {
   readonly overrides?: readonly string[];
   /** Blob store root; the run's files go under `<workdir>/runs/<runId>/`. */
   readonly workdir: string;
+  /** The run's trainer.max_steps (`--max-steps`): the learner and the feeder read it from the run's config. */
   readonly maxSteps?: number;
   /** Continue this run (its queues and the learner's checkpoint) instead of starting a new one. */
   readonly resume?: string;
@@ -104,7 +105,6 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     runId,
     sourceDir: configDir,
     log,
-    ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
     ...(opts.ortThreads !== undefined ? { ortThreads: opts.ortThreads } : {}),
     ...(opts.python ? { python: opts.python } : {}),
     ...(opts.learnerDevice ? { learnerDevice: opts.learnerDevice } : {}),
