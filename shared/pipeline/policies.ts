@@ -6,7 +6,7 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { copyFile, link, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { CacheStore, DEFAULT_CACHE_BYTES } from '#shared/policy/cache-store';
+import { type CacheStats, CacheStore, DEFAULT_CACHE_BYTES } from '#shared/policy/cache-store';
 import type { LoadPolicyOptions, Policy, PolicyParts } from '#shared/policy/policy';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { BundleManifestSchema, PolicyPointerSchema } from '#shared/schemas/policy';
@@ -150,7 +150,7 @@ export class BlobPolicyProvider implements PolicyProvider {
   }
 
   /** The KV cache kept between turns: its budget and what it kept, pushed out, found and lost (CacheStore.stats). */
-  cacheStats(): { budgetBytes: number; kept: number; pushedOut: number; found: number; lost: number } {
+  cacheStats(): CacheStats & { budgetBytes: number } {
     return { budgetBytes: this.caches.budgetBytes, ...this.caches.stats };
   }
 

@@ -15,13 +15,21 @@ interface Entry {
   owner: string;
 }
 
+/** What a store has done since it was made (CacheStore.stats). */
+export interface CacheStats {
+  kept: number;
+  pushedOut: number;
+  found: number;
+  lost: number;
+}
+
 /** Bytes of KV cache a process keeps between turns unless told otherwise. */
 export const DEFAULT_CACHE_BYTES = 2 ** 30;
 
 export class CacheStore {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
-  private readonly counts = { kept: 0, pushedOut: 0, found: 0, lost: 0 };
+  private readonly counts: CacheStats = { kept: 0, pushedOut: 0, found: 0, lost: 0 };
 
   constructor(readonly budgetBytes: number) {}
 
@@ -29,7 +37,7 @@ export class CacheStore {
    * Since this store was made: caches kept, kept ones pushed out by newer ones (or too big to keep), and takes that
    * found their cache or did not (a continuation that re-prefills, or rebuilds pass by pass in a deterministic run).
    */
-  get stats(): { kept: number; pushedOut: number; found: number; lost: number } {
+  get stats(): CacheStats {
     return { ...this.counts };
   }
 
