@@ -2,7 +2,7 @@
 // LATEST.json moves.
 import { z } from 'zod';
 import { awsStageContext } from '#shared/adapters/aws/stage-context';
-import { FUNCTION_ENV } from '#shared/deployment/function-env';
+import { FUNCTION_ENV, kvCacheBytesFromEnv } from '#shared/deployment/function-env';
 import { BlobPolicyProvider } from '#shared/pipeline/policies';
 import { RunResources } from '#shared/pipeline/run-resources';
 import { createStageHandler } from '#shared/pipeline/stages/handlers';
@@ -16,13 +16,13 @@ const positive = (name: string) =>
     .optional()
     .parse(process.env[name] || undefined);
 const threads = positive(FUNCTION_ENV.ortThreads);
-const kvCacheMb = positive(FUNCTION_ENV.kvCacheMb);
+const cacheBytes = kvCacheBytesFromEnv();
 export const handler = createStageHandler('rollout', {
   ...ctx,
   resources: new RunResources(ctx.blobs, { scratchDir: ctx.scratchDir }),
   policies: new BlobPolicyProvider(ctx.blobs, {
     scratchDir: ctx.scratchDir,
     ...(threads ? { threads } : {}),
-    ...(kvCacheMb ? { cacheBytes: kvCacheMb * 2 ** 20 } : {}),
+    ...(cacheBytes ? { cacheBytes } : {}),
   }),
 });

@@ -30,7 +30,19 @@ export const FUNCTION_ENV = {
   ortThreads: 'TOOLRL_ORT_THREADS',
   /**
    * Optional, rollout only: MiB of KV cache the decoder keeps between a trajectory's turns (unset: 1024). The
-   * LocalStack worker sets what an embedded run uses (a sixth of the machine's memory, 1-4 GiB).
+   * LocalStack worker sets what an embedded run uses (a sixth of the machine's memory, 1-4 GiB); an embedded run
+   * and `toolrl eval` read it too, in place of that default.
    */
   kvCacheMb: 'TOOLRL_KV_CACHE_MB',
 } as const;
+
+/** `TOOLRL_KV_CACHE_MB` in bytes, or undefined when unset; a value that is not a whole number of MiB >= 1 is refused. */
+export function kvCacheBytesFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const raw = env[FUNCTION_ENV.kvCacheMb]?.trim();
+  if (!raw) return undefined;
+  const mb = Number(raw);
+  if (!Number.isInteger(mb) || mb < 1) {
+    throw new Error(`${FUNCTION_ENV.kvCacheMb} must be a whole number of MiB, at least 1; got "${raw}"`);
+  }
+  return mb * 2 ** 20;
+}

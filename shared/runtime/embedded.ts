@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { createEmbeddedQueues } from '#shared/adapters/embedded/queues';
+import { kvCacheBytesFromEnv } from '#shared/deployment/function-env';
 import { BlobPolicyProvider, type PolicyProvider } from '#shared/pipeline/policies';
 import { RunResources, type RunResourcesOptions } from '#shared/pipeline/run-resources';
 import { createStageHandlers, type StageContexts } from '#shared/pipeline/stages/handlers';
@@ -61,9 +62,10 @@ const GIB = 2 ** 30;
  * 13 MB (30 layers x 2 x 3 heads x 64 x 4 bytes a token), so 1 GiB holds about 80 of the 256-512 a run has in
  * flight when a validation overlaps training, and a pushed-out one rebuilds its cache pass by pass in a deterministic
  * run (shared/policy/policy.ts). The budget is a bound, not an allocation: a small model never reaches it.
+ * `TOOLRL_KV_CACHE_MB`, when set, is the budget instead (as on Lambda).
  */
-export const embeddedKvCacheBytes = (memory = totalmem()): number =>
-  Math.min(4 * GIB, Math.max(GIB, Math.floor(memory / 6)));
+export const embeddedKvCacheBytes = (memory = totalmem(), env: NodeJS.ProcessEnv = process.env): number =>
+  kvCacheBytesFromEnv(env) ?? Math.min(4 * GIB, Math.max(GIB, Math.floor(memory / 6)));
 
 /**
  * The learner's environment in an embedded run: OpenMP workers that sleep when a parallel region ends instead of

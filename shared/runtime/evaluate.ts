@@ -21,7 +21,7 @@ import type { RunConfig } from '#shared/schemas/config/run';
 import { BundleManifestSchema } from '#shared/schemas/policy';
 import type { RunStatus } from '#shared/schemas/run-status';
 import { keys } from '#shared/topology';
-import { EmbeddedPipeline, learnerPython } from './embedded.ts';
+import { EmbeddedPipeline, embeddedKvCacheBytes, learnerPython } from './embedded.ts';
 
 const run = promisify(execFile);
 
@@ -238,6 +238,8 @@ class DirPolicyProvider implements PolicyProvider {
     this.policy ??= import('#shared/policy/policy').then(({ loadPolicy }) =>
       loadPolicy(this.dir, {
         version: this.version,
+        // One process decodes the whole evaluation (256 trajectories for 64 prompts x 4), as in an embedded run.
+        cacheBytes: embeddedKvCacheBytes(),
         ...(this.threads ? { threads: this.threads } : {}),
         ...(this.chatTemplate !== undefined ? { chatTemplate: this.chatTemplate } : {}),
       }),

@@ -11,7 +11,19 @@ describe('embedded thread budget', () => {
 
   it("keeps a sixth of the machine's memory as the rollout decoder's KV cache, between 1 and 4 GiB", () => {
     const gib = 2 ** 30;
-    expect([2, 6, 12, 24, 128].map((g) => embeddedKvCacheBytes(g * gib) / gib)).toEqual([1, 1, 2, 4, 4]);
+    expect([2, 6, 12, 24, 128].map((g) => embeddedKvCacheBytes(g * gib, {}) / gib)).toEqual([1, 1, 2, 4, 4]);
+  });
+
+  it('takes TOOLRL_KV_CACHE_MB instead when it is set, and refuses a value that is not a whole number of MiB', () => {
+    const gib = 2 ** 30;
+    expect(embeddedKvCacheBytes(24 * gib, { TOOLRL_KV_CACHE_MB: '512' })).toBe(512 * 2 ** 20);
+    expect(embeddedKvCacheBytes(2 * gib, { TOOLRL_KV_CACHE_MB: '6144' })).toBe(6 * gib);
+    expect(embeddedKvCacheBytes(24 * gib, { TOOLRL_KV_CACHE_MB: '' })).toBe(4 * gib);
+    for (const bad of ['0', '1.5', 'lots', '-3']) {
+      expect(() => embeddedKvCacheBytes(24 * gib, { TOOLRL_KV_CACHE_MB: bad })).toThrow(
+        `TOOLRL_KV_CACHE_MB must be a whole number of MiB, at least 1; got "${bad}"`,
+      );
+    }
   });
 
   it("sets OpenMP's passive waiting for the learner, keeping a value the user set, and ties it to this process", () => {
