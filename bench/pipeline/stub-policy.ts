@@ -111,6 +111,9 @@ export class StubPolicy implements RolloutPolicy {
     };
   }
 
+  /** The stub keeps no KV cache. */
+  endTrajectory(): void {}
+
   async dispose(): Promise<void> {}
 }
 

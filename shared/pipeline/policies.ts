@@ -17,7 +17,10 @@ import { readRunStatus } from './run-status.ts';
 const MANIFEST = 'manifest.json';
 
 /** What the rollout stage uses of a loaded policy (shared/policy's Policy; a stub in bench/pipeline). */
-export type RolloutPolicy = Pick<Policy, 'startGroup' | 'continueTrajectory' | 'dispose'> & {
+export type RolloutPolicy = Pick<
+  Policy,
+  'startGroup' | 'continueTrajectory' | 'endTrajectory' | 'dispose'
+> & {
   readonly tokenizer: Pick<Policy['tokenizer'], 'render' | 'encode'>;
 };
 
@@ -149,9 +152,12 @@ export class BlobPolicyProvider implements PolicyProvider {
     return version;
   }
 
-  /** The KV cache kept between turns: its budget and what it kept, pushed out, found and lost (CacheStore.stats). */
-  cacheStats(): CacheStats & { budgetBytes: number } {
-    return { budgetBytes: this.caches.budgetBytes, ...this.caches.stats };
+  /**
+   * The KV cache kept between turns: its budget, what it kept, pushed out, found, lost and freed (CacheStore.stats),
+   * and how many caches it holds now.
+   */
+  cacheStats(): CacheStats & { budgetBytes: number; held: number } {
+    return { budgetBytes: this.caches.budgetBytes, ...this.caches.stats, held: this.caches.size };
   }
 
   async close(): Promise<void> {

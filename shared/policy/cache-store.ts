@@ -21,6 +21,8 @@ export interface CacheStats {
   pushedOut: number;
   found: number;
   lost: number;
+  /** Dropped because their trajectory ended (nothing will continue them). */
+  freed: number;
 }
 
 /** Bytes of KV cache a process keeps between turns unless told otherwise. */
@@ -29,13 +31,14 @@ export const DEFAULT_CACHE_BYTES = 2 ** 30;
 export class CacheStore {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
-  private readonly counts: CacheStats = { kept: 0, pushedOut: 0, found: 0, lost: 0 };
+  private readonly counts: CacheStats = { kept: 0, pushedOut: 0, found: 0, lost: 0, freed: 0 };
 
   constructor(readonly budgetBytes: number) {}
 
   /**
-   * Since this store was made: caches kept, kept ones pushed out by newer ones (or too big to keep), and takes that
-   * found their cache or did not (a continuation that re-prefills, or rebuilds pass by pass in a deterministic run).
+   * Since this store was made: caches kept, kept ones pushed out by newer ones (or too big to keep), takes that
+   * found their cache or did not (a continuation that re-prefills, or rebuilds pass by pass in a deterministic run),
+   * and caches freed when their trajectory ended.
    */
   get stats(): CacheStats {
     return { ...this.counts };
@@ -76,6 +79,16 @@ export class CacheStore {
     const matches = e.tokens.length <= tokenIds.length && e.tokens.every((t, i) => t === tokenIds[i]);
     this.counts[matches ? 'found' : 'lost']++;
     return matches ? e.cache : undefined;
+  }
+
+  /**
+   * Drops the cache stored under `key` by `owner`, whose trajectory has ended: it would otherwise hold its bytes
+   * until newer caches push it out, and push out live ones first when the budget is tight.
+   */
+  free(key: string | null, owner = ''): void {
+    if (key === null || this.entries.get(key)?.owner !== owner) return;
+    this.drop(key);
+    this.counts.freed++;
   }
 
   get size(): number {

@@ -299,6 +299,11 @@ export class Policy {
     if (this.ownsGraph) await this.graph?.dispose();
   }
 
+  /** The trajectory holding `state` has ended: its KV cache, if this process keeps it, is no longer needed. */
+  endTrajectory(state: Pick<TokenState, 'cacheKey'>): void {
+    this.caches.free(state.cacheKey, this.cacheOwner);
+  }
+
   private keep(tokenIds: readonly number[], cache: KvCache | undefined): string | null {
     if (!cache) return null;
     return this.caches.put(tokenIds.slice(0, cache.length), cache, this.cacheOwner);

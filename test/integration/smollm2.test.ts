@@ -76,5 +76,14 @@ describe('examples/smollm2/run.yaml on the real model, at a reduced size', () =>
     const last = JSON.parse(readFileSync(join(dir, 'metrics', 'eval', 'v2.json'), 'utf8'));
     expect(last).toMatchObject({ prompts: 2, trajectories: 2 });
     expect(readdirSync(join(dir, 'checkpoints')).length).toBeGreaterThan(0);
+    // The rollouts' KV cache: every trajectory that ended freed the cache its last turn kept, so none is left holding
+    // memory at the end of the run.
+    const cacheLine = readFileSync(join(dir, 'pipeline.log'), 'utf8')
+      .split('\n')
+      .find((l) => l.includes('"rollout KV cache"'));
+    expect(cacheLine).toBeDefined();
+    const cache = JSON.parse(cacheLine!);
+    expect(cache.freed, cacheLine).toBeGreaterThan(0);
+    expect(cache.held, cacheLine).toBe(0);
   });
 });

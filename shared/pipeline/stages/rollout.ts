@@ -8,7 +8,7 @@ import { episodeRowTools, userTurnsOf } from '#shared/episode/user-turns';
 import { getParser } from '#shared/parsing/registry';
 import { sendTo } from '#shared/pipeline/context';
 import { alreadyScored, type Delivery } from '#shared/pipeline/idempotency';
-import type { PolicyProvider } from '#shared/pipeline/policies';
+import type { PolicyLease, PolicyProvider } from '#shared/pipeline/policies';
 import type { RunResources } from '#shared/pipeline/run-resources';
 import type { TurnSample } from '#shared/policy/policy';
 import { samplingParams } from '#shared/policy/sampler';
@@ -148,7 +148,7 @@ async function startGroup(
         tokens: started.states[i]!,
         episode,
       };
-      route(base, started.states[i]!, episode, started.samples[i]!, lease.version, out);
+      route(base, started.states[i]!, episode, started.samples[i]!, lease, out);
     }
   } finally {
     lease.release();
@@ -186,6 +186,7 @@ async function continueTrajectory(
       if (!(err instanceof PrefixBreakError)) throw err;
       // The chat template rewrote history: the tokens held so far are still exactly what was sampled, so the
       // trajectory is scored as it stands, ended with `error` (the reward and the learner see why).
+      lease.policy.endTrajectory(t.tokens);
       out.rewards.push(reward({ ...t, tokens: err.state, episode: failEpisode(t.episode, err.message) }));
       return;
     }
@@ -196,24 +197,29 @@ async function continueTrajectory(
         throw new Error(
           `engine and episode disagree on the response budget (engine exhausted: ${c.budgetExhausted}, episode: ${after.next.kind})`,
         );
+      lease.policy.endTrajectory(c.state);
       out.rewards.push(reward({ ...t, tokens: c.state, episode: after.state }));
       return;
     }
-    route(t, c.state, after.state, c.sample, lease.version, out);
+    route(t, c.state, after.state, c.sample, lease, out);
   } finally {
     lease.release();
   }
 }
 
-/** Records a sampled turn in the episode and sends the trajectory where the episode says. */
+/**
+ * Records a sampled turn in the episode and sends the trajectory where the episode says; one that ends frees the KV
+ * cache its turn kept (only a continuation would have used it).
+ */
 function route(
   base: TrajectoryInFlight,
   tokens: TokenState,
   episode: EpisodeState,
   sample: TurnSample,
-  version: number,
+  lease: PolicyLease,
   out: Routed,
 ): void {
+  const version = lease.version;
   const { state, decision } = onAssistantTurn(
     episode,
     {
@@ -225,8 +231,10 @@ function route(
     { tools: tokens.tools },
   );
   const next: TrajectoryInFlight = { ...base, tokens, episode: state };
-  if (decision.kind === 'finish') out.rewards.push(reward(next));
-  else out.toolCalls.push({ schemaVersion: 1, trajectory: next, calls: decision.calls });
+  if (decision.kind === 'finish') {
+    lease.policy.endTrajectory(tokens);
+    out.rewards.push(reward(next));
+  } else out.toolCalls.push({ schemaVersion: 1, trajectory: next, calls: decision.calls });
 }
 
 const reward = (trajectory: TrajectoryInFlight): RewardRequest => ({ schemaVersion: 1, trajectory });

@@ -22,7 +22,7 @@ describe('CacheStore', () => {
     expect(store.take(c, tokens(4, 9))).toBeUndefined();
     expect(store.take(null, [])).toBeUndefined(); // nothing was kept for it: neither found nor lost
     expect(store.put(tokens(11, 4), cacheOf(11))).toBeNull(); // larger than the whole budget
-    expect(store.stats).toEqual({ kept: 3, pushedOut: 2, found: 1, lost: 2 });
+    expect(store.stats).toEqual({ kept: 3, pushedOut: 2, found: 1, lost: 2, freed: 0 });
     expect(store.size).toBe(0);
   });
 
@@ -32,6 +32,21 @@ describe('CacheStore', () => {
     keys.forEach((k, i) => {
       expect(store.take(k, tokens(8, i + 1))).toBeDefined();
     });
-    expect(store.stats).toEqual({ kept: 5, pushedOut: 0, found: 5, lost: 0 });
+    expect(store.stats).toEqual({ kept: 5, pushedOut: 0, found: 5, lost: 0, freed: 0 });
+  });
+
+  it("frees an ended trajectory's cache at once, so it pushes out no live one", () => {
+    const store = new CacheStore(16 * 10); // room for 10 tokens
+    const ended = store.put(tokens(4, 1), cacheOf(4));
+    const live = store.put(tokens(4, 2), cacheOf(4));
+    store.free(ended);
+    store.free(live, 'another version'); // only its owner frees an entry
+    store.free(null);
+    expect(store.heldBytes).toBe(16 * 4);
+    const next = store.put(tokens(4, 3), cacheOf(4)); // fits beside the live one: nothing pushed out
+    expect(store.take(live, tokens(4, 2))).toBeDefined();
+    expect(store.take(next, tokens(4, 3))).toBeDefined();
+    expect(store.take(ended, tokens(4, 1))).toBeUndefined();
+    expect(store.stats).toEqual({ kept: 3, pushedOut: 0, found: 2, lost: 1, freed: 1 });
   });
 });
