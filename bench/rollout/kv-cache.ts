@@ -18,6 +18,7 @@ import { parseArgs, promisify } from 'node:util';
 import { EvalSummarySchema } from '#shared/pipeline/eval';
 import { embeddedKvCacheBytes } from '#shared/runtime/embedded';
 import { REPO_ROOT } from '../support/tiny-model.ts';
+import { cell } from './report.ts';
 
 const run = promisify(execFile);
 const { values } = parseArgs({
@@ -105,17 +106,12 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const base = budgets.includes('default') ? 'default' : budgets[0]!;
 const mib = (b: string) =>
   b === 'default' ? Math.floor(embeddedKvCacheBytes(totalmem(), {}) / 2 ** 20) : Number(b);
 const lines = [
   `\`npx tsx bench/rollout/kv-cache.ts --policy ${values.policy} --data ${values.data} --budgets ${values.budgets} --rounds ${rounds}${values.threads ? ` --threads ${values.threads}` : ''}\`` +
-    ` — ${cpus()[0]?.model.trim()}, ${cpus().length} cores; 1-minute load average ${median(loads).toFixed(1)} ` +
-    `(${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}). Every evaluation gave the same answers ` +
+    ` — ${cpus()[0]?.model.trim()}, ${cpus().length} cores; 1-minute load average ${cell(loads)}. Every evaluation gave the same answers ` +
     `(accuracy ${accuracy === null ? 'n/a' : `${(accuracy * 100).toFixed(1)}%`}). Median (min-max) over ${rounds} rounds.`,
   '',
   '| KV cache budget | wall time of the evaluation | over the default |',
@@ -124,9 +120,8 @@ const lines = [
     const t = times.get(b)!;
     const ratios = t.map((x, i) => x / times.get(base)![i]!);
     return (
-      `| ${b === 'default' ? `default (${mib(b)} MiB)` : `${mib(b)} MiB`} | ${median(t).toFixed(1)} s ` +
-      `(${Math.min(...t).toFixed(1)}-${Math.max(...t).toFixed(1)}) | ${median(ratios).toFixed(2)}x ` +
-      `(${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}) |`
+      `| ${b === 'default' ? `default (${mib(b)} MiB)` : `${mib(b)} MiB`} | ${cell(t, 1, ' s')} | ` +
+      `${cell(ratios, 2, 'x')} |`
     );
   }),
 ];
