@@ -1,5 +1,6 @@
-"""LoRA through peft: only adapters train, the reference is the base without adapters, rollouts get
-merged weights, and checkpoints restore the adapters; full fine-tuning steps through the same path."""
+"""LoRA through peft: only adapters train, the reference is the base without adapters (after a warm start it is
+the warm-started adapter: test_warm_start_reference.py), rollouts get merged weights, and checkpoints restore
+the adapters; full fine-tuning steps through the same path."""
 
 import json
 

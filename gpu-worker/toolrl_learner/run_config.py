@@ -449,7 +449,9 @@ class AlgorithmConfig:
     rollout.multi_turn.max_total_response_length.
     """
     use_kl_loss: bool = False
-    """KL to the reference policy as a loss term (GRPO, arXiv:2402.03300)."""
+    """KL to the reference policy as a loss term (GRPO, arXiv:2402.03300). The reference is the policy the RL
+    stage starts from: model.path, or the trainer.sft warm start when there is one.
+    """
     kl_loss_coef: float = 0.001
     """Weight of the KL loss term."""
     kl_loss_type: KlLossType = "k3"

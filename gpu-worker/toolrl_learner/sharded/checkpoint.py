@@ -57,12 +57,19 @@ def _options():
 
 
 def _state(policy: Policy, trainer) -> dict[str, Any]:
+    """What a checkpoint holds: the trained weights, the optimizer's state and, when the KL term's reference
+    is the warm-started policy, that reference's weights (`reference`, loaded in place)."""
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
 
+    state: dict[str, Any]
     if trainer is None:
-        return {"model": get_model_state_dict(trained_modules(policy), options=_options())}
-    model, optim = get_state_dict(trained_modules(policy), trainer.optimizer, options=_options())
-    return {"model": model, "optim": optim, "trainer_step": torch.tensor(trainer.step_count)}
+        state = {"model": get_model_state_dict(trained_modules(policy), options=_options())}
+    else:
+        model, optim = get_state_dict(trained_modules(policy), trainer.optimizer, options=_options())
+        state = {"model": model, "optim": optim, "trainer_step": torch.tensor(trainer.step_count)}
+    if policy.warm_start_reference:
+        state["reference"] = policy.reference_tensors()
+    return state
 
 
 def _apply(policy: Policy, trainer, state: dict[str, Any]) -> None:
@@ -84,8 +91,12 @@ def _apply(policy: Policy, trainer, state: dict[str, Any]) -> None:
 def load_dcp(folder: Path, policy: Policy, trainer=None) -> None:
     """Load a sharded checkpoint's `dcp/` into this process's policy (and optimizer): resharded to however
     this process holds them (whole, for the single-process learner)."""
+    from torch.distributed.checkpoint.filesystem import FileSystemReader
     from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 
+    saved = FileSystemReader(str(folder / DCP)).read_metadata().state_dict_metadata
+    if policy.cfg.needs_reference and any(k.startswith("reference.") for k in saved):
+        policy.reference_from_current()  # holders shaped and sharded as this process holds the weights
     state = _state(policy, trainer)
     group = None
     if torch.distributed.is_initialized():

@@ -198,6 +198,8 @@ def follow(store: BlobStore, run_id: str, world: World) -> int:
             elif name == "sft":
                 path = _sft_path(store, args["cfg"], args["stage"], world, workdir)
                 run_sft(policy, args["cfg"], path, comm=trainer.comm)
+                if args["stage"] is None:
+                    policy.reference_from_current()
             elif name == "step":
                 trainer.total_steps = args["total_steps"]
                 trainer.step(args["groups"], args["version"])

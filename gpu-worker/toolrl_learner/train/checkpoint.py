@@ -39,6 +39,8 @@ from .policy import Policy
 
 log = logging.getLogger(__name__)
 MARKER = "COMPLETE.json"
+# The warm-started reference policy of a KL term (a LoRA adapter or the reference model's weights), when it is one.
+REFERENCE = "reference.safetensors"
 # What the unpickler may build besides tensors and plain containers: numpy's RNG state as checkpoints written
 # before it was stored as a tensor hold it (an ndarray of uint32). Nothing here can run code.
 _SAFE_GLOBALS: list[Any] = [
@@ -132,6 +134,9 @@ def _write_files(
     trainable = policy.trainable_state(adapter=False)  # the value head, if any
     if trainable:
         save_file(trainable, str(out / "trainable.safetensors"), metadata={"format": "pt"})
+    if policy.warm_start_reference:  # the KL term's reference is the warm start, not model.path's weights
+        ref = {k: v.detach().to("cpu").contiguous() for k, v in policy.reference_tensors().items()}
+        save_file(ref, str(out / REFERENCE), metadata={"format": "pt"})
     if critic is not None:
         critic.save(out / "critic")
     if trainer_state is not None:
@@ -295,6 +300,8 @@ def _load_trainable(policy: Policy, folder: Path) -> None:
         state.update(load_file(str(folder / "trainable.safetensors"), device=device))
     if state:
         policy.load_trainable_state(state)
+    if (folder / REFERENCE).is_file():
+        policy.load_reference_tensors(load_file(str(folder / REFERENCE), device=device))
 
 
 class UnsafeCheckpoint(RuntimeError):

@@ -110,6 +110,8 @@ class ModelWork:
             on_step(m)
 
         run_sft(self.policy, cfg, path, on_step=logged, comm=self.trainer.comm)
+        if stage is None:
+            self.policy.reference_from_current()
 
     def sft_path(self, cfg: LearnerConfig, stage: str | None) -> Path:
         return local_sft_data(self.store, cfg, stage, self.workdir)

@@ -156,6 +156,9 @@ class Policy:
             self.base.gradient_checkpointing_enable()
         self.peft = None
         self.reference: CausalLM | None = None
+        # With LoRA after a warm start: the warm-started adapter (reference_from_current); None: the base.
+        self.reference_adapter: dict[str, Tensor] | None = None
+        self._reference_warm_started = False  # full fine-tuning: self.reference holds the warm start
         if cfg.lora_rank is not None:
             from peft import get_peft_model
 
@@ -272,13 +275,82 @@ class Policy:
         self.base.eval()
         return self._forward(self.base, mb, entropy=False, values=values, temperature=temperature)
 
+    def _adapter_parameters(self) -> dict[str, nn.Parameter]:
+        return {n: p for n, p in self.base.named_parameters() if ".lora_" in n}
+
+    @torch.no_grad()
+    def reference_from_current(self) -> None:
+        """Make the weights as they are now the reference policy (after a warm start, so that a KL term
+        holds the RL stage near the policy it started from, as a verl run started from an SFT checkpoint
+        does). With LoRA the reference is a frozen copy of the adapter; else the reference model's weights."""
+        if not self.cfg.needs_reference:
+            return
+        if self.peft is not None:
+            self.reference_adapter = {n: p.detach().clone() for n, p in self._adapter_parameters().items()}
+            return
+        if self.reference is None:
+            raise RuntimeError("no reference policy: enable use_kl_loss or use_kl_in_reward")
+        for r, b in zip(self.reference.parameters(), self.base.parameters(), strict=True):
+            r.copy_(b.detach().to(r.device))
+        self._reference_warm_started = True
+
+    @property
+    def warm_start_reference(self) -> bool:
+        """Whether the reference is the warm-started policy, which a checkpoint must then hold."""
+        return self.reference_adapter is not None or self._reference_warm_started
+
+    def reference_tensors(self) -> dict[str, Tensor]:
+        """The warm-started reference's weights by name, as held (the adapter, or the reference model's
+        parameters, tied ones once), for a checkpoint to save and load in place."""
+        if self.reference_adapter is not None:
+            return self.reference_adapter
+        if self.reference is None or not self._reference_warm_started:
+            raise RuntimeError("the reference is the initial model; a checkpoint does not hold it")
+        return {n: p.detach() for n, p in self.reference.named_parameters()}
+
+    @torch.no_grad()
+    def load_reference_tensors(self, state: dict[str, Tensor]) -> None:
+        """Restore a checkpoint's warm-started reference (reference_tensors' names)."""
+        if not self.cfg.needs_reference:
+            return  # this run has no KL term; the checkpoint's reference is not needed
+        self.reference_from_current()  # the holders, then the checkpoint's values into them
+        held = self.reference_tensors()
+        if set(held) != set(state):
+            missing, extra = sorted(set(held) - set(state)), sorted(set(state) - set(held))
+            raise ValueError(
+                f"the checkpoint's reference policy does not match this model: missing {missing[:3]}, "
+                f"unexpected {extra[:3]}"
+            )
+        for n, t in held.items():
+            t.copy_(state[n].to(t.device, t.dtype))
+
+    @contextlib.contextmanager
+    def _reference_adapter(self) -> Iterator[None]:
+        """The adapter's weights swapped for the reference's while inside (no autograd graph may span it)."""
+        ref = self.reference_adapter
+        if ref is None:
+            raise RuntimeError("no reference adapter")
+        params = self._adapter_parameters()
+        live = {n: p.detach().clone() for n, p in params.items()}
+        try:
+            with torch.no_grad():
+                for n, p in params.items():
+                    p.copy_(ref[n])
+            yield
+        finally:
+            with torch.no_grad():
+                for n, p in params.items():
+                    p.copy_(live[n])
+
     @torch.no_grad()
     def reference_logprobs(self, mb: MicroBatch, temperature: float | None = None) -> Tensor:
-        """pi_ref: the frozen initial model, or with LoRA the base with its adapters disabled."""
+        """pi_ref: the frozen initial (or warm-started, `reference_from_current`) model; with LoRA the base
+        with its adapters disabled, or with the warm start's adapter."""
         t = temperature
         if self.peft is not None:
             self.base.eval()
-            with self.peft.disable_adapter():
+            ctx = self.peft.disable_adapter() if self.reference_adapter is None else self._reference_adapter()
+            with ctx:
                 return self._forward(self.base, mb, entropy=False, values=False, temperature=t).logprobs
         if self.reference is None:
             raise RuntimeError("no reference policy: enable use_kl_loss or use_kl_in_reward")

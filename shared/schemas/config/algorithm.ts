@@ -63,7 +63,10 @@ export const AlgorithmConfigSchema = z
     use_kl_loss: z
       .boolean()
       .default(false)
-      .describe('KL to the reference policy as a loss term (GRPO, arXiv:2402.03300).'),
+      .describe(
+        'KL to the reference policy as a loss term (GRPO, arXiv:2402.03300). The reference is the policy the ' +
+          'RL stage starts from: model.path, or the trainer.sft warm start when there is one.',
+      ),
     kl_loss_coef: z.number().nonnegative().default(0.001).describe('Weight of the KL loss term.'),
     kl_loss_type: z
       .enum(['k1', 'k2', 'k3'])
