@@ -99,6 +99,8 @@ class LearnerConfig:
     min_lr_ratio: float = TrainerConfig.min_lr_ratio
     decay_steps: int = TrainerConfig.decay_steps
     weight_decay: float = TrainerConfig.weight_decay
+    adam_beta1: float = TrainerConfig.adam_beta1
+    adam_beta2: float = TrainerConfig.adam_beta2
     grad_clip: float = TrainerConfig.grad_clip
     ppo_epochs: int = TrainerConfig.ppo_epochs
     ppo_mini_batch_size: int | None = TrainerConfig.ppo_mini_batch_size

@@ -640,6 +640,12 @@ class TrainerConfig:
     """
     weight_decay: float = 0.0
     """AdamW decoupled weight decay (arXiv:1711.05101), not on biases and norms."""
+    adam_beta1: float = 0.9
+    """AdamW's beta1, the decay of its moving average of gradients (momentum), for the RL steps (the warm start
+    keeps AdamW's defaults); Hugging Face's and Megatron's adam_beta1.
+    """
+    adam_beta2: float = 0.999
+    """AdamW's beta2, the decay of its moving average of squared gradients, for the RL steps."""
     grad_clip: float = 1.0
     """Max global gradient norm."""
     ppo_epochs: int = 1
@@ -711,6 +717,8 @@ class TrainerConfig:
             "lr": float,
             "min_lr_ratio": float,
             "weight_decay": float,
+            "adam_beta1": float,
+            "adam_beta2": float,
             "grad_clip": float,
             "max_dead_letter_fraction": float,
             "sft": SftConfig.from_dict,

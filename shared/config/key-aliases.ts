@@ -250,6 +250,8 @@ function keyAliases(): KeyAlias[] {
   add('actor_config.lr', { to: 'trainer.lr', origin: 'MindSpeed-RL' });
   add('actor_config.weight_decay', { to: 'trainer.weight_decay', origin: 'MindSpeed-RL' });
   add('actor_config.clip_grad', { to: 'trainer.grad_clip', origin: 'MindSpeed-RL' });
+  add('actor_config.adam_beta1', { to: 'trainer.adam_beta1', origin: 'MindSpeed-RL' });
+  add('actor_config.adam_beta2', { to: 'trainer.adam_beta2', origin: 'MindSpeed-RL' });
   add('megatron_training.global_batch_size', { to: 'trainer.batch_prompts', origin: 'MindSpeed-RL' });
   add('megatron_training.train_iters', { to: 'trainer.max_steps', origin: 'MindSpeed-RL' });
   add('megatron_training.save_interval', { to: 'trainer.save_every', origin: 'MindSpeed-RL' });

@@ -108,6 +108,8 @@ describe('seed projects train 2 steps on the embedded default, their files as th
     expect(c.tools.config_file).toBe('./configs/tools/retool_config.yaml');
     expect(c.rollout.multi_turn).toMatchObject({ max_tool_calls: 1, tool_response_truncate_side: 'middle' });
     expect(c.algorithm).toMatchObject({ adv_estimator: 'grpo', clip_ratio_low: 0.2, clip_ratio_high: 0.28 });
+    // actor_config's optimizer settings (its AdamW beta2 is Megatron's 0.95, not the 0.999 default)
+    expect(c.trainer).toMatchObject({ lr: 1e-6, weight_decay: 0.01, adam_beta1: 0.9, adam_beta2: 0.95 });
   });
 
   it("verl: its rollout multi_turn block and sandbox_fusion_tool_config.yaml verbatim, GSM8K rows, verl's overrides", async () => {

@@ -15,7 +15,10 @@ from torch import nn
 
 
 def build_optimizer(
-    named_params: Iterable[tuple[str, nn.Parameter]], lr: float, weight_decay: float
+    named_params: Iterable[tuple[str, nn.Parameter]],
+    lr: float,
+    weight_decay: float,
+    betas: tuple[float, float] = (0.9, 0.999),
 ) -> torch.optim.AdamW:
     """AdamW (arXiv:1711.05101) with decay on matrices only: biases and norm scales are not decayed."""
     decay, no_decay = [], []
@@ -30,7 +33,7 @@ def build_optimizer(
     # foreach update at 135M parameters, and makes none of foreach's parameter-sized temporaries); the default
     # elsewhere.
     fused = all(p.device.type in ("cuda", "cpu") for p in decay + no_decay)
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, fused=fused or None)
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, betas=betas, fused=fused or None)
 
 
 def lr_at(

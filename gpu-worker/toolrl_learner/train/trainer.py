@@ -139,7 +139,9 @@ class Trainer:
         self.release_pages = policy.device.type == "cpu"
         self.critic = critic
         self.stage_cfgs = stage_cfgs or {}
-        self.optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.lr, cfg.weight_decay)
+        self.optimizer = build_optimizer(
+            policy.named_trainable_parameters(), cfg.lr, cfg.weight_decay, (cfg.adam_beta1, cfg.adam_beta2)
+        )
         self.params = [p for _, p in policy.named_trainable_parameters()]
         self.total_steps: int | None = cfg.max_steps
         self.step_count = 0  # learner steps done; the schedule's only state

@@ -90,6 +90,21 @@ export const TrainerConfigSchema = z
       .nonnegative()
       .default(0)
       .describe('AdamW decoupled weight decay (arXiv:1711.05101), not on biases and norms.'),
+    adam_beta1: z
+      .number()
+      .min(0)
+      .lt(1)
+      .default(0.9)
+      .describe(
+        "AdamW's beta1, the decay of its moving average of gradients (momentum), for the RL steps (the warm start " +
+          "keeps AdamW's defaults); Hugging Face's and Megatron's adam_beta1.",
+      ),
+    adam_beta2: z
+      .number()
+      .min(0)
+      .lt(1)
+      .default(0.999)
+      .describe("AdamW's beta2, the decay of its moving average of squared gradients, for the RL steps."),
     grad_clip: z.number().positive().default(1.0).describe('Max global gradient norm.'),
     ppo_epochs: z
       .number()
