@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from demos import CALL, DEMO
 from transformers import AutoTokenizer
 
 from toolrl_learner.config import LearnerConfig
@@ -26,16 +27,6 @@ from toolrl_learner.train.sft import (
     warmup_keep,
 )
 from toolrl_learner.train.synthetic import group, trajectory
-
-CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17*23"}}\n</tool_call>'
-DEMO = {
-    "messages": [
-        {"role": "user", "content": "What is 17 * 23?"},
-        {"role": "assistant", "content": CALL},
-        {"role": "tool", "content": "391"},
-        {"role": "assistant", "content": "The answer is 391."},
-    ]
-}
 
 
 @pytest.fixture(scope="module")

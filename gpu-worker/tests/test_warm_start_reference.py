@@ -5,6 +5,7 @@ import json
 
 import pytest
 import torch
+from demos import DEMO
 
 from toolrl_learner.config import LearnerConfig
 from toolrl_learner.model.tiny import TinySpec, build_tiny
@@ -18,15 +19,6 @@ from toolrl_learner.train.synthetic import random_group
 from toolrl_learner.train.trainer import Trainer
 
 LORA = dict(lora_rank=4, lora_alpha=8.0)
-CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17*23"}}\n</tool_call>'
-DEMO = {
-    "messages": [
-        {"role": "user", "content": "What is 17 * 23?"},
-        {"role": "assistant", "content": CALL},
-        {"role": "tool", "content": "391"},
-        {"role": "assistant", "content": "The answer is 391."},
-    ]
-}
 
 
 @pytest.fixture(scope="module")
