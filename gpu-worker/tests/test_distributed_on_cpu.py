@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from demos import calculator_demo
 from hang import HANG_S
 
 from toolrl_learner.config import LearnerConfig
@@ -31,15 +32,7 @@ from toolrl_learner.train.session import LearnerSession
 from toolrl_learner.train.synthetic import random_group
 
 RUN = "r-dist"
-CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "2+3"}}\n</tool_call>'
-DEMO = {
-    "messages": [
-        {"role": "user", "content": "What is 2 + 3?"},
-        {"role": "assistant", "content": CALL},
-        {"role": "tool", "content": "5"},
-        {"role": "assistant", "content": "The answer is 5."},
-    ]
-}
+DEMO = calculator_demo(2, "+", 3)
 # The metrics a step sums over ranks, and the gradient norm: each must equal the single process's.
 LR = 1e-2
 COMPARED = (
