@@ -194,7 +194,8 @@ export class LearnerBridge {
         await this.opts.notify(keys.learnerState(runId));
         break;
       case 'error':
-        this.error = line.message;
+        // The first error is the cause: a sharded learner's launcher adds one naming the failed ranks after it.
+        this.error ??= line.message;
         this.log.error('learner error', { message: line.message });
         break;
     }

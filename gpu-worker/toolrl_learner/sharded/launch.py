@@ -14,6 +14,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 
@@ -106,5 +107,25 @@ def main(argv: list[str]) -> int:
         return 143
     except ChildFailedError as e:
         codes = {rank: f.exitcode for rank, f in e.failures.items()}
+        if all(c in (143, -15) for c in codes.values()):
+            log.error("learner ranks failed: %s", codes)
+            return 143
         log.error("learner ranks failed: %s", codes)
-        return 143 if all(c in (143, -15) for c in codes.values()) else 1
+        if any(c < 0 for c in codes.values()):
+            # A rank killed by a signal wrote no error, and torchrun stops the others, sometimes before rank 0 has
+            # written why: say it here, so the run is told even then (the embedded runtime keeps the first error
+            # line, rank 0's when it wrote one).
+            _fail(
+                command, "learner ranks failed: " + ", ".join(_exit(r, c) for r, c in sorted(codes.items()))
+            )
+        return 1
+
+
+def _exit(rank: int, code: int) -> str:
+    """'rank 1 killed by SIGKILL' or 'rank 1 exited with code 2'."""
+    if code < 0:
+        try:
+            return f"rank {rank} killed by {signal.Signals(-code).name}"
+        except ValueError:
+            pass
+    return f"rank {rank} exited with code {code}"
