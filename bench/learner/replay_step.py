@@ -6,6 +6,9 @@ own row of metrics/metrics.jsonl is how examples/smollm2/README.md tells whether
 trainable weights after the step, bit for bit, so two replays that agree on a gradient norm can still be told apart.
 
     gpu-worker/.venv/bin/python bench/learner/replay_step.py RUN_DIR OUT_DIR --from-step S [--steps K] [--threads N]
+        [--dedup on|off]
+
+`--dedup` replays with `trainer.dedup_samples` set (bench/learner/dedup.py compares the two).
 
 RUN_DIR: a run folder (runs/<runId>) of a deterministic run (`trainer.deterministic`, so batch S + 1 is the groups
 at feeder positions [S * batch_prompts, (S + 1) * batch_prompts)), holding checkpoints/step-S (the run keeps step-0
@@ -36,6 +39,7 @@ def main() -> None:
     )
     ap.add_argument("--steps", type=int, default=1, help="steps to train in a row (default 1)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
+    ap.add_argument("--dedup", choices=("on", "off"), help="set trainer.dedup_samples (default: the run's)")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -63,7 +67,10 @@ def main() -> None:
         shutil.rmtree(a.out_dir)
     dst = a.out_dir / "runs" / run_id
     dst.mkdir(parents=True)
-    shutil.copy(src / "run.json", dst / "run.json")
+    run_json = json.loads((src / "run.json").read_text())
+    if a.dedup is not None:
+        run_json["config"]["trainer"]["dedup_samples"] = a.dedup == "on"
+    (dst / "run.json").write_text(json.dumps(run_json))
     shutil.copytree(ckpt, dst / "checkpoints" / ckpt.name)
     session = LearnerSession(
         FolderBlobStore(a.out_dir), run_id, emit=lambda _line: None, device="cpu", max_steps=start + a.steps
@@ -78,7 +85,8 @@ def main() -> None:
                 digest.update(w.detach().float().cpu().contiguous().numpy().tobytes())
             weights[p // b + 1] = digest.hexdigest()[:16]
     rows = [json.loads(line) for line in (dst / "metrics" / "metrics.jsonl").read_text().splitlines()]
-    keep = ("grad_norm", "pg_loss", "entropy", "tokens", "groups")
+    keep = ("grad_norm", "pg_loss", "entropy", "tokens", "packed_tokens", "groups", "step_time_s")
+    keep += ("timing_s/forward", "timing_s/backward", "timing_s/optimizer")
     for step in range(start + 1, start + a.steps + 1):
         row = next(r for r in rows if r.get("step") == step and "grad_norm" in r and "sft_step" not in r)
         print(

@@ -1,6 +1,9 @@
 """Sequence packing and the packed forward: micro-batches respect the token budget, attention stays
 within each sequence, and chunked log-probs of packed sequences equal full-logit log-probs of each
-sequence run alone; a group packed under its shared prefix gives the same log-probs and gradients."""
+sequence run alone; a group packed under its shared prefix gives the same log-probs and gradients, and so does a
+group whose repeated samples are packed once (`dedup`)."""
+
+import random
 
 import pytest
 import torch
@@ -133,3 +136,86 @@ def test_shared_prefix_gives_the_same_logprobs_and_gradients_on_cpu(tiny_dir):
         torch.testing.assert_close(shared, alone, rtol=0, atol=2e-5)
         for n, g in g_alone.items():
             torch.testing.assert_close(g_shared[n], g, rtol=1e-4, atol=1e-5)
+
+
+def _repeating_group(group_id: str, seed: int, prompt_len: int = 20):
+    """Six samples of one random prompt, of three kinds of token sequence: samples 0, 2 and 5 the same, 1 and 4
+    the same, 3 on its own. Rewards alternate, so samples with the same tokens have different advantages."""
+    rng = random.Random(seed)
+    prompt = [rng.randrange(900) for _ in range(prompt_len)]
+    kinds = [
+        (
+            [[rng.randrange(900) for _ in range(n)], [rng.randrange(900) for _ in range(4)]],
+            [[rng.randrange(900)] * 3],
+        )
+        for n in (9, 6, 11)
+    ]
+    order = [0, 1, 0, 2, 1, 0]
+    return group(
+        "r",
+        group_id,
+        [
+            trajectory(prompt, kinds[k][0], float(i % 2), tool_results=kinds[k][1], sample_index=i)
+            for i, k in enumerate(order)
+        ],
+    )
+
+
+def test_repeated_samples_are_packed_once_on_cpu():
+    batch = LearnerBatch.from_groups([_repeating_group("e0-p0", 0)], 0)
+    # Without a shared prefix (as on CUDA): one unit per distinct sequence, the repeats its copies.
+    assert plan_units(batch, list(range(6)), 400, share_prefix=False, dedup=True) == [
+        Unit((0,), copies=((2, 0), (5, 0))),
+        Unit((1,), copies=((4, 1),)),
+        Unit((3,)),
+    ]
+    # Under the shared prompt: the three distinct samples are the branches.
+    (unit,) = plan_units(batch, list(range(6)), 400, share_prefix=True, dedup=True)
+    assert unit.seqs == (0, 1, 3) and unit.copies == ((2, 0), (5, 0), (4, 1)) and unit.prefix >= 20
+    for share in (False, True):
+        (plain,) = pack_batch(batch, 400, share_prefix=share)
+        (once,) = pack_batch(batch, 400, share_prefix=share, dedup=True)
+        lengths = batch.lengths
+        copied = (
+            lengths[2] + lengths[4] + lengths[5]
+            if not share
+            else lengths[2] + lengths[4] + lengths[5] - 3 * unit.prefix
+        )
+        assert once.num_tokens == plain.num_tokens - copied
+        # Every loss token is still there, once, each read from the row of the first copy of its sequence.
+        assert sorted(once.token_index.tolist()) == list(range(batch.num_loss_tokens))
+        assert once.num_seqs == 6 and sorted(once.seq_index.tolist()) == list(range(6))
+        row = {int(t): int(r) for t, r in zip(once.token_index, once.pred_rows, strict=True)}
+        off = batch.tok_offsets
+        for copy, first in ((2, 0), (5, 0), (4, 1)):
+            n = int(off[copy + 1] - off[copy])
+            assert [row[int(off[copy]) + j] for j in range(n)] == [row[int(off[first]) + j] for j in range(n)]
+        assert once.targets.tolist() == batch.targets[once.token_index].tolist()
+
+
+def test_repeated_samples_packed_once_give_the_same_logprobs_and_gradients_on_cpu(tiny_dir):
+    cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", logprob_chunk_size=7, temperature=0.7)
+    policy = Policy(cfg, tiny_dir, torch.device("cpu"))
+    batch = LearnerBatch.from_groups([_repeating_group(f"e0-p{i}", i, 20 + 3 * i) for i in range(3)], 0)
+    # A weight for each loss token, so that copies' tokens pull on their shared rows with different strengths.
+    weight = torch.linspace(-1.0, 2.0, batch.num_loss_tokens)
+
+    def run(share: bool, dedup: bool, budget: int):
+        mbs = pack_batch(batch, budget, share_prefix=share, dedup=dedup)
+        assert all(mb.num_tokens <= budget for mb in mbs)
+        policy.base.zero_grad(set_to_none=True)
+        out = torch.zeros(batch.num_loss_tokens)
+        for mb in mbs:
+            lp = policy.forward(mb, entropy=False).logprobs
+            (lp * weight[mb.token_index]).sum().backward()
+            out[mb.token_index] = lp.detach()
+        grads = {n: p.grad.clone() for n, p in policy.base.named_parameters() if p.grad is not None}
+        return out, grads, sum(mb.num_tokens for mb in mbs)
+
+    alone, g_alone, t_alone = run(False, False, 400)
+    for share, budget in ((False, 400), (True, 400), (True, 60)):
+        once, g_once, t_once = run(share, True, budget)
+        assert t_once < run(share, False, budget)[2] <= t_alone
+        torch.testing.assert_close(once, alone, rtol=0, atol=2e-5)
+        for n, g in g_alone.items():
+            torch.testing.assert_close(g_once[n], g, rtol=1e-4, atol=1e-5)

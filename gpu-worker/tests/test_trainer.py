@@ -126,6 +126,41 @@ def test_adam_betas_reach_the_optimizer_and_set_its_step_on_cpu(tiny_dir):
     assert float(default.median()) < 0.85
 
 
+def test_dedup_samples_packs_repeats_once_and_takes_the_same_step_on_cpu(tiny_dir):
+    # trainer.dedup_samples: a group's samples with the same tokens run through the model once. Two groups where
+    # each sample appears twice (with different rewards): the step's packed tokens drop by what the copies held,
+    # and the step (loss, gradient norm, weights after it) is the one without deduplication, up to rounding.
+    run = {
+        "model": {"path": str(tiny_dir), "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "trainer": {"lr": 1e-3, "dedup_samples": True},
+    }
+    cfg = LearnerConfig.from_run_config(run)
+    assert cfg.dedup_samples and not LearnerConfig().dedup_samples
+    groups = []
+    for g in _groups(2, g=3):
+        trajs = g["trajectories"]
+        again = [{**t, "reward": 1.0 - t["reward"], "sampleIndex": 3 + i} for i, t in enumerate(trajs)]
+        groups.append({**g, "trajectories": [*trajs, *again]})
+
+    def step(cfg):
+        policy = Policy(cfg, tiny_dir, torch.device("cpu"))
+        metrics = Trainer(cfg, policy).step(groups, 0)
+        return metrics, _weights(policy)
+
+    once, w_once = step(cfg)
+    plain, w_plain = step(dataclasses.replace(cfg, dedup_samples=False))
+    assert plain["packed_tokens"] < plain["tokens"]  # the CPU shares each group's prompt already
+    # Each copy's own tokens, the prompt (random_group's 16 tokens, shared already) excepted: 2 groups x 3 copies.
+    copies_own = plain["tokens"] / 2 - 2 * 3 * 16
+    assert once["packed_tokens"] == plain["packed_tokens"] - copies_own
+    for k in ("pg_loss", "grad_norm", "entropy", "loss_tokens", "reward_mean"):
+        assert once[k] == pytest.approx(plain[k], rel=1e-5, abs=1e-7), k
+    # Adam moves each weight by about lr (1e-3) whatever its gradient's size: within 0.1% of that.
+    for n, w in w_plain.items():
+        torch.testing.assert_close(w_once[n], w, rtol=0, atol=1e-6)
+
+
 def test_bad_config_names_the_field_on_cpu():
     with pytest.raises(ContractError, match="algorithm"):
         LearnerConfig.from_run_config(

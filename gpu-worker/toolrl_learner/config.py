@@ -107,6 +107,7 @@ class LearnerConfig:
     critic_warmup: int = TrainerConfig.critic_warmup
     micro_batch_tokens: int = TrainerConfig.micro_batch_tokens
     logprob_chunk_size: int = TrainerConfig.logprob_chunk_size
+    dedup_samples: bool = TrainerConfig.dedup_samples
     max_steps: int | None = TrainerConfig.max_steps
     max_staleness: int = TrainerConfig.max_staleness
     publish_every: int = TrainerConfig.publish_every

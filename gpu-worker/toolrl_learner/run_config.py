@@ -660,6 +660,13 @@ class TrainerConfig:
     """Token budget of one packed micro-batch."""
     logprob_chunk_size: int = 2048
     """Rows of the [tokens x vocabulary] logits computed at once for log-probs (never the full matrix)."""
+    dedup_samples: bool = False
+    """Pack the samples of a group that have the same tokens once: a copy's loss tokens read the first one's
+    hidden states, so the transformer's forward and backward run once for both (the log-prob head and the loss
+    still count each copy, with its own advantage). Log-probs are unchanged, gradients equal up to float
+    rounding. Once the entropy is low many samples repeat: the SmolLM2 example computed 20-26% fewer tokens a
+    step. Off by default, so earlier runs repeat bit for bit. Not applied by the sharded learner.
+    """
     epochs: int = 1
     """Passes over the training data."""
     max_steps: int | None = None

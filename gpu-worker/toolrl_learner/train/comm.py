@@ -21,7 +21,12 @@ class Comm(Protocol):
     rank: int
 
     def micro_batches(
-        self, batch: LearnerBatch, budget: int, seqs: list[int] | None = None, share_prefix: bool = False
+        self,
+        batch: LearnerBatch,
+        budget: int,
+        seqs: list[int] | None = None,
+        share_prefix: bool = False,
+        dedup: bool = False,
     ) -> list[MicroBatch]: ...
 
     def all_sum(self, t: Tensor) -> Tensor: ...
@@ -36,13 +41,19 @@ class LocalComm:
     rank = 0
 
     def micro_batches(
-        self, batch: LearnerBatch, budget: int, seqs: list[int] | None = None, share_prefix: bool = False
+        self,
+        batch: LearnerBatch,
+        budget: int,
+        seqs: list[int] | None = None,
+        share_prefix: bool = False,
+        dedup: bool = False,
     ) -> list[MicroBatch]:
         """This process's micro-batches of the batch, or of its sequences `seqs` (a PPO mini-batch); here: all
-        of them. With `share_prefix` a group's samples share their common prefix (packing.py)."""
+        of them. With `share_prefix` a group's samples share their common prefix, with `dedup` samples with the
+        same tokens are packed once (packing.py)."""
         if seqs is None:
-            return pack_batch(batch, budget, share_prefix)
-        return pack_sequences(batch, seqs, budget, share_prefix)
+            return pack_batch(batch, budget, share_prefix, dedup)
+        return pack_sequences(batch, seqs, budget, share_prefix, dedup)
 
     def all_sum(self, t: Tensor) -> Tensor:
         """The sum over processes of a tensor each holds a part of (here: itself)."""

@@ -186,7 +186,7 @@ class Trainer:
             mbs = [
                 mb.to(device)
                 for mb in self.comm.micro_batches(
-                    batch, cfg.micro_batch_tokens, share_prefix=self.share_prefix
+                    batch, cfg.micro_batch_tokens, share_prefix=self.share_prefix, dedup=cfg.dedup_samples
                 )
             ]
         n_tok = batch.num_loss_tokens
@@ -256,7 +256,11 @@ class Trainer:
                         mini = [
                             m.to(device)
                             for m in self.comm.micro_batches(
-                                batch, cfg.micro_batch_tokens, seqs, share_prefix=self.share_prefix
+                                batch,
+                                cfg.micro_batch_tokens,
+                                seqs,
+                                share_prefix=self.share_prefix,
+                                dedup=cfg.dedup_samples,
                             )
                         ]
                 m_tok, m_seqs = loss_totals(batch, seqs)
@@ -290,6 +294,9 @@ class Trainer:
             "grad_norm": float(sum(grad_norms)) / len(grad_norms) if grad_norms else 0.0,
             "micro_batches": float(len(mbs)),
             "tokens": float(total_tokens),
+            # The tokens the transformer ran on: fewer than `tokens` where a group's samples share their prompt
+            # or repeat (packing.py), each counted once over all ranks.
+            "packed_tokens": float(self.comm.all_sum(torch.tensor(float(sum(mb.num_tokens for mb in mbs))))),
             "loss_tokens": float(n_tok),
             "tokens_per_s": total_tokens * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
             "step_time_s": elapsed,
