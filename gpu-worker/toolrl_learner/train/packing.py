@@ -11,7 +11,7 @@ With `dedup`, a sample whose tokens are all the same as an earlier sample of its
 loss tokens read the hidden rows of that first copy (`Unit.copies`, `MicroBatch.pred_rows`), so the forward and
 backward of the transformer run once for both (the log-prob head still runs for each copy's loss tokens, which
 keep their own advantages). Once a policy's entropy is low most groups hold such copies: a real model's GRPO
-groups computed 20-26% fewer tokens (examples/smollm2/README.md). The log-probs are the same; the gradients are
+groups computed 26-33% fewer tokens (BENCHMARKS.md, bench/learner/dedup.py). The log-probs are the same; the gradients are
 the same up to float rounding (two copies' contributions are summed before the backward instead of after)."""
 
 from __future__ import annotations
