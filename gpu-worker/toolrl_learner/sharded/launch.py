@@ -107,10 +107,9 @@ def main(argv: list[str]) -> int:
         return 143
     except ChildFailedError as e:
         codes = {rank: f.exitcode for rank, f in e.failures.items()}
-        if all(c in (143, -15) for c in codes.values()):
-            log.error("learner ranks failed: %s", codes)
-            return 143
         log.error("learner ranks failed: %s", codes)
+        if all(c in (143, -15) for c in codes.values()):
+            return 143
         if any(c < 0 for c in codes.values()):
             # A rank killed by a signal wrote no error, and torchrun stops the others, sometimes before rank 0 has
             # written why: say it here, so the run is told even then (the embedded runtime keeps the first error
