@@ -191,6 +191,13 @@ def test_repeated_samples_are_packed_once_on_cpu():
             n = int(off[copy + 1] - off[copy])
             assert [row[int(off[copy]) + j] for j in range(n)] == [row[int(off[first]) + j] for j in range(n)]
         assert once.targets.tolist() == batch.targets[once.token_index].tolist()
+        # The head runs once a distinct (row, target) pair, fewer than the loss tokens; each token maps to its own.
+        assert plain.head_index is None and once.head_index is not None
+        assert once.head_rows is not None and once.head_targets is not None
+        pairs = list(zip(once.head_rows.tolist(), once.head_targets.tolist(), strict=True))
+        assert len(set(pairs)) == len(pairs) < once.pred_rows.numel()
+        assert once.head_rows[once.head_index].tolist() == once.pred_rows.tolist()
+        assert once.head_targets[once.head_index].tolist() == once.targets.tolist()
 
 
 def test_repeated_samples_packed_once_give_the_same_logprobs_and_gradients_on_cpu(tiny_dir):
@@ -204,18 +211,21 @@ def test_repeated_samples_packed_once_give_the_same_logprobs_and_gradients_on_cp
         mbs = pack_batch(batch, budget, share_prefix=share, dedup=dedup)
         assert all(mb.num_tokens <= budget for mb in mbs)
         policy.base.zero_grad(set_to_none=True)
-        out = torch.zeros(batch.num_loss_tokens)
+        out, ent = torch.zeros(batch.num_loss_tokens), torch.zeros(batch.num_loss_tokens)
         for mb in mbs:
-            lp = policy.forward(mb, entropy=False).logprobs
-            (lp * weight[mb.token_index]).sum().backward()
-            out[mb.token_index] = lp.detach()
+            fo = policy.forward(mb, entropy=True)
+            assert fo.entropy is not None
+            (fo.logprobs * weight[mb.token_index] + 0.1 * fo.entropy).sum().backward()
+            out[mb.token_index] = fo.logprobs.detach()
+            ent[mb.token_index] = fo.entropy.detach()
         grads = {n: p.grad.clone() for n, p in policy.base.named_parameters() if p.grad is not None}
-        return out, grads, sum(mb.num_tokens for mb in mbs)
+        return out, ent, grads, sum(mb.num_tokens for mb in mbs)
 
-    alone, g_alone, t_alone = run(False, False, 400)
+    alone, e_alone, g_alone, t_alone = run(False, False, 400)
     for share, budget in ((False, 400), (True, 400), (True, 60)):
-        once, g_once, t_once = run(share, True, budget)
-        assert t_once < run(share, False, budget)[2] <= t_alone
+        once, e_once, g_once, t_once = run(share, True, budget)
+        assert t_once < run(share, False, budget)[3] <= t_alone
         torch.testing.assert_close(once, alone, rtol=0, atol=2e-5)
+        torch.testing.assert_close(e_once, e_alone, rtol=0, atol=2e-5)
         for n, g in g_alone.items():
             torch.testing.assert_close(g_once[n], g, rtol=1e-4, atol=1e-5)

@@ -129,7 +129,9 @@ def test_adam_betas_reach_the_optimizer_and_set_its_step_on_cpu(tiny_dir):
 def test_dedup_samples_packs_repeats_once_and_takes_the_same_step_on_cpu(tiny_dir):
     # trainer.dedup_samples: a group's samples with the same tokens run through the model once. Two groups where
     # each sample appears twice (with different rewards): the step's packed tokens drop by what the copies held,
-    # and the step (loss, gradient norm, weights after it) is the one without deduplication, up to rounding.
+    # and the step (loss, gradient norm, weights after it) is the one without deduplication, up to rounding. The
+    # copies' rewards are not 1 - r: their advantages would cancel the first's exactly, leaving gradients of
+    # rounding noise, which Adam's first step scales up to about lr whatever their size.
     run = {
         "model": {"path": str(tiny_dir), "dtype": "fp32"},
         "data": {"train": "t.parquet"},
@@ -140,7 +142,7 @@ def test_dedup_samples_packs_repeats_once_and_takes_the_same_step_on_cpu(tiny_di
     groups = []
     for g in _groups(2, g=3):
         trajs = g["trajectories"]
-        again = [{**t, "reward": 1.0 - t["reward"], "sampleIndex": 3 + i} for i, t in enumerate(trajs)]
+        again = [{**t, "reward": 0.25 + 0.5 * t["reward"], "sampleIndex": 3 + i} for i, t in enumerate(trajs)]
         groups.append({**g, "trajectories": [*trajs, *again]})
 
     def step(cfg):

@@ -9,8 +9,8 @@ of a ~190-token prompt and ~35 tokens each are ~470 tokens instead of ~1,800.
 
 With `dedup`, a sample whose tokens are all the same as an earlier sample of its group is not packed again: its
 loss tokens read the hidden rows of that first copy (`Unit.copies`, `MicroBatch.pred_rows`), so the forward and
-backward of the transformer run once for both (the log-prob head still runs for each copy's loss tokens, which
-keep their own advantages). Once a policy's entropy is low most groups hold such copies: a real model's GRPO
+backward of the transformer run once for both, and so does the log-prob head (`MicroBatch.head_index`): the copies
+read the first one's log-probs and keep their own advantages. Once a policy's entropy is low most groups hold such copies: a real model's GRPO
 groups computed 26-33% fewer tokens (BENCHMARKS.md, bench/learner/dedup.py). The log-probs are the same; the gradients are
 the same up to float rounding (two copies' contributions are summed before the backward instead of after)."""
 
@@ -163,6 +163,13 @@ class MicroBatch:
     # [T] or None (no shared prefix): -1 for a token every token after it in its unit sees (a shared prefix, a
     # lone sequence), k >= 0 for branch k of its unit, seen only by that branch.
     branch: Tensor | None = None
+    # With copies (deduplication): the distinct (hidden row, target) pairs among the loss tokens, and for each
+    # loss token its pair. A copy's loss token reads the same hidden row and predicts the same token as the first
+    # sample's, so its log-prob (and entropy) is the same number: the head runs once a pair and the copies
+    # read the result (gathering sums their gradients before the head's backward). None without copies.
+    head_rows: Tensor | None = None
+    head_targets: Tensor | None = None
+    head_index: Tensor | None = None
 
     @property
     def num_tokens(self) -> int:
@@ -211,17 +218,25 @@ def build_micro_batch(batch: LearnerBatch, units: list[Unit] | list[int]) -> Mic
             seq_index.append(s)
         cu.append(at)
     token_index = torch.cat(tok)
+    pred_rows, targets = torch.cat(rows), batch.targets[token_index]
+    head: dict[str, Tensor] = {}
+    if any(u.copies for u in units):
+        # rows < T and targets < vocabulary, so one int64 key a pair; sorted distinct keys, and each token's.
+        width = int(targets.max()) + 1 if targets.numel() else 1
+        keys, head_index = torch.unique(pred_rows * width + targets, return_inverse=True)
+        head = {"head_rows": keys // width, "head_targets": keys % width, "head_index": head_index}
     return MicroBatch(
         input_ids=torch.cat(ids),
         position_ids=torch.cat(pos),
         cu_seqlens=torch.tensor(cu, dtype=torch.int32),
         max_seqlen=max(b - a for a, b in zip(cu[:-1], cu[1:], strict=True)),
         seq_index=torch.tensor(seq_index, dtype=torch.long),
-        pred_rows=torch.cat(rows),
-        targets=batch.targets[token_index],
+        pred_rows=pred_rows,
+        targets=targets,
         token_index=token_index,
         local_seq_ids=torch.cat(local),
         branch=torch.cat(branch) if shared else None,
+        **head,
     )
 
 

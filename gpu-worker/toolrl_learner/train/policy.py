@@ -247,16 +247,24 @@ class Policy:
             hidden = model.forward_hidden(
                 mb.input_ids, mb.position_ids, mb.cu_seqlens, mb.max_seqlen, mb.branch
             )  # [T, H]
-            h = hidden.index_select(0, mb.pred_rows)  # [n, H]
+            rows, targets, index = mb.pred_rows, mb.targets, None
+            if mb.head_rows is not None and mb.head_targets is not None and mb.head_index is not None:
+                rows, targets, index = mb.head_rows, mb.head_targets, mb.head_index  # distinct pairs
+            h = hidden.index_select(0, rows)  # [n or distinct pairs, H]
             logprobs, ent = _token_logprobs(
                 h,
                 model.lm_head_weight(),
-                mb.targets,
+                targets,
                 temp,
                 self.cfg.logprob_chunk_size,
                 entropy,
                 recompute=self.cfg.gradient_checkpointing,
             )
+            # Copies read their first sample's numbers (the gather's backward sums their gradients).
+            if index is not None:
+                logprobs = logprobs.index_select(0, index)
+                ent = None if ent is None else ent.index_select(0, index)
+                h = hidden.index_select(0, mb.pred_rows) if values else h
             v = self.value_head(h).squeeze(-1).float() if (values and self.value_head is not None) else None
         return ForwardOut(logprobs.float(), None if ent is None else ent.float(), v)
 
