@@ -10,9 +10,10 @@ of a ~190-token prompt and ~35 tokens each are ~470 tokens instead of ~1,800.
 With `dedup`, a sample whose tokens are all the same as an earlier sample of its group is not packed again: its
 loss tokens read the hidden rows of that first copy (`Unit.copies`, `MicroBatch.pred_rows`), so the forward and
 backward of the transformer run once for both, and so does the log-prob head (`MicroBatch.head_index`): the copies
-read the first one's log-probs and keep their own advantages. Once a policy's entropy is low most groups hold such copies: a real model's GRPO
-groups computed 26-33% fewer tokens (BENCHMARKS.md, bench/learner/dedup.py). The log-probs are the same; the gradients are
-the same up to float rounding (two copies' contributions are summed before the backward instead of after)."""
+read the first one's log-probs and keep their own advantages. Once a policy's entropy is low most groups hold such
+copies: a real model's GRPO groups computed 26-33% fewer tokens (BENCHMARKS.md, bench/learner/dedup.py). The
+log-probs are the same; the gradients are the same up to float rounding (two copies' contributions are summed
+before the backward instead of after)."""
 
 from __future__ import annotations
 
