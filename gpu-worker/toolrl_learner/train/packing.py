@@ -172,6 +172,13 @@ class MicroBatch:
     head_targets: Tensor | None = None
     head_index: Tensor | None = None
 
+    def head_inputs(self) -> tuple[Tensor, Tensor, Tensor | None]:
+        """The hidden rows and targets the log-prob head runs on, and the gather that gives every loss token its
+        result (None: one row a loss token, no copies)."""
+        if self.head_rows is None or self.head_targets is None or self.head_index is None:
+            return self.pred_rows, self.targets, None
+        return self.head_rows, self.head_targets, self.head_index
+
     @property
     def num_tokens(self) -> int:
         return int(self.input_ids.shape[0])

@@ -247,9 +247,7 @@ class Policy:
             hidden = model.forward_hidden(
                 mb.input_ids, mb.position_ids, mb.cu_seqlens, mb.max_seqlen, mb.branch
             )  # [T, H]
-            rows, targets, index = mb.pred_rows, mb.targets, None
-            if mb.head_rows is not None and mb.head_targets is not None and mb.head_index is not None:
-                rows, targets, index = mb.head_rows, mb.head_targets, mb.head_index  # distinct pairs
+            rows, targets, index = mb.head_inputs()
             h = hidden.index_select(0, rows)  # [n or distinct pairs, H]
             logprobs, ent = _token_logprobs(
                 h,
