@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { type CacheStats, CacheStore, DEFAULT_CACHE_BYTES } from '#shared/policy/cache-store';
 import type { LoadPolicyOptions, Policy, PolicyParts } from '#shared/policy/policy';
+import type { SpareCores } from '#shared/policy/slot-decoder';
 import type { BlobStore } from '#shared/ports/blob-store';
 import { BundleManifestSchema, PolicyPointerSchema } from '#shared/schemas/policy';
 import { keys } from '#shared/topology';
@@ -60,6 +61,8 @@ export interface BlobPolicyProviderOptions {
   readonly scratchDir: string;
   /** ORT threads per session. */
   readonly threads?: number;
+  /** More threads for a pass while other cores are idle (the embedded learner waiting: slot-decoder.ts). */
+  readonly spare?: SpareCores;
   /**
    * Bytes of KV cache kept between a trajectory's turns, for all versions together (default DEFAULT_CACHE_BYTES).
    * A continuation whose cache was pushed out re-prefills, or in a deterministic run rebuilds it pass by pass.
@@ -178,6 +181,7 @@ export class BlobPolicyProvider implements PolicyProvider {
       version,
       caches: this.caches,
       ...(this.opts.threads ? { threads: this.opts.threads } : {}),
+      ...(this.opts.spare ? { spare: this.opts.spare } : {}),
       ...(chatTemplate !== undefined ? { chatTemplate } : {}),
     };
     if (this.opts.load) return this.opts.load(dir, opts);

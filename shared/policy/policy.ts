@@ -12,7 +12,7 @@ import { KvCache, type KvShape } from './kv-cache.ts';
 import { OnnxDecoder } from './onnx-decoder.ts';
 import { checkSamplingParams, Sampler, type SamplingParams } from './sampler.ts';
 import { SamplerGraph } from './sampler-graph.ts';
-import { SLOTS_GRAPH_FILE, SlotDecoder } from './slot-decoder.ts';
+import { SLOTS_GRAPH_FILE, SlotDecoder, type SpareCores } from './slot-decoder.ts';
 import { type StopSpec, stopSpecFor } from './stops.ts';
 import { responseLength, type TokenState } from './token-state.ts';
 import { ChatTokenizer, type TokenizerOptions } from './tokenizer.ts';
@@ -23,6 +23,8 @@ export interface LoadPolicyOptions extends TokenizerOptions {
   version?: number;
   /** The decoder's ORT intra-op threads (default: the cores available); the sampling graph always runs on 1. */
   threads?: number;
+  /** More threads for the slots graph while other cores are idle (slot-decoder.ts, SpareCores). */
+  spare?: SpareCores;
   /** Bundle check before loading: file sizes (default) or sha256 of every file. */
   check?: BundleCheck;
   /** Bytes of KV cache kept between turns in this process (default 1 GiB; 0 disables). */
@@ -349,7 +351,10 @@ export async function loadPolicy(bundleDir: string, opts: LoadPolicyOptions = {}
   const threads = opts.threads !== undefined ? { threads: opts.threads } : {};
   const slots = (opts.graph ?? 'slots') === 'slots' && SLOTS_GRAPH_FILE in m.files;
   const decoder = slots
-    ? await SlotDecoder.load(join(bundle.dir, SLOTS_GRAPH_FILE), kv, m.vocabSize, threads)
+    ? await SlotDecoder.load(join(bundle.dir, SLOTS_GRAPH_FILE), kv, m.vocabSize, {
+        ...threads,
+        ...(opts.spare ? { spare: opts.spare } : {}),
+      })
     : await OnnxDecoder.load(bundle.modelPath, kv, m.vocabSize, {
         ...threads,
         paddedRows: (m.export?.variant ?? 'standard') === 'standard',

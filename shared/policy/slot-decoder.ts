@@ -26,19 +26,54 @@ export interface SlotForward {
 
 type Ort = typeof import('onnxruntime-node');
 
+/**
+ * Cores the decoder may borrow while nobody else uses them: in an embedded run the learner shares the machine and
+ * the decoder keeps half the cores, but while the learner waits for groups (its `waiting` line) the other half is
+ * idle. A pass then runs on a second session of the same graph with `threads` intra-op threads. onnxruntime's CPU
+ * kernels split a product over its rows and columns, not over the sum inside one output, so the wider session
+ * computes the same bits. The decoder checks it: the wider session's first passes run on both sessions and are
+ * compared bit for bit (SlotDecoder.run), and a difference turns it off for good. So which session ran a pass
+ * changes no sampled token, and a deterministic run stays deterministic however its learner's idle spells fall
+ * (test/unit/policy/slot-decoder.test.ts).
+ */
+export interface SpareCores {
+  /** Intra-op threads of the wider session. */
+  readonly threads: number;
+  /** Whether the borrowed cores are free now; asked before every pass. */
+  free(): boolean;
+  /** Told which session ran each pass (counts for the run's log). */
+  ran?(wide: boolean): void;
+  /** Told when the wider session's first pass differed from the narrow one's (it is then never used). */
+  differed?(): void;
+}
+
+/**
+ * Token rows (batch x new tokens) of the pass that settles the wider session's check: enough that onnxruntime
+ * splits its products across threads (a one-row decode step of a small model may run on one thread anyway).
+ */
+const CHECK_ROWS = 32;
+
 export class SlotDecoder {
+  /** The wider session (SpareCores), built the first time the cores are free; undefined until it is ready. */
+  private wide: InferenceSession | undefined;
+  private wideLoading: Promise<InferenceSession | undefined> | undefined;
+  /** `unchecked` until its first pass agrees with the narrow session's (`checked`); `off` if it did not. */
+  private wideState: 'unchecked' | 'checked' | 'off' = 'unchecked';
+
   private constructor(
     private readonly ort: Ort,
     private readonly session: InferenceSession,
     readonly kv: KvShape,
     readonly vocabSize: number,
+    private readonly modelPath: string,
+    private readonly spare: SpareCores | undefined,
   ) {}
 
   static async load(
     modelPath: string,
     kv: KvShape,
     vocabSize: number,
-    opts: { threads?: number } = {},
+    opts: { threads?: number; spare?: SpareCores } = {},
   ): Promise<SlotDecoder> {
     const ort = await import('onnxruntime-node');
     const session = await ort.InferenceSession.create(
@@ -59,7 +94,58 @@ export class SlotDecoder {
       await session.release();
       throw new Error(`${modelPath} is not a slots graph: it lacks ${missing.join(', ')}`);
     }
-    return new SlotDecoder(ort, session, kv, vocabSize);
+    const threads = opts.threads ?? defaultDecoderThreads();
+    const spare = opts.spare && opts.spare.threads > threads ? opts.spare : undefined;
+    return new SlotDecoder(ort, session, kv, vocabSize, modelPath, spare);
+  }
+
+  /**
+   * The wider session when the next pass may use it: the spare cores are free and it is built and not found to
+   * differ. It is built in the background the first time they are free (passes go on meanwhile on the narrow one).
+   */
+  private wideNow(): InferenceSession | undefined {
+    if (!this.spare || this.wideState === 'off' || !this.spare.free()) return undefined;
+    void this.prepareSpare();
+    return this.wide;
+  }
+
+  /** Builds the wider session now instead of at the first free pass; resolves to whether it was built. */
+  prepareSpare(): Promise<boolean> {
+    const spare = this.spare;
+    if (!spare) return Promise.resolve(false);
+    this.wideLoading ??= this.ort.InferenceSession.create(
+      this.modelPath,
+      cpuSessionOptions(spare.threads),
+    ).then(
+      (s) => (this.wide = s),
+      () => {
+        this.wideState = 'off'; // the narrow session serves on: failing to build the other is not the run's failure
+        return undefined;
+      },
+    );
+    return this.wideLoading.then((s) => s !== undefined);
+  }
+
+  /**
+   * One pass on the wider session or the narrow one. Until a pass of at least CHECK_ROWS token rows has run on
+   * both and agreed bit for bit, a pass the wider session may take runs on both (the narrow one's result is used);
+   * a difference turns the wider session off for good.
+   */
+  private async run(feeds: Record<string, Tensor>, rows: number): Promise<InferenceSession.OnnxValueMapType> {
+    const wide = this.wideNow();
+    if (wide && this.wideState === 'checked') {
+      this.spare?.ran?.(true);
+      return wide.run(feeds);
+    }
+    this.spare?.ran?.(false);
+    const a = await this.session.run(feeds);
+    if (!wide) return a;
+    const b = await wide.run(feeds);
+    if (!Object.keys(a).every((k) => sameBits(a[k]!.data, b[k]?.data))) {
+      this.wideState = 'off';
+      this.spare?.differed?.();
+    } else if (rows >= CHECK_ROWS) this.wideState = 'checked';
+    return a;
   }
 
   /**
@@ -102,7 +188,7 @@ export class SlotDecoder {
         dims,
       );
     }
-    const out = await this.session.run(feeds);
+    const out = await this.run(feeds, batch * seq);
     const logitsT = out.logits!;
     if (logitsT.dims[2] !== this.vocabSize)
       throw new Error(
@@ -118,6 +204,19 @@ export class SlotDecoder {
   }
 
   async dispose(): Promise<void> {
-    await this.session.release();
+    const wide = await this.wideLoading;
+    this.wide = undefined;
+    await Promise.all([this.session.release(), wide?.release()]);
   }
+}
+
+/** Whether two outputs hold the same bits (floats compared as bytes, so -0 and NaN payloads count). */
+function sameBits(a: Tensor['data'], b: Tensor['data'] | undefined): boolean {
+  if (!b || !ArrayBuffer.isView(a) || !ArrayBuffer.isView(b) || a.byteLength !== b.byteLength) return false;
+  return (
+    Buffer.compare(
+      Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+      Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+    ) === 0
+  );
 }

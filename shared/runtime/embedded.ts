@@ -13,6 +13,7 @@ import { BlobPolicyProvider, type PolicyProvider } from '#shared/pipeline/polici
 import { RunResources, type RunResourcesOptions } from '#shared/pipeline/run-resources';
 import { createStageHandlers, type StageContexts } from '#shared/pipeline/stages/handlers';
 import type { PromptTokenCounter } from '#shared/pipeline/stages/run-starter';
+import type { SpareCores } from '#shared/policy/slot-decoder';
 import type { LearnerJobs } from '#shared/ports/learner-jobs';
 import type { Log } from '#shared/ports/log';
 import { silentLog } from '#shared/ports/log';
@@ -131,6 +132,8 @@ export class EmbeddedPipeline {
   private readonly log: Log;
   private redriveTimer: NodeJS.Timeout | undefined;
   private redriveServing: Promise<unknown> = Promise.resolve();
+  /** Rollout decoder passes on its own threads and on all cores (spareCores), for the run's log. */
+  private readonly decodePasses = { halfCores: 0, allCores: 0 };
 
   constructor(private readonly opts: EmbeddedPipelineOptions) {
     this.log = opts.log ?? silentLog;
@@ -146,6 +149,9 @@ export class EmbeddedPipeline {
       new BlobPolicyProvider(this.blobs, {
         scratchDir,
         threads: opts.ortThreads ?? embeddedOrtThreads(),
+        ...(opts.ortThreads === undefined && availableParallelism() > embeddedOrtThreads()
+          ? { spare: this.spareCores(availableParallelism()) }
+          : {}),
         cacheBytes: embeddedKvCacheBytes(),
       });
     this.notify = notifier(this.queues.queues, 'embedded');
@@ -184,6 +190,30 @@ export class EmbeddedPipeline {
       log: this.log,
       ...(opts.onInvoke ? { onInvoke: opts.onInvoke } : {}),
     });
+  }
+
+  /**
+   * The learner's cores for the rollout decoder while the learner waits for groups (LearnerBridge.idle): a pass then
+   * runs on all `cores` (shared/policy/slot-decoder.ts, SpareCores; the same bits as on half of them). The learner
+   * waits for rollouts for a large part of a real model's run (BENCHMARKS.md, "Embedded run: where the time goes"),
+   * and before the first batch and after its last step it has nothing to do at all.
+   */
+  private spareCores(cores: number): SpareCores {
+    return {
+      threads: cores,
+      free: () => this.learner?.idle ?? false,
+      ran: (wide) => {
+        if (wide) this.decodePasses.allCores++;
+        else this.decodePasses.halfCores++;
+      },
+      differed: () =>
+        this.log.warn(
+          'the rollout decoder on all cores computed other bits than on half of them; it keeps half',
+          {
+            runId: this.opts.runId,
+          },
+        ),
+    };
   }
 
   /** The stage context of one function: the queues it may send to and its dead-letter queue. */
@@ -261,6 +291,8 @@ export class EmbeddedPipeline {
     // How often a continuation found its KV cache kept: each one lost re-prefilled (or rebuilt pass by pass).
     if (this.policies instanceof BlobPolicyProvider)
       this.log.info('rollout KV cache', { runId: this.opts.runId, ...this.policies.cacheStats() });
+    if (this.decodePasses.allCores + this.decodePasses.halfCores > 0)
+      this.log.info('rollout decoder passes', { runId: this.opts.runId, ...this.decodePasses });
     await this.policies.close();
     await this.queues.close();
   }

@@ -63,6 +63,8 @@ export class LearnerBridge {
   private lastStepMetrics: Record<string, number | null> = {};
   private terminating = false;
   private written = 0;
+  /** `linesRead` of the learner's last `waiting` line, until it prints another kind of line. */
+  private waitingAt: number | undefined;
 
   constructor(private readonly opts: LearnerBridgeOptions) {
     this.log = opts.log ?? silentLog;
@@ -75,6 +77,16 @@ export class LearnerBridge {
   /** The learner process's id while it runs (bench/embedded reads its CPU time from /proc). */
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /**
+   * Whether the learner computes nothing now: it said it was waiting and has been sent nothing since, or it is done
+   * or gone. Its cores are then free for the rollouts (embedded.ts). A learner starts to wait 2 s after its last
+   * line (gpu-worker/toolrl_learner/drivers/stdio.py), so it is counted busy for that long after a step.
+   */
+  get idle(): boolean {
+    if (this.done || (this.child !== undefined && !this.running)) return true;
+    return this.waitingAt !== undefined && this.waitingAt >= this.written;
   }
 
   /** Lines written to the learner's stdin so far (its `waiting` line says how many it had read). */
@@ -162,6 +174,7 @@ export class LearnerBridge {
       return;
     }
     this.opts.onLine?.(line);
+    this.waitingAt = line.type === 'waiting' ? line.linesRead : undefined;
     const { runId } = this.opts;
     switch (line.type) {
       case 'ready':
