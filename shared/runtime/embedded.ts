@@ -50,7 +50,8 @@ export const EMBEDDED_VISIBILITY_SEC: Partial<Record<QueueName, number>> = {
 /**
  * The rollout decoder's threads when the learner shares the machine: half the cores (1 of 2). The learner is the
  * busier side of an embedded run (bench/embedded: computing most of the RL stage while the rollouts idle most of
- * it), so torch keeps every core, and the two together ask for at most 1.5x the cores instead of 2x.
+ * it), so torch keeps every core, and the two together ask for at most 1.5x the cores instead of 2x. While the
+ * learner waits for groups the decoder borrows its cores (spareCores below); `--threads` fixes the count instead.
  */
 export const embeddedOrtThreads = (cores = availableParallelism()): number =>
   Math.max(1, Math.floor(cores / 2));

@@ -29,7 +29,7 @@ export function register(program: Command): void {
     .option('--resume <runId>', 'continue an interrupted run in the workdir')
     .option(
       '--threads <n>',
-      'ONNX Runtime threads per rollout session (default: half the cores; the learner uses them all)',
+      'ONNX Runtime threads per rollout session (default: half the cores, and all of them while the learner waits; the learner uses them all)',
       positiveInt('--threads'),
     )
     .option(
