@@ -32,9 +32,9 @@ type Ort = typeof import('onnxruntime-node');
  * idle. A pass then runs on a second session of the same graph with `threads` intra-op threads. onnxruntime's CPU
  * kernels split a product over its rows and columns, not over the sum inside one output, so the wider session
  * computes the same bits. The decoder checks it: the wider session's first passes run on both sessions and are
- * compared bit for bit (SlotDecoder.run), and a difference turns it off for good. So which session ran a pass
- * changes no sampled token, and a deterministic run stays deterministic however its learner's idle spells fall
- * (test/unit/policy/slot-decoder.test.ts).
+ * compared bit for bit (SlotDecoder.run), and a difference turns it off for this decoder (one policy version). So
+ * which session ran a pass changes no sampled token, and a deterministic run stays deterministic however its
+ * learner's idle spells fall (test/unit/policy/slot-decoder.test.ts).
  */
 export interface SpareCores {
   /** Intra-op threads of the wider session. */
@@ -129,7 +129,7 @@ export class SlotDecoder {
   /**
    * One pass on the wider session or the narrow one. Until a pass of at least CHECK_ROWS token rows has run on
    * both and agreed bit for bit, a pass the wider session may take runs on both (the narrow one's result is used);
-   * a difference turns the wider session off for good.
+   * a difference turns the wider session off for this decoder.
    */
   private async run(feeds: Record<string, Tensor>, rows: number): Promise<InferenceSession.OnnxValueMapType> {
     const wide = this.wideNow();

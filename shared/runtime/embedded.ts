@@ -134,7 +134,7 @@ export class EmbeddedPipeline {
   private redriveTimer: NodeJS.Timeout | undefined;
   private redriveServing: Promise<unknown> = Promise.resolve();
   /** Rollout decoder passes on its own threads and on all cores (spareCores), for the run's log. */
-  private readonly decodePasses = { halfCores: 0, allCores: 0 };
+  private readonly decodePasses = { halfCores: 0, allCores: 0, differed: 0 };
 
   constructor(private readonly opts: EmbeddedPipelineOptions) {
     this.log = opts.log ?? silentLog;
@@ -207,13 +207,13 @@ export class EmbeddedPipeline {
         if (wide) this.decodePasses.allCores++;
         else this.decodePasses.halfCores++;
       },
-      differed: () =>
-        this.log.warn(
-          'the rollout decoder on all cores computed other bits than on half of them; it keeps half',
-          {
+      differed: () => {
+        // Said once a run: each policy version's decoder checks on its own and keeps half the cores if it differs.
+        if (this.decodePasses.differed++ === 0)
+          this.log.warn('the rollout decoder computed other bits on all cores than on half; it keeps half', {
             runId: this.opts.runId,
-          },
-        ),
+          });
+      },
     };
   }
 
