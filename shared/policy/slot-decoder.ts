@@ -43,7 +43,7 @@ export interface SpareCores {
   free(): boolean;
   /** Told which session ran each pass (counts for the run's log). */
   ran?(wide: boolean): void;
-  /** Told when the wider session's first pass differed from the narrow one's (it is then never used). */
+  /** Told when a checked pass of the wider session differed from the narrow one's (it is then not used again). */
   differed?(): void;
 }
 
@@ -57,7 +57,7 @@ export class SlotDecoder {
   /** The wider session (SpareCores), built the first time the cores are free; undefined until it is ready. */
   private wide: InferenceSession | undefined;
   private wideLoading: Promise<InferenceSession | undefined> | undefined;
-  /** `unchecked` until its first pass agrees with the narrow session's (`checked`); `off` if it did not. */
+  /** `unchecked` until a pass of CHECK_ROWS rows agrees with the narrow session's (`checked`); `off` on a difference. */
   private wideState: 'unchecked' | 'checked' | 'off' = 'unchecked';
 
   private constructor(
