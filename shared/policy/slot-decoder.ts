@@ -57,7 +57,7 @@ export class SlotDecoder {
   /** The wider session (SpareCores), built the first time the cores are free; undefined until it is ready. */
   private wide: InferenceSession | undefined;
   private wideLoading: Promise<InferenceSession | undefined> | undefined;
-  /** `unchecked` until a pass of CHECK_ROWS rows agrees with the narrow session's (`checked`); `off` on a difference. */
+  /** `unchecked` until a pass of CHECK_ROWS rows agrees with the narrow session's (`checked`); `off` if one differs. */
   private wideState: 'unchecked' | 'checked' | 'off' = 'unchecked';
 
   private constructor(
