@@ -76,10 +76,8 @@ export class SlotDecoder {
     opts: { threads?: number; spare?: SpareCores } = {},
   ): Promise<SlotDecoder> {
     const ort = await import('onnxruntime-node');
-    const session = await ort.InferenceSession.create(
-      modelPath,
-      cpuSessionOptions(opts.threads ?? defaultDecoderThreads()),
-    );
+    const threads = opts.threads ?? defaultDecoderThreads();
+    const session = await ort.InferenceSession.create(modelPath, cpuSessionOptions(threads));
     const need = ['input_ids', 'past_lengths', 'num_logits_to_keep'];
     const needOut = ['logits'];
     for (let i = 0; i < kv.numLayers; i++) {
@@ -94,7 +92,6 @@ export class SlotDecoder {
       await session.release();
       throw new Error(`${modelPath} is not a slots graph: it lacks ${missing.join(', ')}`);
     }
-    const threads = opts.threads ?? defaultDecoderThreads();
     const spare = opts.spare && opts.spare.threads > threads ? opts.spare : undefined;
     return new SlotDecoder(ort, session, kv, vocabSize, modelPath, spare);
   }

@@ -150,9 +150,8 @@ export class EmbeddedPipeline {
       new BlobPolicyProvider(this.blobs, {
         scratchDir,
         threads: opts.ortThreads ?? embeddedOrtThreads(),
-        ...(opts.ortThreads === undefined && availableParallelism() > embeddedOrtThreads()
-          ? { spare: this.spareCores(availableParallelism()) }
-          : {}),
+        // Unless --threads fixed the count; the decoder ignores spare cores that are not more than its own.
+        ...(opts.ortThreads === undefined ? { spare: this.spareCores(availableParallelism()) } : {}),
         cacheBytes: embeddedKvCacheBytes(),
       });
     this.notify = notifier(this.queues.queues, 'embedded');
