@@ -40,8 +40,10 @@ if (values.help) {
 }
 
 const cores = availableParallelism();
-// The rollout decoder's ONNX Runtime threads, as `toolrl train --threads` sets them (default: the embedded default).
+// The rollout decoder's ONNX Runtime threads, as `toolrl train --threads` sets them (default: the embedded default,
+// which also borrows all cores while the learner waits; a fixed count does not).
 const ortThreads = values.threads ? Number(values.threads) : embeddedOrtThreads();
+const lends = !values.threads && ortThreads < cores;
 if (!Number.isInteger(ortThreads) || ortThreads < 1)
   throw new Error(`--threads: expected a positive integer, got ${values.threads}`);
 const workdir = values.workdir
@@ -62,7 +64,7 @@ const result = await train({
   overrides: values.set ?? [],
   workdir,
   ...(values['max-steps'] ? { maxSteps: Number(values['max-steps']) } : {}),
-  ortThreads,
+  ...(values.threads ? { ortThreads } : {}),
   onPipeline: (p) => {
     pipelineRef = p;
     instrument(p, spans);
@@ -136,7 +138,7 @@ const breakdown: Breakdown = {
   },
   cpuWindow: window,
   threads: {
-    ort: ortThreads,
+    ort: lends ? `${ortThreads} (${cores} while the learner waits)` : String(ortThreads),
     torch: Number(torchThreads.stdout.trim()) || NaN,
   },
 };

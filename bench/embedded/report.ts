@@ -31,7 +31,7 @@ export interface Breakdown {
     readonly busy: number;
   };
   readonly cpuWindow: CpuWindow;
-  readonly threads: { readonly ort: number; readonly torch: number };
+  readonly threads: { readonly ort: string; readonly torch: number };
 }
 
 const LEARNER_PHASES: [string, string][] = [
