@@ -11,8 +11,8 @@
 // the wrong expression (an operator swapped, a digit miscopied) and then faithfully box the wrong result. The
 // RL stage's outcome reward (the `toolcall` reward pays a call only when its result reaches the answer) is what
 // teaches the model to call every time and to write the right expression.
-// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate]  (--oracle: a diagnostic train.parquet;
-// --restate: demonstrations that name each number's operation before the call (TRAIN_CUES); both below)
+// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate]  (--oracle: a diagnostic train.parquet,
+// below; --restate: demonstrations that name each number's operation before the call, cues.ts)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,7 @@ import { writeParquetFile } from '#shared/data/parquet';
 import { samplingStream } from '#shared/policy/rng';
 import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
+import { restatement, TRAIN_CUES } from './cues.ts';
 
 /** Shares of the demonstrations: a correct call, a call with the wrong expression, no call at all. */
 export const DEMONSTRATION_MIX = { correct: 0.8, wrongExpression: 0, noCall: 0.2 } as const;
@@ -196,64 +197,6 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
   ],
 };
 
-// The words of each training phrasing that say what happens to its second and third numbers, in template order:
-// with `--restate` a demonstration names each of those numbers with its words and operation before the call
-// ("gave away 1208: minus; bought 317: plus."), so the sign is written next to the verb that decides it.
-const TRAIN_CUES: Record<Problem['kind'], [string, string?][]> = {
-  add: [
-    ['gets'],
-    ['received'],
-    ['collected this year'],
-    ['a donor adds'],
-    ['won'],
-    ['a second truck carries'],
-    ['picked up'],
-    ['a delivery brought'],
-  ],
-  sub: [
-    ['gave away'],
-    ['shipped out'],
-    ['used'],
-    ['spent'],
-    ['broken'],
-    ['already has'],
-    ['removes'],
-    ['sold'],
-  ],
-  mul: [
-    ['each box holds'],
-    ['in each pack'],
-    ['an hour'],
-    ['in every row'],
-    ['on each shelf'],
-    ['per team'],
-    ['in every bag'],
-  ],
-  'sub-add': [
-    ['gave away', 'bought'],
-    ['shipped out', 'received'],
-    ['removed', 'put back'],
-    ['used', 'made'],
-    ['selling', 'ordered'],
-    ['spent', 'earned'],
-  ],
-  'add-sub': [
-    ['received', 'sold'],
-    ['got from a friend', 'gave away'],
-    ['a delivery brings', 'shipped out'],
-    ['collected in summer', 'used'],
-    ['bought more', 'broken'],
-    ['won', 'spent'],
-  ],
-  'mul-add': [
-    ['each box', 'loose'],
-    ['on each shelf', 'in the back room'],
-    ['in each pack', 'extra for free'],
-    ['in each row', 'a separate pile'],
-    ['into each carton', 'spare'],
-  ],
-};
-
 // Held-out phrasings: other sentence shapes and verbs, for validation only, three a kind. val.parquet asks every kind
 // and phrasing in turn, so each is about the same share of the score. The first of each kind was the only one until
 // 2026-11-30 (val-one-phrasing.parquet, still written as it was): with one held-out phrasing a kind, a seed's score
@@ -311,7 +254,7 @@ const KINDS: Problem['kind'][] = ['add', 'sub', 'mul', 'sub-add', 'add-sub', 'mu
 
 interface Question {
   text: string;
-  /** The training phrasing's cues (TRAIN_CUES) for the second and third numbers; absent for held-out phrasings. */
+  /** The training phrasing's cues (cues.ts) for the second and third numbers; absent for held-out phrasings. */
   cues?: [string, string?];
   expr: string;
   answer: number;
@@ -394,16 +337,6 @@ const config = parseRunConfig(readFileSync(join(here, 'run.yaml'), 'utf8'), 'run
 const registry = await buildToolRegistry(config.tools, { baseDir: here });
 const tools = registry.schemas();
 
-const OP_WORDS: Record<string, string> = { '+': 'plus', '-': 'minus', '*': 'times' };
-
-/** "gave away 1208: minus; bought 317: plus." for `a - 1208 + 317`: each later number with its cue and operation. */
-function restatement(q: Question, expr: string): string {
-  const t = expr.split(' ');
-  const parts = [`${q.cues![0]} ${t[2]}: ${OP_WORDS[t[1]!]}`];
-  if (t.length === 5) parts.push(`${q.cues![1]} ${t[4]}: ${OP_WORDS[t[3]!]}`);
-  return `${parts.join('; ')}.`;
-}
-
 function demo(q: Question): { messages: ChatMessage[]; tools: typeof tools } {
   const kind = next();
   const user: ChatMessage = { role: 'user', content: q.text };
@@ -414,7 +347,7 @@ function demo(q: Question): { messages: ChatMessage[]; tools: typeof tools } {
   }
   const expr = kind >= DEMONSTRATION_MIX.correct ? wrongExpression(q) : q.expr;
   const result = evaluate(expr);
-  const content = restate && q.cues ? restatement(q, expr) : '';
+  const content = restate && q.cues ? restatement(q.cues, expr) : '';
   return {
     messages: [
       user,
