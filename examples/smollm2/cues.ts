@@ -1,7 +1,8 @@
 // The SmolLM2 example's `--restate` demonstrations (make-data.ts): before the call, each later number of the
 // question is named with the words of its training phrasing that decide its operation.
 
-type Kind = 'add' | 'sub' | 'mul' | 'sub-add' | 'add-sub' | 'mul-add';
+/** A problem's operators: `a op1 b` or `a op1 b op2 c` (make-data.ts's `Problem`). */
+export type Kind = 'add' | 'sub' | 'mul' | 'sub-add' | 'add-sub' | 'mul-add';
 
 // For each training phrasing (make-data.ts's TRAIN_TEMPLATES, in the same order), the words that say what happens
 // to its second and third numbers. A `--restate` demonstration writes each of those numbers with its words and

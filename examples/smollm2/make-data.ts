@@ -22,7 +22,7 @@ import { writeParquetFile } from '#shared/data/parquet';
 import { samplingStream } from '#shared/policy/rng';
 import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
-import { restatement, TRAIN_CUES } from './cues.ts';
+import { type Kind, restatement, TRAIN_CUES } from './cues.ts';
 
 /** Shares of the demonstrations: a correct call, a call with the wrong expression, no call at all. */
 export const DEMONSTRATION_MIX = { correct: 0.8, wrongExpression: 0, noCall: 0.2 } as const;
@@ -45,7 +45,7 @@ const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
 
 /** The problem's numbers and operators: `a op1 b` or `a op1 b op2 c`, evaluated left to right. */
 interface Problem {
-  kind: 'add' | 'sub' | 'mul' | 'sub-add' | 'add-sub' | 'mul-add';
+  kind: Kind;
   a: number;
   b: number;
   c?: number;
@@ -266,6 +266,12 @@ interface Question {
 const args = process.argv.slice(2);
 const oracle = args.includes('--oracle');
 const restate = args.includes('--restate');
+// TRAIN_CUES is read by the template's index: a phrasing added or removed without its cues would misname numbers.
+for (const kind of Object.keys(TRAIN_TEMPLATES) as Kind[])
+  if (TRAIN_CUES[kind].length !== TRAIN_TEMPLATES[kind].length)
+    throw new Error(
+      `cues.ts: ${kind} has ${TRAIN_CUES[kind].length} cues for ${TRAIN_TEMPLATES[kind].length} phrasings`,
+    );
 let oracleTraining = false;
 
 /** A question of a random kind: in a training phrasing, or in the first held-out phrasing of its kind. */
