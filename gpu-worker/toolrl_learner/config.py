@@ -131,6 +131,9 @@ class LearnerConfig:
     sft_context_warmup_steps: int = SftConfig.context_warmup_steps
     sft_context_warmup_tokens: int = SftConfig.context_warmup_tokens
     sft_context_warmup_schedule: ContextWarmupSchedule = SftConfig.context_warmup_schedule
+    sft_ptx_coef: float = SftConfig.ptx_coef
+    sft_ptx_data: str | None = None
+    sft_ptx_batch_size: int | None = None
     # model
     model_path: str = "tiny"
     dtype: Dtype = ModelConfig.dtype
@@ -254,12 +257,15 @@ class LearnerConfig:
 
     @staticmethod
     def stages_with_own_sft(run_config: dict[str, Any]) -> set[str]:
-        """Curriculum stages whose overrides set `trainer.sft` (a stage that only inherits the run's
-        `trainer.sft` has nothing of its own to train)."""
+        """Curriculum stages whose overrides set `trainer.sft`'s warm start (a stage that only inherits the run's
+        `trainer.sft`, or sets only its ptx_* keys, has no warm start of its own to train)."""
         return {
             s["name"]
             for s in run_config.get("stages") or []
-            if ((s.get("overrides") or {}).get("trainer") or {}).get("sft")
+            if any(
+                not k.startswith("ptx_")
+                for k in (((s.get("overrides") or {}).get("trainer") or {}).get("sft") or {})
+            )
         }
 
     def replace(self, **changes: Any) -> LearnerConfig:

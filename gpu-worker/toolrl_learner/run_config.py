@@ -607,12 +607,26 @@ class SftConfig:
     grows from `context_warmup_tokens` to the longest demonstration's over the warmup steps (the paper's
     ramp).
     """
+    ptx_coef: float = 0.0
+    """Keeps training on demonstrations during RL (InstructGPT's PPO-ptx, OpenRLHF's ptx_coef): every actor
+    update adds `ptx_coef` times the token-mean cross-entropy of `ptx_batch_size` demonstrations (from
+    `ptx_data`, else `data`; drawn by the run's seed and the step) to the policy loss. It pulls back a kind of
+    question whose samples all went wrong the same way, whose group carries no signal. 0 (the default)
+    disables; `steps: 0` with a `ptx_coef` trains on demonstrations during RL only.
+    """
+    ptx_data: str | None = None
+    """Parquet or JSONL of demonstrations for `ptx_coef` (relative to the config file); unset: `data`. For a warm
+    start on mixed demonstrations and a term on correct ones only.
+    """
+    ptx_batch_size: int | None = None
+    """Demonstrations per learner step for `ptx_coef`; unset: `batch_size`."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SftConfig:
         convert: dict[str, Callable[[Any], Any]] = {
             "lr": float,
             "min_lr_ratio": float,
+            "ptx_coef": float,
         }
         return cls(**_fields(cls, d, convert))
 

@@ -42,10 +42,8 @@ export function referencedFiles(
   const file = config.tools.config_file;
   const other = [
     ...(config.trainer.sft ? [config.trainer.sft.data] : []),
-    ...(config.stages ?? []).flatMap((st) => {
-      const data = stageSftData(st);
-      return data === undefined ? [] : [data];
-    }),
+    ...(config.trainer.sft?.ptx_data !== undefined ? [config.trainer.sft.ptx_data] : []),
+    ...(config.stages ?? []).flatMap((st) => stageSftFiles(st)),
     ...(file ? [file] : []),
     ...toolCodeFiles(config.tools.tools ?? []),
     ...(file && toolsFile
@@ -97,10 +95,16 @@ export function toolCodeFromUpload(config: RunConfig): RunConfig {
   };
 }
 
-/** A stage's own SFT demonstrations (`overrides.trainer.sft.data`: a format stage's warm start), if any. */
-function stageSftData(stage: NonNullable<RunConfig['stages']>[number]): string | undefined {
-  const sft = (stage.overrides.trainer as { sft?: { data?: unknown } } | undefined)?.sft;
-  return typeof sft?.data === 'string' ? sft.data : undefined;
+type StageSft = { data?: unknown; ptx_data?: unknown };
+
+/** A stage's own `trainer.sft` overrides, if any. */
+const stageSft = (stage: NonNullable<RunConfig['stages']>[number]): StageSft | undefined =>
+  (stage.overrides.trainer as { sft?: StageSft } | undefined)?.sft;
+
+/** A stage's own SFT demonstrations (`overrides.trainer.sft.data`: a format stage's warm start; `ptx_data`). */
+function stageSftFiles(stage: NonNullable<RunConfig['stages']>[number]): string[] {
+  const sft = stageSft(stage);
+  return [sft?.data, sft?.ptx_data].filter((p): p is string => typeof p === 'string');
 }
 
 /** `data.prompt_type` values (run and stages) that name a template file rather than a built-in. */
@@ -137,6 +141,12 @@ export function checkInputNames(config: RunConfig, toolsFile?: (path: string) =>
  */
 export function resolveRunConfig(config: RunConfig, runId: string): RunConfig {
   const key = (p: string) => `${keys.inputPrefix(runId)}${inputName(p)}`;
+  // `data` and `ptx_data` of a trainer.sft (the run's, or a stage's partial overrides) as blob keys.
+  const sftKeys = <T extends { data?: unknown; ptx_data?: unknown }>(sft: T): T => ({
+    ...sft,
+    ...(typeof sft.data === 'string' ? { data: key(sft.data) } : {}),
+    ...(typeof sft.ptx_data === 'string' ? { ptx_data: key(sft.ptx_data) } : {}),
+  });
   const mapPaths = <T extends string | string[] | undefined>(v: T): T =>
     (v === undefined ? v : Array.isArray(v) ? v.map(key) : key(v)) as T;
   return {
@@ -144,12 +154,12 @@ export function resolveRunConfig(config: RunConfig, runId: string): RunConfig {
     data: { ...config.data, train: mapPaths(config.data.train), val: mapPaths(config.data.val) },
     trainer: {
       ...config.trainer,
-      ...(config.trainer.sft ? { sft: { ...config.trainer.sft, data: key(config.trainer.sft.data) } } : {}),
+      ...(config.trainer.sft ? { sft: sftKeys(config.trainer.sft) } : {}),
     },
     ...(config.stages
       ? {
           stages: config.stages.map((s) => {
-            const sft = stageSftData(s);
+            const sft = stageSft(s);
             const trainer = s.overrides.trainer as { sft: Record<string, unknown> } | undefined;
             return {
               ...s,
@@ -158,7 +168,7 @@ export function resolveRunConfig(config: RunConfig, runId: string): RunConfig {
                 ? {
                     overrides: {
                       ...s.overrides,
-                      trainer: { ...trainer, sft: { ...trainer.sft, data: key(sft) } },
+                      trainer: { ...trainer, sft: sftKeys(trainer.sft) },
                     },
                   }
                 : {}),

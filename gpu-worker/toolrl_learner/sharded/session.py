@@ -32,7 +32,7 @@ from ..config import LearnerConfig
 from ..scored_group import ScoredGroup
 from ..storage import BlobStore
 from ..train.checkpoint import TrainerState, complete_prefix, rewrite_marker
-from ..train.model_work import ModelWork, fits, local_sft_data
+from ..train.model_work import ModelWork, attach_ptx, fits, local_sft_data
 from ..train.policy import Policy, merged_model, resolve_model_dir
 from ..train.session import LearnerSession
 from ..train.trainer import Trainer
@@ -74,7 +74,7 @@ def refuse_critic(cfg: LearnerConfig, ranks: int) -> None:
 
 
 def _build(
-    cfg: LearnerConfig, stage_cfgs: dict[str, LearnerConfig], world: World, workdir: Path
+    cfg: LearnerConfig, stage_cfgs: dict[str, LearnerConfig], world: World, workdir: Path, store: BlobStore
 ) -> tuple[Path, Policy, Trainer]:
     if cfg.num_gpus != world.size and world.leader:
         log.warning(
@@ -86,6 +86,8 @@ def _build(
         model_dir = resolve_model_dir(cfg.model_path, workdir, cfg.seed)
     fits(model_dir, cfg, world.size, world.device)
     policy, trainer = build_sharded(cfg, model_dir, world, stage_cfgs)
+    with node_first(world):  # a download happens once per node
+        attach_ptx(trainer, cfg, store, workdir)
     return model_dir, policy, trainer
 
 
@@ -134,7 +136,7 @@ class ShardedModelWork(ModelWork):
     def build(self, cfg: LearnerConfig, stage_cfgs: dict[str, LearnerConfig]) -> Path:
         refuse_critic(cfg, self.world.size)
         self.channel.send("build", cfg=cfg, stage_cfgs=stage_cfgs, workdir=str(self.workdir))
-        model_dir, self.policy, self.trainer = _build(cfg, stage_cfgs, self.world, self.workdir)
+        model_dir, self.policy, self.trainer = _build(cfg, stage_cfgs, self.world, self.workdir, self.store)
         return model_dir
 
     def load_checkpoint(self) -> tuple[TrainerState, dict[str, Any] | None] | None:
@@ -183,7 +185,7 @@ def follow(store: BlobStore, run_id: str, world: World) -> int:
         if name == "build":
             workdir = Path(args["workdir"])
             workdir.mkdir(parents=True, exist_ok=True)
-            _, policy, trainer = _build(args["cfg"], args["stage_cfgs"], world, workdir)
+            _, policy, trainer = _build(args["cfg"], args["stage_cfgs"], world, workdir, store)
             built = (policy, trainer)
         elif name == "stop":
             return int(args["exit_code"])

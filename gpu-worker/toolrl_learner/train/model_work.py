@@ -55,6 +55,17 @@ def local_sft_data(store: BlobStore, cfg: LearnerConfig, stage: str | None, work
     return local_sft_data(store, cfg.sft_data, workdir, where)
 
 
+def attach_ptx(trainer: Trainer, cfg: LearnerConfig, store: BlobStore, workdir: Path) -> None:
+    """The demonstrations trainer.sft.ptx_coef trains on during RL, when it is set: the run's, else those of the
+    first curriculum stage that sets it (every stage with a coefficient draws from them)."""
+    from .sft import ptx_demonstrations
+
+    src = next((c for c in (cfg, *trainer.stage_cfgs.values()) if c.sft_ptx_coef), None)
+    if src is not None:
+        trainer.ptx = ptx_demonstrations(trainer.policy, src, store, workdir)
+        log.info("ptx: %d demonstrations a step, coefficient %g", trainer.ptx.batch_size, src.sft_ptx_coef)
+
+
 class ModelWork:
     """One process's model: `build` first, then any of the others."""
 
@@ -84,6 +95,7 @@ class ModelWork:
             critic_dir = resolve_model_dir(cfg.critic_model_path, self.workdir)
             critic = Critic(cfg, critic_dir, self.device, self.policy.autocast_dtype)
         self.trainer = Trainer(cfg, self.policy, stage_cfgs, critic=critic)
+        attach_ptx(self.trainer, cfg, self.store, self.workdir)
         return model_dir
 
     def load_checkpoint(self) -> tuple[TrainerState, dict[str, Any] | None] | None:

@@ -5,6 +5,7 @@ chat template (transformers)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -162,6 +163,54 @@ def warmup_keep(step: int, cfg: LearnerConfig, longest: int) -> int | None:
     return tokens
 
 
+def tokenized_demonstrations(
+    model_dir: Path, chat_template: str | None, data_path: Path
+) -> list[tuple[list[int], list[int]]]:
+    """Every demonstration of the file as (token ids, loss mask), rendered by the model's tokenizer with
+    `model.chat_template` when set (as the rollouts render)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    if chat_template is not None:
+        tokenizer.chat_template = chat_template
+    return [
+        tokenize_demonstration(tokenizer, ex, f"{Path(data_path).name} row {i}")
+        for i, ex in enumerate(load_demonstrations(data_path))
+    ]
+
+
+class Demonstrations:
+    """`trainer.sft.ptx_coef`'s demonstrations, one batch per learner step. A step's batch is drawn from the
+    run's seed and the step number alone (no state), so a resumed run trains on the same ones."""
+
+    def __init__(self, data: list[tuple[list[int], list[int]]], batch_size: int, seed: int) -> None:
+        if not data:
+            raise ValueError("trainer.sft.ptx_coef: no demonstrations")
+        self.data, self.batch_size, self.seed = data, batch_size, seed
+
+    def batch(self, step: int) -> ScoredGroup:
+        """Learner step `step`'s (0-based) demonstrations: batch_size of them, without repeats while the file has
+        enough, as one group."""
+        # The CPU generator keeps 32 bits of its seed: the pair hashed into 32.
+        key = hashlib.sha256(f"ptx:{self.seed}:{step}".encode()).digest()
+        gen = torch.Generator().manual_seed(int.from_bytes(key[:4], "little"))
+        order = torch.randperm(len(self.data), generator=gen).tolist()
+        return _as_group(step, [self.data[order[i % len(order)]] for i in range(self.batch_size)])
+
+
+def ptx_demonstrations(policy: Policy, cfg: LearnerConfig, store: BlobStore, workdir: Path) -> Demonstrations:
+    """The demonstrations of `trainer.sft.ptx_data` (else `trainer.sft.data`), tokenized."""
+    key = cfg.sft_ptx_data or cfg.sft_data
+    if key is None:
+        raise ValueError(
+            "trainer.sft.ptx_coef: no demonstrations (set trainer.sft.ptx_data or trainer.sft.data)"
+        )
+    where = "trainer.sft.ptx_data" if cfg.sft_ptx_data else "trainer.sft.data"
+    path = local_sft_data(store, key, workdir, where)
+    data = tokenized_demonstrations(policy.model_dir, cfg.chat_template, path)
+    return Demonstrations(data, cfg.sft_ptx_batch_size or cfg.sft_batch_size, cfg.seed)
+
+
 def run_sft(
     policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None, comm: Comm = LOCAL
 ) -> list[dict[str, float]]:
@@ -169,16 +218,7 @@ def run_sft(
     the first cfg.sft_context_warmup_steps, each demonstration's context is cut (sequence length warmup).
 
     comm: sharded, every rank draws the same batches and trains its share of each one's micro-batches."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(policy.model_dir))
-    if cfg.chat_template is not None:
-        tokenizer.chat_template = cfg.chat_template  # model.chat_template: as the rollouts render
-    examples = load_demonstrations(data_path)
-    data = [
-        tokenize_demonstration(tokenizer, ex, f"{Path(data_path).name} row {i}")
-        for i, ex in enumerate(examples)
-    ]
+    data = tokenized_demonstrations(policy.model_dir, cfg.chat_template, data_path)
     longest = max((mask.index(1) if 1 in mask else len(mask)) for _, mask in data)
     optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.sft_lr, cfg.weight_decay)
     params = [p for _, p in policy.named_trainable_parameters()]

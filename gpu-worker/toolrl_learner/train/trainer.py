@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -30,6 +30,9 @@ from .optim import build_optimizer, lr_at, set_lr
 from .packing import MicroBatch
 from .policy import ForwardOut, Policy
 from .timing import PhaseTimer
+
+if TYPE_CHECKING:
+    from .sft import Demonstrations
 
 # Metrics that are partial sums of a batch-normalised loss (they add over micro-batches); the others are
 # micro-batch means, weighted by the micro-batch's share of loss tokens.
@@ -148,6 +151,8 @@ class Trainer:
         # Seconds by phase of the last step (`timing_s/pack`, `forward`, ...; CPU only): kept out of the step's
         # metrics, which are a function of the data alone.
         self.last_phases: dict[str, float] = {}
+        # trainer.sft.ptx_coef's demonstrations (ModelWork attaches them when the coefficient is set).
+        self.ptx: Demonstrations | None = None
 
     def config_for(self, batch: LearnerBatch) -> LearnerConfig:
         """The stage's config when the batch's first group names a stage with overrides."""
@@ -240,6 +245,7 @@ class Trainer:
             decay_steps=cfg.decay_steps,
         )
         set_lr(self.optimizer, lr)
+        ptx_mbs, ptx_tok = self._ptx_micro_batches(cfg, phase) if train_actor else ([], 0)
         # Metrics stay on the device until the step ends: a .item() per micro-batch would stall the GPU.
         sums: dict[str, Tensor] = {}
         grad_norms = []
@@ -274,7 +280,10 @@ class Trainer:
                         # are NaN.
                         part = v * ((1.0 if k in _SUMMED else w) * scale) if w else torch.zeros_like(v)
                         sums[k] = sums.get(k, 0.0) + part
-                if m_tok:
+                for mb in ptx_mbs:
+                    nll = self._ptx_micro_step(cfg, mb, ptx_tok, phase)
+                    sums["ptx_loss"] = sums.get("ptx_loss", 0.0) + nll * scale
+                if m_tok or ptx_tok:
                     with phase("optimizer"):
                         self._release_pages()
                         grad_norms.append(self.comm.clip_grad_norm(self.params, cfg.grad_clip).detach())
@@ -347,6 +356,27 @@ class Trainer:
             logprobs = self.comm.all_sum(logprobs)
             values = self.comm.all_sum(values) if values is not None else None
         return logprobs, values
+
+    def _ptx_micro_batches(self, cfg: LearnerConfig, phase: Phase) -> tuple[list[MicroBatch], int]:
+        """This step's demonstrations for trainer.sft.ptx_coef, packed (none when the coefficient is 0)."""
+        if not cfg.sft_ptx_coef:
+            return [], 0
+        if self.ptx is None:
+            raise ValueError("trainer.sft.ptx_coef is set but the learner has no demonstrations for it")
+        with phase("pack"):
+            batch = LearnerBatch.from_groups([self.ptx.batch(self.step_count)], 0)
+            mbs = self.comm.micro_batches(batch, cfg.micro_batch_tokens)
+            return [mb.to(self.policy.device) for mb in mbs], batch.num_loss_tokens
+
+    def _ptx_micro_step(self, cfg: LearnerConfig, mb: MicroBatch, n_tok: int, phase: Phase) -> Tensor:
+        """Adds ptx_coef x this micro-batch's share of the demonstrations' token-mean cross-entropy (at
+        temperature 1, as the warm start) to the gradients; returns the share, detached."""
+        with phase("ptx"):
+            self._release_pages()
+            out = self.policy.forward(mb, entropy=False, temperature=1.0)
+            nll = -out.logprobs.sum() / max(1, n_tok)
+            (cfg.sft_ptx_coef * nll).backward()
+        return nll.detach()
 
     def _release_pages(self) -> None:
         if self.release_pages:

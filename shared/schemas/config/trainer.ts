@@ -56,9 +56,32 @@ export const SftConfigSchema = z
       .describe(
         "`step`: `context_warmup_tokens` throughout the warmup, then the whole context. `linear`: the kept context grows from `context_warmup_tokens` to the longest demonstration's over the warmup steps (the paper's ramp).",
       ),
+    ptx_coef: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe(
+        "Keeps training on demonstrations during RL (InstructGPT's PPO-ptx, OpenRLHF's ptx_coef): every actor update adds `ptx_coef` times the token-mean cross-entropy of `ptx_batch_size` demonstrations (from `ptx_data`, else `data`; drawn by the run's seed and the step) to the policy loss. It pulls back a kind of question whose samples all went wrong the same way, whose group carries no signal. 0 (the default) disables; `steps: 0` with a `ptx_coef` trains on demonstrations during RL only.",
+      ),
+    ptx_data: z
+      .string()
+      .optional()
+      .describe(
+        'Parquet or JSONL of demonstrations for `ptx_coef` (relative to the config file); unset: `data`. For a warm start on mixed demonstrations and a term on correct ones only.',
+      ),
+    ptx_batch_size: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Demonstrations per learner step for `ptx_coef`; unset: `batch_size`.'),
   })
   .strict()
   .refine(wsdHasDecaySteps, WSD_NEEDS_DECAY_STEPS)
+  .refine((t) => t.ptx_coef > 0 || (t.ptx_data === undefined && t.ptx_batch_size === undefined), {
+    message: 'ptx_data and ptx_batch_size are read only with ptx_coef > 0: set ptx_coef',
+    path: ['ptx_coef'],
+  })
   .meta({
     id: 'SftConfig',
     description:

@@ -77,6 +77,34 @@ stages:
     expect(r.trainer.sft?.data).toBe('runs/r1/input/warm.jsonl');
   });
 
+  it("uploads trainer.sft.ptx_data (the run's and a stage's) and resolves it to an input key", () => {
+    const c = parseRunConfig(
+      `model: {path: tiny}
+data: {train: a.parquet}
+trainer: {sft: {data: warm.jsonl, ptx_coef: 0.3, ptx_data: data/right.parquet}}
+stages:
+  - {name: late, data: {train: a.parquet}, overrides: {trainer: {sft: {ptx_data: more/late.jsonl}}}}`,
+      'run.yaml',
+    );
+    expect(c.trainer.sft?.ptx_coef).toBe(0.3);
+    expect(referencedFiles(c).other).toEqual(['warm.jsonl', 'data/right.parquet', 'more/late.jsonl']);
+    const r = resolveRunConfig(c, 'r1');
+    expect(r.trainer.sft?.data).toBe('runs/r1/input/warm.jsonl');
+    expect(r.trainer.sft?.ptx_data).toBe('runs/r1/input/right.parquet');
+    expect(r.stages?.[0]?.overrides).toEqual({ trainer: { sft: { ptx_data: 'runs/r1/input/late.jsonl' } } });
+  });
+
+  it('refuses ptx_data or ptx_batch_size without ptx_coef, naming the fix', () => {
+    const run = (sft: string) => `model: {path: tiny}\ndata: {train: a.parquet}\ntrainer: {sft: {${sft}}}`;
+    expect(() => parseRunConfig(run('data: w.jsonl, ptx_data: r.jsonl'), 'run.yaml')).toThrow(
+      /ptx_data and ptx_batch_size are read only with ptx_coef > 0: set ptx_coef[\s\S]*trainer\.sft\.ptx_coef/,
+    );
+    expect(() => parseRunConfig(run('data: w.jsonl, ptx_batch_size: 4'), 'run.yaml')).toThrow(/set ptx_coef/);
+    expect(
+      parseRunConfig(run('data: w.jsonl, ptx_coef: 0.1'), 'run.yaml').trainer.sft?.ptx_data,
+    ).toBeUndefined();
+  });
+
   it('lists prompt template files (run and stages) with the inputs to upload; built-in names are not files', () => {
     const c = parseRunConfig(
       `model: {path: tiny}
