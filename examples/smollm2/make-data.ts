@@ -385,12 +385,17 @@ writeDataset(
   join(out, 'val.parquet'),
   Array.from({ length: 64 }, (_, i) => row(heldOut(i), i, 'val')),
 );
+const demonstrations = Array.from({ length: 1000 }, () => demo(question('train')));
+const demoRow = (d: ReturnType<typeof demo>) => ({
+  messages: JSON.stringify(d.messages),
+  tools: JSON.stringify(d.tools),
+});
+writeParquetFile(join(out, 'sft.parquet'), demonstrations.map(demoRow));
+// The same demonstrations less those that answer from memory (every call in them is right): for
+// `trainer.sft.ptx_data`, a term that keeps training on right calls during RL (README.md, "Tried for the 70%").
 writeParquetFile(
-  join(out, 'sft.parquet'),
-  Array.from({ length: 1000 }, () => {
-    const d = demo(question('train'));
-    return { messages: JSON.stringify(d.messages), tools: JSON.stringify(d.tools) };
-  }),
+  join(out, 'ptx.parquet'),
+  demonstrations.filter((d) => d.messages.some((m) => m.tool_calls !== undefined)).map(demoRow),
 );
 await registry.close();
-console.log(`wrote ${out}/{train.parquet,val.parquet,val-one-phrasing.parquet,sft.parquet}`);
+console.log(`wrote ${out}/{train.parquet,val.parquet,val-one-phrasing.parquet,sft.parquet,ptx.parquet}`);

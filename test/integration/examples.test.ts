@@ -256,7 +256,7 @@ describe('examples: shipped data', () => {
   // examples/smollm2/README.md were trained on).
   it.each([
     ['bfcl', ['format', 'base', 'full', 'val']],
-    ['smollm2', ['train', 'val', 'val-one-phrasing', 'sft']],
+    ['smollm2', ['train', 'val', 'val-one-phrasing', 'sft', 'ptx']],
   ])('%s/make-data.ts regenerates it byte for byte', (dir, names) => {
     const out = mkdtempSync(join(tmpdir(), `toolrl-make-data-${dir}-`));
     scratch.push(out);
