@@ -326,6 +326,23 @@ def test_lora_with_a_value_head_and_mini_batches_on_two_ranks_matches_one_proces
     _assert_same_bundle(sharded, single, 1)
 
 
+def test_ptx_demonstrations_on_two_ranks_match_one_process_on_cpu(tiny_dir, tmp_path):
+    # trainer.sft.ptx_coef with no warm start (steps: 0): every rank loads the demonstrations and trains its share.
+    config = _config(tiny_dir)
+    config["trainer"]["sft"].update(steps=0, ptx_coef=0.5)
+    single, sharded = tmp_path / "single", tmp_path / "sharded"
+    _store(single, config)
+    _store(sharded, config)
+    events, (weights,) = _single(single, [_groups(0)])
+    sharded_events = _launch(sharded, 2, _groups(0))
+    assert not [e for e in events + sharded_events if e["type"] == "sft"]  # 0 steps: no warm start
+    one, two = _steps(events)[0], _steps(sharded_events)[0]
+    _assert_same_step(two, one)
+    assert one["ptx_loss"] > 0 and two["ptx_loss"] == pytest.approx(one["ptx_loss"], rel=1e-4)
+    _, sharded_weights = _checkpoint_weights(sharded, config)
+    _assert_same_weights(sharded_weights, weights)
+
+
 def test_a_separate_critic_is_refused_on_two_ranks_with_what_to_do(tiny_dir, tmp_path):
     # The separate PPO critic is not sharded: the run fails at start, saying so, before any rank loads a model.
     config = _config(tiny_dir)

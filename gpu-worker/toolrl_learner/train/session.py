@@ -172,7 +172,8 @@ class LearnerSession:
         )
 
         weights_changed = False
-        if cfg.sft_data and not self.state.sft_done:
+        # `trainer.sft.steps: 0` (demonstrations for ptx_coef alone) is no warm start: nothing to train or commit.
+        if cfg.sft_data and cfg.sft_steps and not self.state.sft_done:
             self._run_sft(cfg)
             self.state.sft_done = True
             weights_changed = True
