@@ -386,13 +386,12 @@ writeDataset(
   Array.from({ length: 64 }, (_, i) => row(heldOut(i), i, 'val')),
 );
 const demonstrations = Array.from({ length: 1000 }, () => demo(question('train')));
-const demoRow = (d: ReturnType<typeof demo>) => ({
-  messages: JSON.stringify(d.messages),
-  tools: JSON.stringify(d.tools),
+const demoRow = ({ messages, tools }: ReturnType<typeof demo>) => ({
+  messages: JSON.stringify(messages),
+  tools: JSON.stringify(tools),
 });
 writeParquetFile(join(out, 'sft.parquet'), demonstrations.map(demoRow));
-// The same demonstrations less those that answer from memory (every call in them is right): for
-// `trainer.sft.ptx_data`, a term that keeps training on right calls during RL (README.md, "Tried for the 70%").
+// Less those answering from memory (every call in them is right): for `trainer.sft.ptx_data` (README.md).
 writeParquetFile(
   join(out, 'ptx.parquet'),
   demonstrations.filter((d) => d.messages.some((m) => m.tool_calls !== undefined)).map(demoRow),
