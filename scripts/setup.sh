@@ -87,6 +87,14 @@ if ! command -v bwrap >/dev/null 2>&1 && [ ! -x .cache/bwrap/usr/bin/bwrap ] && 
       || echo "setup: could not fetch bubblewrap; the code sandbox will run without namespaces" >&2
   fi
 fi
+# jemalloc for the learner (gpu-worker/toolrl_learner/allocator.py preloads it: its CPU steps take 0.86-0.90x the
+# time they take on glibc's malloc at SmolLM2-135M's shape). No wheel ships it, so Debian's package is unpacked into .cache/jemalloc (no
+# root, nothing installed system-wide); without apt the learner uses the machine's copy or glibc's malloc.
+if ! ls .cache/jemalloc/usr/lib/*/libjemalloc.so.2 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  rm -rf .cache/jemalloc && mkdir -p .cache/jemalloc
+  (cd .cache/jemalloc && apt-get download libjemalloc2 >/dev/null 2>&1 && dpkg-deb -x libjemalloc2_*.deb . && rm -f libjemalloc2_*.deb) \
+    || echo "setup: could not fetch Debian's libjemalloc2; the learner will use glibc's malloc (slower on a CPU)" >&2
+fi
 # Chromium drives the viewer's browser tests (test/integration/viewer-browser.test.ts, through playwright-core):
 # Debian's package, never a browser download. Root installs it; otherwise those tests say how to.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then

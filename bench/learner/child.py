@@ -12,6 +12,8 @@ A variant of ours is a spec: `default` or '+'-joined settings over the learner's
     keep=<MiB>        largest [tokens x vocabulary] log-softmax the log-prob head keeps for its backward
                       instead of recomputing it (model/logprobs.py SAVE_BYTES; keep=0 always recomputes; with ckpt
                       the head always recomputes, as the learner does under gradient checkpointing)
+    jemalloc          the variant's process runs with jemalloc preloaded, as the learner's training commands do
+                      (toolrl_learner/allocator.py); every other variant, and the reference, on the C library's malloc
 and, to measure what each of the learner's CPU choices gives, each undone on its own:
     attn-bf16         attention in the autocast dtype on a CPU (model/attention.py CPU_FP32_ATTENTION off)
     tree-mask         a shared-prefix unit as one masked attention row (attention.py SPLIT_SHARED_PREFIX off)
@@ -40,6 +42,7 @@ def parse_spec(spec: str, args) -> dict:
         "micro_batch_tokens": args.micro_batch_tokens,
         "keep_mib": None,
         "undo": [],
+        "jemalloc": False,
     }
     for part in spec.split("+"):
         if part in ("", "default"):
@@ -48,6 +51,8 @@ def parse_spec(spec: str, args) -> dict:
             out["dtype"] = part
         elif part == "ckpt":
             out["grad_ckpt"] = True
+        elif part == "jemalloc":
+            out["jemalloc"] = True
         elif part in ("attn-bf16", "tree-mask", "adam-foreach"):
             out["undo"].append(part)
         elif part.startswith("lora") and part[4:].isdigit():
@@ -140,6 +145,12 @@ def run_child(args, seqs_fn) -> dict:
             defaults[-1] = settings["keep_mib"] * 2**20  # save_bytes, the last keyword
             logprobs.token_logprobs.__defaults__ = tuple(defaults)
         _undo(settings["undo"])
+        from toolrl_learner.allocator import jemalloc_loaded
+
+        if settings["jemalloc"] != jemalloc_loaded():
+            raise SystemExit(
+                f"bench/learner: variant {args.spec!r} but jemalloc loaded is {jemalloc_loaded()}"
+            )
         build = run_ours
     else:
         build = run_reference

@@ -13,6 +13,7 @@ reference  what a plain PyTorch/transformers step does: Hugging Face's model cla
     python3 bench/learner/run.py                   # GPU: Qwen2.5-0.5B and 1.5B shapes; CPU: a tiny shape
     python3 bench/learner/run.py --shapes qwen2.5-1.5b --steps 5
     python3 bench/learner/run.py --shapes smollm2-135m --ours default,fp32,bf16+ckpt   # variants: child.py
+    python3 bench/learner/run.py --shapes smollm2-135m --ours default,jemalloc         # the learner's allocator
 
 `smollm2-135m` uses SmolLM2-135M-Instruct's real weights when they are installed (shapes.real_weights; or
 --weights DIR), random weights of its shape otherwise: speed and memory do not depend on the values.
@@ -111,6 +112,22 @@ def _child(args) -> int:
 
     print(json.dumps(run_child(args, _sequences(args))))
     return 0
+
+
+def _child_env(spec: str) -> dict[str, str]:
+    """A variant's environment: the C library's malloc, or jemalloc preloaded for a `jemalloc` variant."""
+    from toolrl_learner import allocator
+
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", allocator.DONE)}
+    env["PYTHONUNBUFFERED"] = "1"
+    if "jemalloc" not in spec.split("+"):
+        return env
+    preload = allocator.preload_env(env)
+    if preload is None:
+        raise SystemExit(
+            "bench/learner: no jemalloc for the `jemalloc` variant (npm run setup, or TOOLRL_JEMALLOC)"
+        )
+    return preload
 
 
 def _compare(ours: dict, ref: dict, gpu: bool) -> dict:
@@ -252,9 +269,7 @@ def main() -> int:
                 cmd += ["--grads-out", grads]
             label = "reference" if variant == "ref" else f"ours[{spec}]"
             print(f"bench/learner: {shape} {label} ...", file=sys.stderr, flush=True)
-            proc = subprocess.run(
-                cmd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, check=False
-            )
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env(spec), check=False)
             if proc.returncode != 0:
                 print(proc.stderr[-3000:], file=sys.stderr)
                 results.append(

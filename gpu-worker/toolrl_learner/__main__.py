@@ -36,6 +36,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 
+# The commands that train: they run with jemalloc preloaded where it is found (allocator.py).
+TRAINING = frozenset({"stdio", "sqs", "offline", "launch"})
+
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
@@ -47,6 +50,24 @@ def main(argv: list[str]) -> int:
     if name not in COMMANDS:
         print(f"toolrl_learner: unknown command {name!r}; one of {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
+    if name in TRAINING:
+        from . import allocator
+
+        try:
+            allocator.reexec_with_jemalloc()  # returns when there is nothing to do
+        except ValueError as e:
+            print(f"toolrl_learner: {e}", file=sys.stderr)
+            return 2
+        lib = os.environ.get(allocator.DONE)
+        if lib:
+            loaded = allocator.jemalloc_loaded()
+            print(
+                f"toolrl_learner: malloc is jemalloc ({lib})"
+                if loaded
+                else f"toolrl_learner: {lib} did not load; malloc is the C library's",
+                file=sys.stderr,
+                flush=True,
+            )
     from .lifeline import die_with_parent
 
     die_with_parent()

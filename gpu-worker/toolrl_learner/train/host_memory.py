@@ -6,7 +6,8 @@ but resident, while the backward allocates its own, so its resident peak counts 
 (0.16 GB above 0.99 GB live in a 6-layer SmolLM2-shaped step, more at 30 layers). `malloc_trim(0)` returns every
 free page to the OS (a few milliseconds a call at 135M); the learner calls it before each micro-batch's forward and
 backward and before the optimizer step, on a CPU. Nothing else changes: the same allocations, the same numbers.
-Where there is no glibc (musl, macOS) it does nothing.
+Where there is no glibc (musl, macOS), or jemalloc serves malloc (allocator.py; it returns freed pages itself), it
+does nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import ctypes
 import functools
 import sys
 from collections.abc import Callable
+
+from ..allocator import jemalloc_loaded
 
 
 @functools.cache
@@ -35,7 +38,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
 def release_free_pages() -> bool:
     """Hand the heap's free pages back to the OS; False where this C library cannot (nothing done)."""
     fn = _malloc_trim()
-    if fn is None:
+    if fn is None or jemalloc_loaded():
         return False
     fn(0)
     return True
