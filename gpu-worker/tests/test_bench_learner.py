@@ -109,7 +109,9 @@ def test_run_variant_specs_set_the_learner_options():
         "micro_batch_tokens": 2048,
         "keep_mib": 0,
         "undo": [],
+        "jemalloc": False,
     }
+    assert child.parse_spec("lora16+jemalloc", Args())["jemalloc"] is True
     # each of the learner's CPU choices undone on its own, to measure what it gives
     assert child.parse_spec("attn-bf16+adam-foreach", Args())["undo"] == ["attn-bf16", "adam-foreach"]
     assert child.parse_spec("default", Args())["dtype"] == "bf16"

@@ -61,10 +61,13 @@ def reexec_with_jemalloc() -> None:
     """Re-execute this interpreter with jemalloc preloaded (the same arguments, descriptors and process id); returns
     only when there is nothing to do."""
     env = preload_env(os.environ)
-    if env is not None:
+    if env is not None and sys.executable:
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(sys.executable, sys.orig_argv, env)
+        try:
+            os.execve(sys.executable, sys.orig_argv, env)
+        except OSError as e:  # then run on as we are, on the C library's malloc
+            print(f"toolrl_learner: could not re-execute with jemalloc ({e})", file=sys.stderr)
 
 
 @functools.cache
