@@ -49,39 +49,44 @@ _PROBE = (
     "from toolrl_learner.train import host_memory\n"
     "print(allocator.jemalloc_loaded(), host_memory.release_free_pages())\n"
 )
+_GPU_WORKER = Path(__file__).resolve().parents[1]
 
 
-def _probe(env: dict[str, str]) -> str:
-    gpu_worker = Path(__file__).resolve().parents[1]
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE], env=env, cwd=gpu_worker, capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
-
-
-def test_the_process_reexecutes_with_jemalloc_serving_malloc():
+@pytest.fixture
+def jemalloc() -> tuple[str, dict[str, str]]:
+    """The jemalloc this machine's lookup finds, and this process's environment without any allocator setting."""
     lib = allocator.jemalloc_path({k: v for k, v in os.environ.items() if k != allocator.ENV})
     if lib is None:
         pytest.skip("no jemalloc on this machine (npm run setup unpacks Debian's libjemalloc2 into .cache)")
     base = {k: v for k, v in os.environ.items() if k not in (allocator.ENV, allocator.DONE, "LD_PRELOAD")}
+    return lib, base
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], env=env, cwd=_GPU_WORKER, capture_output=True, text=True, timeout=120
+    )
+
+
+def _probe(env: dict[str, str]) -> str:
+    out = _run(["-c", _PROBE], env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_the_process_reexecutes_with_jemalloc_serving_malloc(jemalloc):
+    lib, base = jemalloc
     # jemalloc mapped in, and the glibc heap trimming (train/host_memory.py) then does nothing.
     assert _probe({**base, allocator.ENV: lib}) == "True False"
     assert _probe({**base, allocator.ENV: "off"}) == "False True"
 
 
-def test_the_training_commands_say_which_malloc_they_run_on():
-    lib = allocator.jemalloc_path({k: v for k, v in os.environ.items() if k != allocator.ENV})
-    if lib is None:
-        pytest.skip("no jemalloc on this machine (npm run setup unpacks Debian's libjemalloc2 into .cache)")
-    base = {k: v for k, v in os.environ.items() if k not in (allocator.ENV, allocator.DONE, "LD_PRELOAD")}
-    cmd = [sys.executable, "-m", "toolrl_learner", "offline", "--help"]
-    cwd = Path(__file__).resolve().parents[1]
-    on = subprocess.run(cmd, env={**base, allocator.ENV: lib}, cwd=cwd, capture_output=True, text=True)
+def test_the_training_commands_say_which_malloc_they_run_on(jemalloc):
+    lib, base = jemalloc
+    cmd = ["-m", "toolrl_learner", "offline", "--help"]
+    on = _run(cmd, {**base, allocator.ENV: lib})
     assert on.returncode == 0 and f"toolrl_learner: malloc is jemalloc ({lib})" in on.stderr
-    off = subprocess.run(cmd, env={**base, allocator.ENV: "off"}, cwd=cwd, capture_output=True, text=True)
+    off = _run(cmd, {**base, allocator.ENV: "off"})
     assert off.returncode == 0 and "jemalloc" not in off.stderr
-    bad = subprocess.run(
-        cmd, env={**base, allocator.ENV: "/no/such.so"}, cwd=cwd, capture_output=True, text=True
-    )
+    bad = _run(cmd, {**base, allocator.ENV: "/no/such.so"})
     assert bad.returncode == 2 and "TOOLRL_JEMALLOC=/no/such.so: no such file" in bad.stderr
