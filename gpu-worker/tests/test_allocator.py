@@ -88,5 +88,11 @@ def test_the_training_commands_say_which_malloc_they_run_on(jemalloc):
     assert on.returncode == 0 and f"toolrl_learner: malloc is jemalloc ({lib})" in on.stderr
     off = _run(cmd, {**base, allocator.ENV: "off"})
     assert off.returncode == 0 and "jemalloc" not in off.stderr
+    # A jemalloc the caller preloaded is used as it is (no second preload, no re-execution) and named as theirs.
+    theirs = _run(cmd, {**base, "LD_PRELOAD": lib})
+    assert (
+        theirs.returncode == 0
+        and "toolrl_learner: malloc is jemalloc (preloaded by LD_PRELOAD)" in theirs.stderr
+    )
     bad = _run(cmd, {**base, allocator.ENV: "/no/such.so"})
     assert bad.returncode == 2 and "TOOLRL_JEMALLOC=/no/such.so: no such file" in bad.stderr

@@ -58,16 +58,9 @@ def main(argv: list[str]) -> int:
         except ValueError as e:
             print(f"toolrl_learner: {e}", file=sys.stderr)
             return 2
-        lib = os.environ.get(allocator.DONE)
-        if lib:
-            loaded = allocator.jemalloc_loaded()
-            print(
-                f"toolrl_learner: malloc is jemalloc ({lib})"
-                if loaded
-                else f"toolrl_learner: {lib} did not load; malloc is the C library's",
-                file=sys.stderr,
-                flush=True,
-            )
+        said = allocator.describe(os.environ)
+        if said:
+            print(f"toolrl_learner: {said}", file=sys.stderr, flush=True)
     from .lifeline import die_with_parent
 
     die_with_parent()

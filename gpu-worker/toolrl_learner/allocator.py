@@ -70,6 +70,19 @@ def reexec_with_jemalloc() -> None:
             print(f"toolrl_learner: could not re-execute with jemalloc ({e})", file=sys.stderr)
 
 
+def describe(env: Mapping[str, str]) -> str | None:
+    """The log line that says which malloc this process runs on, or None when it runs on the C library's and nobody
+    asked for jemalloc."""
+    lib = env.get(DONE)
+    if lib:
+        if jemalloc_loaded():
+            return f"malloc is jemalloc ({lib})"
+        return f"{lib} did not load; malloc is the C library's"
+    if jemalloc_loaded():  # the caller preloaded it, so nothing was re-executed
+        return "malloc is jemalloc (preloaded by LD_PRELOAD)"
+    return None
+
+
 @functools.cache
 def jemalloc_loaded() -> bool:
     """Whether jemalloc is mapped into this process (then it, not glibc, serves malloc)."""
