@@ -23,6 +23,9 @@ import { knownDifferences, trlGrpoKwargs, trlLora } from '../../../bench/peer-tr
 
 const QUICKSTART = resolve(import.meta.dirname, '../../../examples/quickstart/run.yaml');
 const SMOLLM2 = resolve(import.meta.dirname, '../../../examples/smollm2/run.yaml');
+// The example fine-tunes every weight; these give it the LoRA it had before 2026-12-04 (rank 16 on every layer) and
+// that LoRA on the top 8 blocks only.
+const LORA = 'model.lora={rank: 16, alpha: 32}';
 const TOP8 = 'model.lora.layers_to_transform=[22,23,24,25,26,27,28,29]';
 const load = (overrides: string[] = [], path = QUICKSTART) =>
   loadRunConfig(readFileSync(path, 'utf8'), path, overrides, dirname(path)).config;
@@ -103,12 +106,12 @@ describe('trlGrpoKwargs', () => {
     );
   });
 
-  it("gives the real-model example's bf16, template-free kwargs and its LoRA as peft's LoraConfig", () => {
+  it("gives the real-model example's bf16, template-free kwargs, and a LoRA as peft's LoraConfig", () => {
     const config = load([], SMOLLM2);
     const k = trlGrpoKwargs(config, { steps: 8, seed: 0 });
     expect(k).toMatchObject({
       bf16: true, // model.dtype bf16 (fp32 in the quick start)
-      learning_rate: 3e-4,
+      learning_rate: 3e-5,
       lr_scheduler_type: 'constant',
       max_completion_length: 160,
       generation_kwargs: { max_new_tokens: 64 },
@@ -116,8 +119,10 @@ describe('trlGrpoKwargs', () => {
       num_generations_eval: 4,
     });
     expect(trlGrpoKwargs(load(), { steps: 1, seed: 0 })['bf16']).toBe(false);
-    // the example adapts every layer: no layers_to_transform, as peft's default
-    expect(trlLora(config)).toEqual({
+    // the example fine-tunes every weight: no peft config
+    expect(trlLora(config)).toBeUndefined();
+    // a LoRA on every layer: no layers_to_transform, as peft's default
+    expect(trlLora(load([LORA], SMOLLM2))).toEqual({
       r: 16,
       lora_alpha: 32,
       lora_dropout: 0,
@@ -125,7 +130,7 @@ describe('trlGrpoKwargs', () => {
       task_type: 'CAUSAL_LM',
     });
     // and a config that names its layers hands them on
-    expect(trlLora(load([TOP8], SMOLLM2))).toMatchObject({
+    expect(trlLora(load([LORA, TOP8], SMOLLM2))).toMatchObject({
       layers_to_transform: [22, 23, 24, 25, 26, 27, 28, 29],
     });
     expect(trlLora(load())).toBeUndefined();
@@ -136,8 +141,11 @@ describe('trlGrpoKwargs', () => {
 
   it('names the LoRA, bf16, int8 rollouts and the mode among the differences of the real-model example', () => {
     const lines = knownDifferences(load([], SMOLLM2), { microBatch: 8 }).join('\n');
-    expect(lines).toMatch(/LoRA \(r 16, alpha 32\)/);
-    expect(knownDifferences(load([TOP8], SMOLLM2), { microBatch: 8 }).join('\n')).toMatch(
+    expect(lines).not.toMatch(/LoRA/); // full fine-tuning
+    expect(knownDifferences(load([LORA], SMOLLM2), { microBatch: 8 }).join('\n')).toMatch(
+      /LoRA \(r 16, alpha 32\)/,
+    );
+    expect(knownDifferences(load([LORA, TOP8], SMOLLM2), { microBatch: 8 }).join('\n')).toMatch(
       /LoRA \(r 16, alpha 32, layers 22-29\)/,
     );
     expect(lines).toMatch(/int8 weights/);
