@@ -6,9 +6,7 @@
 //
 // A row's logits do not depend on the rows beside it (slot-batch.ts: capacities are multiples of SLOT_CHUNK) and
 // each row draws from its own random stream, so a request samples the same tokens however it is batched: batching
-// changes the speed, not the run. Where the decoder may borrow the learner's cores (SlotDecoder.pairs) the running
-// batch is kept in two halves, a row joining the smaller: while the cores are free the two halves decode at once
-// on two threads, else one after the other (SlotDecoder.forwardPair).
+// changes the speed, not the run.
 
 import {
   type Decoding,
@@ -62,18 +60,12 @@ interface Active {
   lane: Lane;
 }
 
-/** Rows decoded in one pass: their cache, and who they are (row b of `batch` is `active[b]`). */
-interface Half {
-  batch: SlotBatch;
-  active: Active[];
-}
-
 const now = () => performance.now();
 
 export class SlotBatcher implements Decoding {
   private pending: Job[] = [];
-  /** One half, or two when the decoder can run two passes at once. */
-  private halves: Half[];
+  private active: Active[] = [];
+  private batch: SlotBatch;
   private loop: Promise<void> | null = null;
   private readonly maxRows: number;
   private readonly maxCacheBytes: number;
@@ -87,20 +79,13 @@ export class SlotBatcher implements Decoding {
     opts: BatcherOptions = {},
   ) {
     this.maxRows = opts.maxRows ?? 128;
-    this.halves = this.freshHalves();
+    this.batch = new SlotBatch(decoder.kv, this.maxRows);
     this.maxCacheBytes = opts.maxCacheBytes ?? 2 ** 30;
-  }
-
-  private freshHalves(): Half[] {
-    return Array.from({ length: this.decoder.pairs ? 2 : 1 }, () => ({
-      batch: new SlotBatch(this.decoder.kv, this.maxRows),
-      active: [],
-    }));
   }
 
   /** Rows being decoded right now (for tests and metrics). */
   get rowsInFlight(): number {
-    return this.halves.reduce((n, h) => n + h.active.length, 0);
+    return this.active.length;
   }
 
   decodeRows(
@@ -132,7 +117,7 @@ export class SlotBatcher implements Decoding {
 
   async dispose(): Promise<void> {
     await this.loop;
-    for (const h of this.halves) h.batch.release();
+    this.batch.release();
     await this.decoder.dispose();
   }
 
@@ -171,7 +156,7 @@ export class SlotBatcher implements Decoding {
   }
 
   private async run(): Promise<void> {
-    while (this.pending.length > 0 || this.rowsInFlight > 0) {
+    while (this.pending.length > 0 || this.active.length > 0) {
       while (this.pending.length > 0 && this.fits(this.pending[0]!)) {
         const job = this.pending.shift()!;
         try {
@@ -180,23 +165,23 @@ export class SlotBatcher implements Decoding {
           this.drop(job, err);
         }
       }
-      if (this.rowsInFlight === 0) continue;
+      if (this.active.length === 0) continue;
       try {
         await this.step();
       } catch (err) {
         // A failed step leaves no row's cache trustworthy: every request in the batch fails with the error.
-        for (const job of new Set(this.halves.flatMap((h) => h.active.map((a) => a.job))))
-          this.drop(job, err);
-        this.halves = this.freshHalves();
+        for (const job of new Set(this.active.map((a) => a.job))) this.drop(job, err);
+        this.active = [];
+        this.batch = new SlotBatch(this.decoder.kv, this.maxRows);
       }
     }
   }
 
   private fits(job: Job): boolean {
-    const held = this.rowsInFlight;
-    const rows = held + job.rows.length;
-    const rowBytes = Math.max(...this.halves.map((h) => h.batch.rowBytes()));
-    return held === 0 || (rows <= this.maxRows && rows * rowBytes <= this.maxCacheBytes);
+    const rows = this.batch.batch + job.rows.length;
+    return (
+      this.batch.batch === 0 || (rows <= this.maxRows && rows * this.batch.rowBytes() <= this.maxCacheBytes)
+    );
   }
 
   private context(params: SamplingParams): DrawContext {
@@ -226,9 +211,8 @@ export class SlotBatcher implements Decoding {
     job.lanes.forEach((lane, i) => {
       if (stopped[i]) this.finish(job, lane, full);
       else {
-        const half = this.halves.reduce((a, b) => (b.active.length < a.active.length ? b : a));
-        half.batch.add(full);
-        half.active.push({ job, lane });
+        this.batch.add(full);
+        this.active.push({ job, lane });
       }
     });
     this.stats.sampleMs += now() - t0;
@@ -250,51 +234,33 @@ export class SlotBatcher implements Decoding {
     }
   }
 
-  /** One decode step of every row in the batch (both halves); rows whose turn ends leave it. */
+  /** One decode step of every row in the batch; rows whose turn ends leave it. */
   private async step(): Promise<void> {
     let t0 = now();
-    const halves = this.halves.filter((h) => h.active.length > 0);
-    const pass = (h: Half) => ({
-      tokens: h.active.map((a) => [a.lane.result.tokenIds.at(-1)!]),
-      lengths: h.batch.lengths,
-      past: h.batch,
-      lastOnly: true,
-    });
-    const first = pass(halves[0]!);
-    const outs =
-      halves.length === 2
-        ? await this.decoder.forwardPair(first, pass(halves[1]!))
-        : [await this.decoder.forward(first.tokens, first.lengths, first.past, first.lastOnly)];
-    halves.forEach((h, i) => {
-      h.batch.append(outs[i]!.newKeys, outs[i]!.newValues);
-    });
-    // Sampling sees the halves as one batch: row b of the first half, then the second's.
-    const active = halves.flatMap((h) => h.active);
-    const logits = outs.length === 1 ? outs[0]!.logits : concat(outs.map((o) => o.logits));
-    const B = active.length;
+    const B = this.active.length;
+    const tokens = this.active.map((a) => [a.lane.result.tokenIds.at(-1)!]);
+    const out = await this.decoder.forward(tokens, this.batch.lengths, this.batch, true);
+    this.batch.append(out.newKeys, out.newValues);
     this.stats.decodeSteps++;
     this.stats.decodeTokens += B;
     this.stats.decodeMs += now() - t0;
     t0 = now();
     const stopped: number[] = [];
-    for (const [params, idx] of groupByParams(active)) {
-      const picked = idx.length === B ? logits : pickRows(logits, idx, this.decoder.vocabSize);
+    for (const [params, idx] of groupByParams(this.active)) {
+      const logits = idx.length === B ? out.logits : pickRows(out.logits, idx, this.decoder.vocabSize);
       const ctx = this.context(params);
-      const rows = await rowsOf(ctx, picked, idx.length);
+      const rows = await rowsOf(ctx, logits, idx.length);
       idx.forEach((b, r) => {
-        if (draw(ctx, active[b]!.lane, rows, r)) stopped.push(b);
+        if (draw(ctx, this.active[b]!.lane, rows, r)) stopped.push(b);
       });
     }
-    // Highest first: a removed row's place is taken by its half's last row, which is then already settled.
-    const firstRows = halves[0]!.active.length;
-    for (const at of stopped.sort((x, y) => y - x)) {
-      const h = at < firstRows ? halves[0]! : halves[1]!;
-      const b = at < firstRows ? at : at - firstRows;
-      const { job, lane } = h.active[b]!;
-      const cache = job.retain ? h.batch.extract(b) : undefined;
-      h.batch.remove(b);
-      h.active[b] = h.active[h.active.length - 1]!;
-      h.active.pop();
+    // Highest first: a removed row's place is taken by the last row, which is then already settled.
+    for (const b of stopped.sort((x, y) => y - x)) {
+      const { job, lane } = this.active[b]!;
+      const cache = job.retain ? this.batch.extract(b) : undefined;
+      this.batch.remove(b);
+      this.active[b] = this.active[this.active.length - 1]!;
+      this.active.pop();
       this.finish(job, lane, cache);
     }
     this.stats.sampleMs += now() - t0;
@@ -325,17 +291,6 @@ function groupByParams(active: readonly Active[]): Map<SamplingParams, number[]>
     else groups.set(rep, [b]);
   });
   return groups;
-}
-
-/** The rows of several [rows, vocab] logits, one after the other. */
-function concat(parts: readonly Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 function pickRows(logits: Float32Array, rows: readonly number[], V: number): Float32Array {

@@ -114,7 +114,6 @@ export class Policy {
     cacheMisses: 0,
   };
   private readonly decoding: Decoding;
-  private readonly decoder: OnnxDecoder | SlotDecoder;
   private readonly stops: StopSpec;
 
   constructor(
@@ -131,7 +130,6 @@ export class Policy {
     this.stops = stopSpecFor(manifest.eosTokenIds, tokenizer);
     this.caches = caches;
     this.kv = decoder.kv;
-    this.decoder = decoder;
     this.decoding =
       decoder instanceof SlotDecoder
         ? new SlotBatcher(decoder, sampler, graph, this.stops, this.counters)
@@ -296,16 +294,6 @@ export class Policy {
   /** Counters since load: prefill/decode tokens and time, prefix checks and breaks, cache hits and misses. */
   get metrics(): PolicyMetrics {
     return { ...this.counters };
-  }
-
-  /**
-   * Builds now what the decoder uses on the spare cores (SpareCores: the wider session, the second lane) instead of
-   * at the first free pass; resolves to whether anything is there to use.
-   */
-  async prepareSpare(): Promise<boolean> {
-    if (!(this.decoder instanceof SlotDecoder)) return false;
-    const [wide, lane] = await Promise.all([this.decoder.prepareSpare(), this.decoder.prepareLane()]);
-    return wide || lane;
   }
 
   async dispose(): Promise<void> {

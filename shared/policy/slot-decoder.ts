@@ -2,7 +2,6 @@
 // onnxruntime-node: the caller owns the KV cache (SlotBatch) and feeds it as it is; the graph returns the logits
 // and only the new tokens' keys and values, so a decode step copies no cache in or out.
 import type { InferenceSession, Tensor } from 'onnxruntime-node';
-import { DecoderLane } from './decoder-lane.ts';
 import type { KvShape } from './kv-cache.ts';
 import { defaultDecoderThreads } from './onnx-decoder.ts';
 import { cpuSessionOptions } from './session-options.ts';
@@ -15,20 +14,6 @@ export interface SlotView {
   readonly capacity: number;
   readonly keys: readonly Float32Array[];
   readonly values: readonly Float32Array[];
-}
-
-/** A cache whose buffers may be lent to another thread for a pass (a SlotBatch): they come back as new views. */
-export interface LendableView extends SlotView {
-  keys: Float32Array[];
-  values: Float32Array[];
-}
-
-/** One pass's inputs: rows of new tokens on `past` (SlotDecoder.forward's arguments). */
-export interface SlotPass<V extends SlotView = SlotView> {
-  tokens: readonly (readonly number[])[];
-  lengths: readonly number[];
-  past: V;
-  lastOnly: boolean;
 }
 
 export interface SlotForward {
@@ -52,12 +37,7 @@ type Ort = typeof import('onnxruntime-node');
  * learner's idle spells fall (test/unit/policy/slot-decoder.test.ts).
  */
 export interface SpareCores {
-  /**
-   * Intra-op threads of the wider session. When they are at least twice the decoder's own, a running batch kept in
-   * two halves (SlotBatcher) decodes them at once instead, one on the decoder's session and one on a session of as
-   * many threads on a worker thread (DecoderLane): the same bits again, since a row's result depends neither on the
-   * rows beside it nor on which of two like sessions ran it (checked on the lane's first passes, as below).
-   */
+  /** Intra-op threads of the wider session. */
   readonly threads: number;
   /** Whether the borrowed cores are free now; asked before every pass. */
   free(): boolean;
@@ -79,10 +59,6 @@ export class SlotDecoder {
   private wideLoading: Promise<InferenceSession | undefined> | undefined;
   /** `unchecked` until a pass of CHECK_ROWS rows agrees with the narrow session's (`checked`); `off` if one differs. */
   private wideState: 'unchecked' | 'checked' | 'off' = 'unchecked';
-  /** The second lane (SpareCores), started the first time the cores are free; its check as the wider session's. */
-  private lane: DecoderLane | undefined;
-  private laneLoading: Promise<DecoderLane | undefined> | undefined;
-  private laneState: 'unchecked' | 'checked' | 'off' = 'unchecked';
 
   private constructor(
     private readonly ort: Ort,
@@ -91,13 +67,7 @@ export class SlotDecoder {
     readonly vocabSize: number,
     private readonly modelPath: string,
     private readonly spare: SpareCores | undefined,
-    private readonly threads: number,
   ) {}
-
-  /** Whether this decoder may run two halves of a batch at once (forwardPair); SlotBatcher then keeps two. */
-  get pairs(): boolean {
-    return this.spare !== undefined && this.spare.threads >= 2 * this.threads;
-  }
 
   static async load(
     modelPath: string,
@@ -123,7 +93,7 @@ export class SlotDecoder {
       throw new Error(`${modelPath} is not a slots graph: it lacks ${missing.join(', ')}`);
     }
     const spare = opts.spare && opts.spare.threads > threads ? opts.spare : undefined;
-    return new SlotDecoder(ort, session, kv, vocabSize, modelPath, spare, threads);
+    return new SlotDecoder(ort, session, kv, vocabSize, modelPath, spare);
   }
 
   /**
@@ -186,78 +156,6 @@ export class SlotDecoder {
     past: SlotView,
     lastOnly: boolean,
   ): Promise<SlotForward> {
-    const feeds = this.feeds({ tokens, lengths, past, lastOnly });
-    return this.output(await this.run(feeds, tokens.length * (tokens[0]?.length ?? 0)));
-  }
-
-  /**
-   * Two passes (two halves of a running batch): at once while the spare cores are free and the second lane is
-   * ready (`a` on this decoder's session, `b` on the lane's, each on the decoder's threads), else one after the
-   * other as forward() runs them. The same bits either way. While `b` runs on the lane its cache's buffers are
-   * there, and come back to `b.past` as new views of the same memory.
-   */
-  async forwardPair(a: SlotPass, b: SlotPass<LendableView>): Promise<[SlotForward, SlotForward]> {
-    const lane = this.laneNow();
-    if (!lane) {
-      const first = await this.forward(a.tokens, a.lengths, a.past, a.lastOnly);
-      return [first, await this.forward(b.tokens, b.lengths, b.past, b.lastOnly)];
-    }
-    const feedsB = this.feeds(b);
-    const moved = new Set<string>();
-    for (let i = 0; i < this.kv.numLayers; i++)
-      moved.add(`past_key_values.${i}.key`).add(`past_key_values.${i}.value`);
-    const restore = (name: string, data: Tensor['data']) => {
-      const m = /^past_key_values\.(\d+)\.(key|value)$/.exec(name);
-      if (!m) return;
-      const whole = new Float32Array((data as Float32Array).buffer);
-      (m[2] === 'key' ? b.past.keys : b.past.values)[Number(m[1])] = whole;
-    };
-    this.spare?.ran?.(true);
-    const [outA, outB] = await Promise.all([
-      this.session.run(this.feeds(a)),
-      lane.run(feedsB, moved, restore).then(
-        (o) => o as unknown as InferenceSession.OnnxValueMapType,
-        (err: unknown) => {
-          this.laneState = 'off'; // a lane whose worker failed is not used again (this pass's batch fails)
-          throw err;
-        },
-      ),
-    ]);
-    if (this.laneState === 'unchecked') {
-      // The lane's first pass runs here too and must agree bit for bit. One pass settles it: the two sessions have
-      // the same graph and threads, so they take the same kernels for any number of rows.
-      const here = await this.session.run(this.feeds(b));
-      if (!Object.keys(here).every((k) => sameBits(here[k]!.data, outB[k]?.data))) {
-        this.laneState = 'off';
-        this.spare?.differed?.();
-        return [this.output(outA), this.output(here)];
-      }
-      this.laneState = 'checked';
-    }
-    return [this.output(outA), this.output(outB)];
-  }
-
-  /** The lane when a pair may use it now: the spare cores are free and it is started and not found to differ. */
-  private laneNow(): DecoderLane | undefined {
-    if (!this.pairs || this.laneState === 'off' || !this.spare!.free()) return undefined;
-    void this.prepareLane();
-    return this.lane;
-  }
-
-  /** Starts the second lane now instead of at the first free pair; resolves to whether it runs. */
-  prepareLane(): Promise<boolean> {
-    if (!this.pairs) return Promise.resolve(false);
-    this.laneLoading ??= DecoderLane.start(this.modelPath, cpuSessionOptions(this.threads)).then(
-      (l) => (this.lane = l),
-      () => {
-        this.laneState = 'off'; // the pairs run one after the other on this session: not the run's failure
-        return undefined;
-      },
-    );
-    return this.laneLoading.then((l) => l !== undefined);
-  }
-
-  private feeds({ tokens, lengths, past, lastOnly }: SlotPass): Record<string, Tensor> {
     const { ort } = this;
     const batch = tokens.length;
     const seq = tokens[0]?.length ?? 0;
@@ -287,10 +185,7 @@ export class SlotDecoder {
         dims,
       );
     }
-    return feeds;
-  }
-
-  private output(out: InferenceSession.OnnxValueMapType): SlotForward {
+    const out = await this.run(feeds, batch * seq);
     const logitsT = out.logits!;
     if (logitsT.dims[2] !== this.vocabSize)
       throw new Error(
@@ -298,7 +193,7 @@ export class SlotDecoder {
       );
     const newKeys: Float32Array[] = [];
     const newValues: Float32Array[] = [];
-    for (let i = 0; i < this.kv.numLayers; i++) {
+    for (let i = 0; i < numLayers; i++) {
       newKeys.push(out[`new_key_values.${i}.key`]!.data as Float32Array);
       newValues.push(out[`new_key_values.${i}.value`]!.data as Float32Array);
     }
@@ -306,10 +201,9 @@ export class SlotDecoder {
   }
 
   async dispose(): Promise<void> {
-    const [wide, lane] = await Promise.all([this.wideLoading, this.laneLoading]);
+    const wide = await this.wideLoading;
     this.wide = undefined;
-    this.lane = undefined;
-    await Promise.all([this.session.release(), wide?.release(), lane?.close()]);
+    await Promise.all([this.session.release(), wide?.release()]);
   }
 }
 

@@ -1,9 +1,8 @@
 // Continuous batching over the slots graph (shared/policy/batcher.ts, slot-batch.ts) on the real tiny bundle:
 // requests in flight together share decode steps, and each samples exactly what it samples alone, bit for bit,
 // whoever shares its batch; rows join and leave at any step; the cache bookkeeping is checked float by float.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CacheStore } from '#shared/policy/cache-store';
-import { DecoderLane } from '#shared/policy/decoder-lane';
 import { KvCache } from '#shared/policy/kv-cache';
 import { loadPolicy, type Policy } from '#shared/policy/policy';
 import { DEFAULT_SAMPLING, type SamplingParams } from '#shared/policy/sampler';
@@ -104,43 +103,6 @@ describe('continuous batching', () => {
     const together = policy.metrics.decodeSteps - stepsBefore;
     const longest = Math.max(...Object.values(alone).flatMap((g) => g.map((x) => x.tokenIds.length)));
     expect(together).toBeLessThanOrEqual(2 * longest);
-  });
-
-  it('samples the same bits with the batch in two halves decoded at once on the spare cores', async () => {
-    const prompts = {
-      a: policy.renderPrompt(ask('What is 17 * 23?'), tools),
-      b: policy.renderPrompt(ask('What is 3 plus 4, and then 9 times 11?'), tools),
-      c: policy.renderPrompt(ask('Hi'), []),
-    };
-    const run = (p: Policy) =>
-      Promise.all([
-        p.sampleGroup(prompts.a, 4, s({ seed: 11 })),
-        p.sampleGroup(prompts.b, 3, s({ seed: 12, maxNewTokens: 30 })),
-        p.sampleGroup(prompts.c, 5, s({ seed: 13, temperature: 0.7 })),
-      ]);
-    const one = await run(policy);
-    const lanePasses = vi.spyOn(DecoderLane.prototype, 'run');
-    // Free and busy by turns (every third pass busy), so pairs run at once and one after the other.
-    const passes = { free: 0, asked: 0 };
-    const halves = await loadPolicy(bundleDir, {
-      threads: 1,
-      spare: {
-        threads: 2,
-        free: () => passes.asked++ % 3 !== 2,
-        ran: (wide) => {
-          if (wide) passes.free++;
-        },
-      },
-    });
-    try {
-      expect(await halves.prepareSpare()).toBe(true);
-      expect(await run(halves)).toEqual(one);
-      expect(passes.free).toBeGreaterThan(0);
-      expect(lanePasses).toHaveBeenCalled(); // the second half did decode on the worker's session
-    } finally {
-      lanePasses.mockRestore();
-      await halves.dispose();
-    }
   });
 
   it('continues trajectories joined mid-flight exactly as one by one', async () => {

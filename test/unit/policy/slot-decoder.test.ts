@@ -164,36 +164,3 @@ describe('slots decoder on spare cores', () => {
     }
   });
 });
-
-describe('slots decoder: two halves at once on a worker lane', () => {
-  const copy = (p: Pass): Pass & { past: { keys: Float32Array[]; values: Float32Array[] } } => ({
-    ...p,
-    past: { ...p.past, keys: p.past.keys.map((a) => a.slice()), values: p.past.values.map((a) => a.slice()) },
-  });
-
-  for (const quantization of ['none', 'int8'] as const) {
-    it(`gives each half the bits it gets alone, and its cache back whole (${quantization})`, async () => {
-      const { kv, vocab, narrow, mixed, state } = await decoders(quantization);
-      try {
-        expect(await mixed.prepareLane()).toBe(true);
-        for (let k = 0; k < 4; k++) {
-          state.free = k !== 2; // busy once: the halves then run one after the other here
-          const a = makePass(kv, vocab, 12 + k, 1, 300 + k);
-          const b = copy(makePass(kv, vocab, 9 + 2 * k, 1, 400 + k));
-          const before = b.past.keys.map((x) => x.slice());
-          const [gotA, gotB] = await mixed.forwardPair(a, b);
-          expectSameBits(gotA, await narrow.forward(a.tokens, a.lengths, a.past, a.lastOnly));
-          expectSameBits(gotB, await narrow.forward(b.tokens, b.lengths, b.past, b.lastOnly));
-          // The buffers lent to the lane are back: the same length and contents (a pass writes nothing into them).
-          b.past.keys.forEach((x, i) => {
-            expect(bytes(x).equals(bytes(before[i]!))).toBe(true);
-          });
-        }
-        expect(state.differed).toBe(0);
-        expect(state.wide).toBe(3); // the three free pairs ran at once (counted as passes on all cores)
-      } finally {
-        await Promise.all([narrow.dispose(), mixed.dispose()]);
-      }
-    });
-  }
-});
