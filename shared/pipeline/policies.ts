@@ -7,6 +7,7 @@ import { copyFile, link, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { type CacheStats, CacheStore, DEFAULT_CACHE_BYTES } from '#shared/policy/cache-store';
+import { addStats, emptyStats, type LoopStats } from '#shared/policy/decode-loop';
 import type { LoadPolicyOptions, Policy, PolicyParts } from '#shared/policy/policy';
 import type { SpareCores } from '#shared/policy/slot-decoder';
 import type { BlobStore } from '#shared/ports/blob-store';
@@ -45,6 +46,11 @@ export interface PolicyProvider {
   /** The newest published version (pinned = null) or exactly `pinned`. Release the lease when done. */
   acquire(runId: string, pinned: number | null, freshness?: Freshness): Promise<PolicyLease>;
   close(): Promise<void>;
+  /**
+   * Where the rollout engine's time went in this process so far, over every version it loaded: prompt and
+   * continuation prefills, batched decode passes and sampling (LoopStats). Absent where nothing is counted.
+   */
+  engineStats?(): LoopStats | undefined;
 }
 
 export class NoPolicyError extends Error {
@@ -81,6 +87,9 @@ export interface BlobPolicyProviderOptions {
 
 export class BlobPolicyProvider implements PolicyProvider {
   private readonly entries = new Map<string, Entry>();
+  /** Policies loaded and not yet disposed, and the engine counters of those disposed (engineStats). */
+  private readonly loaded = new Set<Policy>();
+  private readonly disposedStats: LoopStats = emptyStats();
   private readonly newest = new Map<string, number>();
   private readonly latest = new Map<string, { version: Promise<number>; at: number }>();
   /** Tokenizers and sampling graphs shared by the versions whose tokenizer files are the same (by digest). */
@@ -163,10 +172,23 @@ export class BlobPolicyProvider implements PolicyProvider {
     return { budgetBytes: this.caches.budgetBytes, ...this.caches.stats, held: this.caches.size };
   }
 
+  engineStats(): LoopStats {
+    const total = addStats(emptyStats(), this.disposedStats);
+    for (const p of this.loaded) if (p.metrics) addStats(total, p.metrics);
+    return total;
+  }
+
+  /** Disposes a version's policy, keeping its engine counters for engineStats(). */
+  private async disposePolicy(policy: Promise<Policy>): Promise<void> {
+    const p = await policy;
+    if (this.loaded.delete(p) && p.metrics) addStats(this.disposedStats, p.metrics);
+    await p.dispose();
+  }
+
   async close(): Promise<void> {
     const all = [...this.entries.values()];
     this.entries.clear();
-    await Promise.allSettled(all.map(async (e) => (await e.policy).dispose()));
+    await Promise.allSettled(all.map((e) => this.disposePolicy(e.policy)));
     const parts = [...this.parts.values()];
     this.parts.clear();
     await Promise.allSettled(parts.map(async (p) => (await p).dispose()));
@@ -184,7 +206,18 @@ export class BlobPolicyProvider implements PolicyProvider {
       ...(this.opts.spare ? { spare: this.opts.spare } : {}),
       ...(chatTemplate !== undefined ? { chatTemplate } : {}),
     };
-    if (this.opts.load) return this.opts.load(dir, opts);
+    const policy = await (this.opts.load
+      ? this.opts.load(dir, opts)
+      : this.loadEngine(dir, opts, chatTemplate));
+    this.loaded.add(policy);
+    return policy;
+  }
+
+  private async loadEngine(
+    dir: string,
+    opts: LoadPolicyOptions,
+    chatTemplate: string | undefined,
+  ): Promise<Policy> {
     const engine = await import('#shared/policy/policy');
     const { readBundle } = await import('#shared/policy/bundle');
     // The tokenizer carries the template, so versions share parts only under the same one.
@@ -257,7 +290,7 @@ export class BlobPolicyProvider implements PolicyProvider {
       .sort((a, b) => b[1].lastUsed - a[1].lastUsed);
     for (const [id, e] of idle.slice(this.opts.keepIdle ?? 1)) {
       this.entries.delete(id);
-      (await e.policy).dispose().catch(() => {});
+      this.disposePolicy(e.policy).catch(() => {});
       const dir = this.scratch.get(id);
       if (dir === undefined || this.entries.has(id)) continue;
       this.scratch.delete(id);

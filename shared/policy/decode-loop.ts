@@ -46,6 +46,12 @@ export const emptyStats = (): LoopStats => ({
   sampleMs: 0,
 });
 
+/** `into` plus `more`, counter by counter (the engine's time over several policy versions). */
+export function addStats(into: LoopStats, more: LoopStats): LoopStats {
+  for (const k of Object.keys(into) as (keyof LoopStats)[]) into[k] += more[k];
+  return into;
+}
+
 interface Common {
   decoder: OnnxDecoder;
   sampler: Sampler;

@@ -291,6 +291,9 @@ export class EmbeddedPipeline {
     // How often a continuation found its KV cache kept: each one lost re-prefilled (or rebuilt pass by pass).
     if (this.policies instanceof BlobPolicyProvider)
       this.log.info('rollout KV cache', { runId: this.opts.runId, ...this.policies.cacheStats() });
+    const engine = this.policies.engineStats?.();
+    if (engine && engine.prefillTokens + engine.decodeTokens > 0)
+      this.log.info('rollout engine', { runId: this.opts.runId, ...engine });
     if (this.decodePasses.allCores + this.decodePasses.halfCores > 0)
       this.log.info('rollout decoder passes', { runId: this.opts.runId, ...this.decodePasses });
     await this.policies.close();

@@ -15,6 +15,7 @@ import type { PolicyLease, PolicyProvider } from '#shared/pipeline/policies';
 import { runPromptTemplate } from '#shared/pipeline/prompt-type';
 import { validationStarts } from '#shared/pipeline/stages/feeder';
 import { BundleError } from '#shared/policy/bundle';
+import { addStats, emptyStats, type LoopStats } from '#shared/policy/decode-loop';
 import type { Policy } from '#shared/policy/policy';
 import { silentLog } from '#shared/ports/log';
 import type { RunConfig } from '#shared/schemas/config/run';
@@ -46,6 +47,8 @@ export interface EvaluateOptions {
   /** Only the first rows of the dataset. */
   readonly maxRows?: number;
   readonly ortThreads?: number;
+  /** Told where the rollout engine's time went (prefill, decode passes, sampling) once the evaluation is done. */
+  readonly onRollouts?: (stats: LoopStats) => void;
   /**
    * Keep the evaluation's run folder (every answer with its messages, tool calls and reward, under
    * `runs/<runId>/`) in this directory instead of a scratch folder removed at the end; `toolrl view` opens it.
@@ -132,6 +135,8 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
     } finally {
       await pipeline.stop();
     }
+    const stats = policies.engineStats();
+    if (stats) opts.onRollouts?.(stats);
     const text = await pipeline.blobs.get(summaryKey);
     if (!text) throw new Error('the evaluation ended without a summary');
     if (opts.keepDir) {
@@ -247,8 +252,17 @@ class DirPolicyProvider implements PolicyProvider {
     return { policy: await this.policy, version: pinned ?? this.version, release: () => {} };
   }
 
+  private stats: LoopStats | undefined;
+
+  engineStats(): LoopStats | undefined {
+    return this.stats;
+  }
+
   async close(): Promise<void> {
-    if (this.policy) await (await this.policy).dispose();
+    if (!this.policy) return;
+    const policy = await this.policy;
+    this.stats = addStats(emptyStats(), policy.metrics);
+    await policy.dispose();
   }
 }
 

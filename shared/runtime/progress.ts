@@ -3,6 +3,7 @@
 // a terminal. Validation results are printed as they land.
 import cliProgress from 'cli-progress';
 import type { EvalSummary } from '#shared/pipeline/eval';
+import type { LoopStats } from '#shared/policy/decode-loop';
 import type { QueueSet } from '#shared/ports/queue-set';
 import type { TrainEvent } from './train.ts';
 
@@ -33,6 +34,22 @@ export const formatEval = (s: EvalSummary): string => {
   )}, tool calls/trajectory ${fmt(s.toolCallsPerTrajectory, 2)}${validity} (${s.prompts} prompts, ${
     s.trajectories
   } trajectories)`;
+};
+
+/**
+ * Where the rollout engine's time went: prompt and continuation prefills (batch 1), batched decode passes (one token
+ * a row) and sampling. The three are wall time on the decoding thread, not CPU time: in an embedded run the learner
+ * computes beside them.
+ */
+export const formatRollouts = (s: LoopStats): string => {
+  const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const rate = (tokens: number, ms: number) => (ms > 0 ? `, ${Math.round(tokens / (ms / 1000))}/s` : '');
+  const rows = s.decodeSteps > 0 ? `, ${(s.decodeTokens / s.decodeSteps).toFixed(1)} rows a pass` : '';
+  return (
+    `prefill ${s.prefillTokens} tokens in ${sec(s.prefillMs)}${rate(s.prefillTokens, s.prefillMs)}; ` +
+    `decode ${s.decodeTokens} tokens in ${s.decodeSteps} passes, ${sec(s.decodeMs)}${rate(s.decodeTokens, s.decodeMs)}${rows}; ` +
+    `sampling ${sec(s.sampleMs)}`
+  );
 };
 
 export class TrainProgress {

@@ -15,6 +15,7 @@ import { type EvalSummary, EvalSummarySchema } from '#shared/pipeline/eval';
 import { inputBytes, prepareInputs } from '#shared/pipeline/run-inputs';
 import { readRunStatus, transitionRun } from '#shared/pipeline/run-status';
 import { FeederStateSchema } from '#shared/pipeline/stages/feeder';
+import type { LoopStats } from '#shared/policy/decode-loop';
 import { jsonLinesLog } from '#shared/ports/log';
 import type { QueueSet } from '#shared/ports/queue-set';
 import type { RunConfig } from '#shared/schemas/config/run';
@@ -70,6 +71,8 @@ export interface TrainResult {
   readonly metricsPath: string;
   readonly plotPath: string;
   readonly seconds: number;
+  /** Where the rollout engine's time went in this process (prefill, decode passes, sampling); absent when it decoded nothing. */
+  readonly rollouts?: LoopStats;
 }
 
 export async function train(opts: TrainOptions): Promise<TrainResult> {
@@ -142,6 +145,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   });
 
   let interrupted = false;
+  let rollouts: LoopStats | undefined;
   try {
     pipeline.start();
     emit({ kind: 'started', runId, runDir, resumed: Boolean(opts.resume), config, queues: pipeline.queues });
@@ -161,6 +165,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   } finally {
     unwatch();
     await pipeline.stop();
+    const stats = pipeline.policies.engineStats?.();
+    if (stats && stats.prefillTokens + stats.decodeTokens > 0) rollouts = stats;
     await new Promise<void>((r) => logFile.end(r));
   }
 
@@ -184,6 +190,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     metricsPath: join(runDir, 'metrics', 'metrics.jsonl'),
     plotPath: join(runDir, 'metrics', 'reward_curve.png'),
     seconds: (Date.now() - started) / 1000,
+    ...(rollouts ? { rollouts } : {}),
   };
 }
 

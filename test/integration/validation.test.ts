@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { LoopStats } from '#shared/policy/decode-loop';
 import { loadPolicy } from '#shared/policy/index';
 import { evaluate, runConfigBeside } from '#shared/runtime/evaluate';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
@@ -68,6 +69,11 @@ describe('validation on the embedded default', () => {
     expect(result).toMatchObject({ status: 'completed', learner: { step: 2, done: true } });
     expect(lastSftLoss(run.learnerLines), 'the warm start memorised the questions').toBeLessThan(0.02);
     expect(result.evals.map((e) => e.policyVersion)).toEqual([0, 1, 2]);
+    // Where the rollout engine's time went (the train command's `rollouts:` line): counted over every version.
+    const rollouts = result.rollouts!;
+    expect(rollouts.prefillTokens).toBeGreaterThan(0);
+    expect(rollouts.decodeSteps).toBeGreaterThan(0);
+    expect(rollouts.decodeTokens).toBeGreaterThanOrEqual(rollouts.decodeSteps); // a pass decodes >= 1 row
 
     const groups = scoredGroups(result);
     for (const id of ['e0-p0', 'e0-p1']) expect(groups.get(id)?.trajectories).toHaveLength(2);
@@ -141,7 +147,17 @@ describe('validation on the embedded default', () => {
       ortThreads: 1,
       keepDir: keep,
     };
-    const again = await evaluate(options);
+    let evalRollouts: LoopStats | undefined;
+    const again = await evaluate({
+      ...options,
+      onRollouts: (r) => {
+        evalRollouts = r;
+      },
+    });
+    // The evaluation prefilled v2's validation prompts again: fewer tokens than the run, which also prefilled
+    // v0's and v1's and its training groups'.
+    expect(evalRollouts!.prefillTokens).toBeGreaterThan(0);
+    expect(evalRollouts!.prefillTokens).toBeLessThan(rollouts.prefillTokens);
     const { runId: _r, createdAt: _c, ...measured } = again;
     const { runId: _r2, createdAt: _c2, ...fromRun } = result.evals[2]!;
     expect(measured.policyVersion).toBe(2);

@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
+import type { LoopStats } from '#shared/policy/decode-loop';
 import { UsageError } from '../errors.ts';
 
 interface EvalFlags {
@@ -75,7 +76,7 @@ export function register(program: Command): void {
     .option('--json', 'print the summary as JSON on stdout')
     .action(async (o: EvalFlags) => {
       const { evaluate, runConfigBeside } = await import('#shared/runtime/evaluate');
-      const { formatEval } = await import('#shared/runtime/progress');
+      const { formatEval, formatRollouts } = await import('#shared/runtime/progress');
       let config: Awaited<ReturnType<typeof loadConfig>>;
       if (o.config) config = await loadConfig(o.config);
       else {
@@ -92,6 +93,7 @@ export function register(program: Command): void {
         throw new UsageError(`--out ${o.out} already holds a runs/ folder: give an empty or new directory`);
       const tty = process.stderr.isTTY;
       const { BundleError } = await import('#shared/policy/bundle');
+      let rollouts: LoopStats | undefined;
       const summary = await evaluate({
         policyDir: o.policy,
         dataPath: o.data,
@@ -106,6 +108,9 @@ export function register(program: Command): void {
         ...(o.maxRows !== undefined ? { maxRows: o.maxRows } : {}),
         ...(o.threads !== undefined ? { ortThreads: o.threads } : {}),
         ...(o.out !== undefined ? { keepDir: o.out } : {}),
+        onRollouts: (s) => {
+          rollouts = s;
+        },
         onProgress: (done, total) => {
           if (tty) process.stderr.write(`\r${done}/${total} prompts scored`);
         },
@@ -116,7 +121,7 @@ export function register(program: Command): void {
       if (tty) process.stderr.write('\n');
       if (o.json) {
         process.stdout.write(
-          `${JSON.stringify({ policy: resolve(o.policy), data: resolve(o.data), ...summary })}\n`,
+          `${JSON.stringify({ policy: resolve(o.policy), data: resolve(o.data), ...summary, ...(rollouts ? { rollouts } : {}) })}\n`,
         );
         return;
       }
@@ -132,6 +137,7 @@ export function register(program: Command): void {
         .map(([k, v]) => `${k} ${v}`)
         .join(', ');
       out.write(`  episodes ended by: ${finish}\n`);
+      if (rollouts) out.write(`  rollouts: ${formatRollouts(rollouts)}\n`);
       if (o.out !== undefined)
         out.write(
           `  answers kept in ${join(o.out, 'runs', summary.runId)} (npx toolrl view ${summary.runId} --workdir ${o.out})\n`,

@@ -57,7 +57,7 @@ export function register(program: Command): void {
         },
       ) => {
         const { train } = await import('#shared/runtime/train');
-        const { TrainProgress, formatEval } = await import('#shared/runtime/progress');
+        const { TrainProgress, formatEval, formatRollouts } = await import('#shared/runtime/progress');
         const { ConfigError } = await import('#shared/config/resolve');
         const { JournalsInUseError } = await import('#shared/adapters/embedded/journal-owner');
         const { prepareInputs } = await import('#shared/pipeline/run-inputs');
@@ -120,6 +120,7 @@ export function register(program: Command): void {
         const last = result.evals.at(-1);
         if (first) out.write(`  start  ${formatEval(first)}\n`);
         if (last && last !== first) out.write(`  end    ${formatEval(last)}\n`);
+        if (result.rollouts) out.write(`  rollouts: ${formatRollouts(result.rollouts)}\n`);
         out.write(`  metrics: ${result.metricsPath}\n  plot:    ${result.plotPath}\n`);
         out.write(`  tensorboard --logdir ${result.runDir}/metrics/tensorboard\n`);
         if (result.status === 'interrupted') {

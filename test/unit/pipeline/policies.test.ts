@@ -34,7 +34,17 @@ function setup(latestTtlMs?: number) {
     // Stands in for onnxruntime: the provider's job is which bundle, not how it is run.
     load: async (_dir, opts) => {
       loaded.push(opts.version!);
-      return { dispose: async () => {} } as unknown as Policy;
+      // Engine counters that differ per version: v sampled 10 * (v + 1) prefill tokens, and so on.
+      const k = opts.version! + 1;
+      const metrics = {
+        prefillTokens: 10 * k,
+        prefillMs: k,
+        decodeSteps: 2 * k,
+        decodeTokens: 5 * k,
+        decodeMs: k,
+        sampleMs: k,
+      };
+      return { metrics, dispose: async () => {} } as unknown as Policy;
     },
   });
   const publish = async (v: number) => {
@@ -149,6 +159,33 @@ describe('BlobPolicyProvider', () => {
     expect(p.reads()).toBe(3);
     expect(p.loaded).toEqual([0, 1]);
     await p.provider.close();
+  });
+
+  it('counts the rollout engine over every version it loaded, those unloaded and those still held, once each', async () => {
+    const p = setup(0);
+    expect(p.provider.engineStats()).toEqual({
+      prefillTokens: 0,
+      prefillMs: 0,
+      decodeSteps: 0,
+      decodeTokens: 0,
+      decodeMs: 0,
+      sampleMs: 0,
+    });
+    for (const v of [0, 1, 2]) {
+      await p.publish(v);
+      await p.version(); // loads v; an idle older one beyond the newest and the last used is unloaded
+    }
+    const all = {
+      prefillTokens: 60,
+      prefillMs: 6,
+      decodeSteps: 12,
+      decodeTokens: 30,
+      decodeMs: 6,
+      sampleMs: 6,
+    };
+    expect(p.provider.engineStats()).toEqual(all);
+    await p.provider.close(); // every version unloaded now: the same totals, not counted twice
+    expect(p.provider.engineStats()).toEqual(all);
   });
 
   it('a run with no LATEST.json yet is a NoPolicyError, and the next acquire tries again', async () => {
