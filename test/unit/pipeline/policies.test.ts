@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
 import { BlobPolicyProvider } from '#shared/pipeline/policies';
 import { readBundle } from '#shared/policy/bundle';
+import { emptyStats } from '#shared/policy/decode-loop';
 import type { Policy } from '#shared/policy/policy';
 import { BundleManifestSchema } from '#shared/schemas/policy';
 import { keys } from '#shared/topology';
@@ -163,14 +164,7 @@ describe('BlobPolicyProvider', () => {
 
   it('counts the rollout engine over every version it loaded, those unloaded and those still held, once each', async () => {
     const p = setup(0);
-    expect(p.provider.engineStats()).toEqual({
-      prefillTokens: 0,
-      prefillMs: 0,
-      decodeSteps: 0,
-      decodeTokens: 0,
-      decodeMs: 0,
-      sampleMs: 0,
-    });
+    expect(p.provider.engineStats()).toEqual(emptyStats());
     for (const v of [0, 1, 2]) {
       await p.publish(v);
       await p.version(); // loads v; an idle older one beyond the newest and the last used is unloaded
