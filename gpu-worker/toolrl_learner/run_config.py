@@ -258,6 +258,11 @@ class RolloutConfig:
     """The sampler's seed."""
     multi_turn: MultiTurnConfig = field(default_factory=MultiTurnConfig)
     val_kwargs: ValKwargs = field(default_factory=ValKwargs)
+    enable_prefix_caching: bool = False
+    """verl's name: prefill the head every prompt shares (system messages and tool schemas) once per policy
+    version and start each prompt from its cache. Faster when the head is most of the prompt; it rounds
+    differently from one pass over the prompt, so a deterministic run's numbers change when it is turned on.
+    """
     agent: RolloutConfigAgent | None = None
 
     @classmethod

@@ -243,7 +243,7 @@ function keyAliases(): KeyAlias[] {
   });
   add('algorithm.kl_ctrl.kl_coef', { to: 'algorithm.kl_coef', origin: 'verl' });
   add('algorithm.kl_ctrl.type', { to: null, origin: 'verl', note: 'the in-reward KL coefficient is fixed' });
-  for (const key of ['temperature', 'top_p', 'top_k'])
+  for (const key of ['temperature', 'top_p', 'top_k', 'enable_prefix_caching'])
     add(`actor_rollout_ref.rollout.${key}`, { to: `rollout.${key}`, origin: 'verl' });
   add('actor_rollout_ref.rollout.n', { to: 'rollout.n', origin: 'verl', soft: true });
   // MindSpeed-RL's other sections (its rl_config keys are read as top-level keys, see PREFIX_ALIASES)

@@ -115,6 +115,15 @@ export class SlotBatcher implements Decoding {
     return results.map((r) => r[0]!);
   }
 
+  async extend(past: KvCache, tokens: readonly number[]): Promise<KvCache> {
+    if (tokens.length === 0 || past.batch !== 1)
+      throw new Error('extend: a one-row cache and at least one new token expected');
+    const t0 = now();
+    const out = await this.feedAlone(past, tokens);
+    this.stats.prefillMs += now() - t0;
+    return out;
+  }
+
   async dispose(): Promise<void> {
     await this.loop;
     this.batch.release();

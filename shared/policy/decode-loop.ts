@@ -294,6 +294,8 @@ export interface Decoding {
     args: JobArgs & { past: KvCache; feed: readonly number[]; rows: readonly RowSpec[] },
   ): Promise<RowResult[]>;
   decodeEach(args: JobArgs & { items: readonly EachItem[] }): Promise<RowResult[]>;
+  /** `past` (one row) and `tokens` after it, run as one pass alone and counted as prefill: the longer cache. */
+  extend(past: KvCache, tokens: readonly number[]): Promise<KvCache>;
   dispose(): Promise<void>;
 }
 
@@ -322,6 +324,14 @@ export class StandardDecoding implements Decoding {
       replay?.length ? { ...it, feed: [...replay.flat(), ...it.feed] } : it,
     );
     return decodeEach({ ...this.common(), ...a, items });
+  }
+
+  async extend(past: KvCache, tokens: readonly number[]): Promise<KvCache> {
+    const t0 = now();
+    const { present } = await this.decoder.forward([tokens], past, true);
+    this.stats.prefillTokens += tokens.length;
+    this.stats.prefillMs += now() - t0;
+    return present;
   }
 
   async dispose(): Promise<void> {

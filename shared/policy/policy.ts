@@ -10,6 +10,7 @@ import { CacheStore, DEFAULT_CACHE_BYTES } from './cache-store.ts';
 import { type Decoding, emptyStats, type LoopStats, type RowSpec, StandardDecoding } from './decode-loop.ts';
 import { KvCache, type KvShape } from './kv-cache.ts';
 import { OnnxDecoder } from './onnx-decoder.ts';
+import { PromptHeads } from './prompt-head.ts';
 import { checkSamplingParams, Sampler, type SamplingParams } from './sampler.ts';
 import { SamplerGraph } from './sampler-graph.ts';
 import { SLOTS_GRAPH_FILE, SlotDecoder, type SpareCores } from './slot-decoder.ts';
@@ -115,6 +116,8 @@ export class Policy {
   };
   private readonly decoding: Decoding;
   private readonly stops: StopSpec;
+  /** Prompt heads prefilled once for this version (SamplingParams.prefixCache; prompt-head.ts). */
+  private readonly heads: PromptHeads;
 
   constructor(
     readonly manifest: BundleManifest,
@@ -134,6 +137,7 @@ export class Policy {
       decoder instanceof SlotDecoder
         ? new SlotBatcher(decoder, sampler, graph, this.stops, this.counters)
         : new StandardDecoding(decoder, sampler, graph, this.stops, this.counters);
+    this.heads = new PromptHeads(tokenizer, (ids) => this.decoding.extend(KvCache.empty(this.kv, 1), ids));
   }
 
   private readonly kv: KvShape;
@@ -177,9 +181,10 @@ export class Policy {
     const promptIds = this.tokenizer.encode(promptText);
     const budget = Math.min(s.maxNewTokens, s.maxTotalResponseTokens ?? Number.POSITIVE_INFINITY);
     const kept = new Map<number, KvCache>();
+    const head = s.prefixCache ? this.heads.length(messages, tools, promptIds) : 0;
     const results = await this.decoding.decodeRows({
-      past: KvCache.empty(this.kv, 1),
-      feed: promptIds,
+      past: head > 0 ? await this.heads.cache(promptIds.slice(0, head)) : KvCache.empty(this.kv, 1),
+      feed: promptIds.slice(head),
       rows: Array.from({ length: n }, (_, i) => ({ sampleIndex: i, turn: 0, budget })),
       params: s,
       ...(this.caches.budgetBytes > 0 ? { retain: (r: number, cache: KvCache) => kept.set(r, cache) } : {}),
@@ -223,7 +228,7 @@ export class Policy {
     const work: {
       index: number;
       next: TokenState;
-      past: KvCache;
+      past: KvCache | Promise<KvCache>;
       budget: number;
       replay?: number[][];
     }[] = [];
@@ -252,21 +257,28 @@ export class Policy {
       const cached = this.caches.take(state.cacheKey, next.tokenIds, this.cacheOwner);
       if (cached) this.counters.cacheHits++;
       else this.counters.cacheMisses++;
-      const replay = !cached && opts.exact ? passesOf(state) : undefined;
+      // Without its kept cache a trajectory starts again from its prompt's head when there is one: the head's
+      // pass is the one its first turn ran on (startGroup), so an exact replay replays only the passes after it.
+      const head =
+        cached || !s.prefixCache
+          ? 0
+          : this.heads.length(state.messages, state.tools, state.tokenIds, state.promptLength);
+      const passes = !cached && opts.exact ? passesOf(state, head) : undefined;
       work.push({
         index,
         next,
-        past: cached ?? KvCache.empty(this.kv, 1),
+        past: cached ?? (head > 0 ? this.heads.cache(state.tokenIds.slice(0, head)) : KvCache.empty(this.kv, 1)),
         budget,
-        ...(replay ? { replay } : {}),
+        ...(passes ? { replay: head > 0 ? passes.slice(1) : passes } : {}),
       });
     });
+    const pasts = await Promise.all(work.map((w) => w.past));
     const kept = new Map<number, KvCache>();
     const results = await this.decoding.decodeEach({
-      items: work.map((w) => ({
-        past: w.past,
+      items: work.map((w, r) => ({
+        past: pasts[r]!,
         ...(w.replay ? { replay: w.replay } : {}),
-        feed: w.next.tokenIds.slice(w.past.length + (w.replay?.reduce((n, seg) => n + seg.length, 0) ?? 0)),
+        feed: w.next.tokenIds.slice(pasts[r]!.length + (w.replay?.reduce((n, seg) => n + seg.length, 0) ?? 0)),
         row: {
           sampleIndex: w.next.sampleIndex,
           turn: w.next.turns.length,
@@ -325,14 +337,20 @@ export interface ContinueOptions {
 /**
  * The forward passes that computed the kept cache of a trajectory's tokens but its last sampled one: each turn's
  * prefill (the prompt, or the previous turn's last token and the delta appended after it) and then one pass per
- * sampled token but the turn's last. Undefined when the state's turns do not account for its tokens.
+ * sampled token but the turn's last. With `head` > 0 the prompt was prefilled in two passes, its first `head` tokens
+ * and then the rest (prompt-head.ts). Undefined when the state's turns do not account for its tokens.
  */
-export function passesOf(state: TokenState): number[][] | undefined {
+export function passesOf(state: TokenState, head = 0): number[][] | undefined {
   const ids = state.tokenIds;
   const last = state.turns.at(-1);
   if (!last || last.tokenEnd !== ids.length) return undefined;
   const passes: number[][] = [];
   let held = 0;
+  if (head > 0) {
+    if (head >= state.turns[0]!.tokenStart) return undefined;
+    passes.push(ids.slice(0, head));
+    held = head;
+  }
   for (const t of state.turns) {
     if (t.tokenEnd <= t.tokenStart || t.tokenStart <= held) return undefined;
     passes.push(ids.slice(held, t.tokenStart));

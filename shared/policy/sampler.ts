@@ -18,6 +18,11 @@ export interface SamplingParams {
   stopOnToolCallEnd: boolean;
   /** Budget of generated + appended tokens after the prompt over the whole trajectory (verl's max_response_length). */
   maxTotalResponseTokens?: number;
+  /**
+   * Prefill a prompt's head (its system messages and tool schemas) once per policy version and start every prompt
+   * with that head from its cache (`rollout.enable_prefix_caching`, prompt-head.ts).
+   */
+  prefixCache?: boolean;
 }
 
 export const DEFAULT_SAMPLING: SamplingParams = {
@@ -47,6 +52,7 @@ export function samplingParams(
     seed,
     stopOnToolCallEnd: true,
     maxTotalResponseTokens: r.multi_turn.max_total_response_length,
+    ...(r.enable_prefix_caching ? { prefixCache: true } : {}),
   };
 }
 

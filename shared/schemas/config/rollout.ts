@@ -158,6 +158,12 @@ export const RolloutConfigSchema = z
     seed: z.number().int().nonnegative().default(0).describe("The sampler's seed."),
     multi_turn: MultiTurnConfigSchema.default(MultiTurnConfigSchema.parse({})),
     val_kwargs: ValKwargsSchema.default(ValKwargsSchema.parse({})),
+    enable_prefix_caching: z
+      .boolean()
+      .default(false)
+      .describe(
+        "verl's name: prefill the head every prompt shares (system messages and tool schemas) once per policy version and start each prompt from its cache. Faster when the head is most of the prompt; it rounds differently from one pass over the prompt, so a deterministic run's numbers change when it is turned on.",
+      ),
     /** Bring your own agent: it drives each episode through an OpenAI-compatible endpoint (AgentConfigSchema). */
     agent: AgentConfigSchema.optional(),
   })
