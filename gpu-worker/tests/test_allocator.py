@@ -33,6 +33,14 @@ def test_a_named_library_is_used_and_a_missing_one_is_an_error(tmp_path):
         allocator.jemalloc_path({allocator.ENV: "/no/such/libjemalloc.so.2"}, tmp_path)
 
 
+def test_the_gpu_image_installs_jemalloc_where_the_learner_looks():
+    """The image has no setup cache: its jemalloc is Debian/Ubuntu's package, in a folder the learner searches."""
+    dockerfile = (Path(allocator.__file__).resolve().parents[1] / "Dockerfile").read_text()
+    installs = [line for line in dockerfile.splitlines() if "apt-get install" in line]
+    assert any("libjemalloc2" in line.split() for line in installs), installs
+    assert "/usr/lib/x86_64-linux-gnu" in allocator._SYSTEM_DIRS
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="LD_PRELOAD is the Linux loader's")
 def test_the_preload_goes_first_and_happens_once(tmp_path):
     lib = str(_fake_lib(tmp_path / ".cache/jemalloc/usr/lib/aarch64-linux-gnu/libjemalloc.so.2").resolve())
