@@ -23,6 +23,7 @@ import { type RunConfig, RunConfigSchema } from '#shared/schemas/config/run';
 import type { DatasetRowInput } from '#shared/schemas/dataset-row';
 import { DatasetRowSchema } from '#shared/schemas/dataset-row';
 import type { RunStatus } from '#shared/schemas/run-status';
+import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import { keys } from '#shared/topology';
 import { StubPolicy } from './stub-policy.ts';
 
@@ -147,4 +148,45 @@ export async function bareRun(resources: RunResources, runId: string, w: Workloa
     }
   }
   return scored;
+}
+
+/**
+ * One tool registry for every run of the script, its calculator pool grown to the tool's `num_workers` before
+ * anything is timed (bench/pipeline/localstack.ts): otherwise each run's fresh registry starts mathjs workers inside the timed part (about a
+ * second of CPU each), and the figures would compare worker start-ups, not queues and blob stores.
+ */
+let shared: Promise<ToolRegistry> | undefined;
+export function sharedTools(config: RunConfig, baseDir: string): Promise<ToolRegistry> {
+  shared ??= (async () => {
+    const mt = config.rollout.multi_turn;
+    const r = await buildToolRegistry(config.tools, {
+      baseDir,
+      truncate: { maxLength: mt.max_tool_response_length, side: mt.tool_response_truncate_side },
+    });
+    await r.callMany(
+      Array.from({ length: CALCULATOR_WORKERS }, () => ({
+        name: 'calculator',
+        arguments: { expression: '1 + 1' },
+      })),
+    );
+    return r;
+  })();
+  // Each run's RunResources closes its registry; the shared one is closed once, at the end.
+  return shared.then(
+    (r): ToolRegistry => ({
+      schemas: () => r.schemas(),
+      names: () => r.names(),
+      call: (c, ctx) => r.call(c, ctx),
+      callMany: (cs, ctx) => r.callMany(cs, ctx),
+      forRow: (row) => r.forRow(row),
+      finishTrajectory: (row) => r.finishTrajectory(row),
+      stateful: r.stateful,
+      close: async () => {},
+    }),
+  );
+}
+
+/** Closes the registry sharedTools made, if it made one. */
+export async function closeSharedTools(): Promise<void> {
+  await (await shared)?.close();
 }

@@ -2,8 +2,6 @@
 // mode) against the embedded adapters, same workload, same handlers, settings and local runtime, same process.
 // Starts LocalStack when it is not running (and stops it again at the end).
 //   npx tsx bench/pipeline/localstack.ts [--groups 16] [--n 8] [--repeats 3] [--write]
-import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -13,7 +11,6 @@ import { type AwsClientOptions, s3Client, sqsClient } from '#shared/adapters/aws
 import { S3BlobStore } from '#shared/adapters/aws/s3-blob-store';
 import { SqsQueue } from '#shared/adapters/aws/sqs-queue';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
-import type { EnvironmentResources } from '#shared/operator/environment';
 import { RunResources } from '#shared/pipeline/run-resources';
 import { createStageHandler } from '#shared/pipeline/stages/handlers';
 import type { BlobStore } from '#shared/ports/blob-store';
@@ -22,8 +19,6 @@ import type { Queue } from '#shared/ports/queue';
 import type { StageContext } from '#shared/ports/stage-context';
 import { EMBEDDED_SETTINGS, EmbeddedPipeline } from '#shared/runtime/embedded';
 import { LocalRuntime } from '#shared/runtime/local-runtime';
-import type { RunConfig } from '#shared/schemas/config/run';
-import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import {
   consumedQueue,
   FUNCTION_SENDS,
@@ -32,24 +27,20 @@ import {
   QUEUES,
   type QueueName,
 } from '#shared/topology';
+import { destroyLocalStackEnvironment } from '../../infra/lib/localstack-stack.ts';
+import { CountingSqsQueue, deployBenchEnvironment, ensureLocalStack } from '../support/localstack.ts';
 import {
-  deployLocalStackEnvironment,
-  destroyLocalStackEnvironment,
-} from '../../infra/lib/localstack-stack.ts';
-import { type CfnTemplate, localStackTemplate } from '../../infra/lib/localstack-template.ts';
-import { bareRun, CALCULATOR_WORKERS, prepareRun, scratch, type Workload, warmTools } from './harness.ts';
+  bareRun,
+  closeSharedTools,
+  prepareRun,
+  scratch,
+  sharedTools,
+  type Workload,
+  warmTools,
+} from './harness.ts';
 import { StubPolicyProvider } from './stub-policy.ts';
 
 const REPO_ROOT = join(import.meta.dirname, '../..');
-
-/** The CDK app synthesized once per benchmark process; each environment deploys it under its own name. */
-let synthesized: { env: string; template: CfnTemplate } | undefined;
-/** A fresh environment from the template, through LocalStack's CloudFormation (as the e2e suite makes them). */
-function deployBenchEnvironment(client: AwsClientOptions): Promise<EnvironmentResources> {
-  synthesized ??= { env: 'benchtmpl', template: localStackTemplate('benchtmpl') };
-  const env = `bench${randomBytes(3).toString('hex')}`;
-  return deployLocalStackEnvironment({ env, client, template: synthesized });
-}
 
 const { values: args } = parseArgs({
   options: {
@@ -63,53 +54,8 @@ const w: Workload = { groups: Number(args.groups), n: Number(args.n) };
 const trajectories = w.groups * w.n;
 const repeats = Number(args.repeats);
 
-/**
- * One tool registry for every run of the script, its calculator pool grown to the tool's `num_workers` before
- * anything is timed: otherwise each run's fresh registry starts mathjs workers inside the timed part (about a
- * second of CPU each), and the figures would compare worker start-ups, not queues and blob stores.
- */
-let shared: Promise<ToolRegistry> | undefined;
-function sharedTools(config: RunConfig, baseDir: string): Promise<ToolRegistry> {
-  shared ??= (async () => {
-    const mt = config.rollout.multi_turn;
-    const r = await buildToolRegistry(config.tools, {
-      baseDir,
-      truncate: { maxLength: mt.max_tool_response_length, side: mt.tool_response_truncate_side },
-    });
-    await r.callMany(
-      Array.from({ length: CALCULATOR_WORKERS }, () => ({
-        name: 'calculator',
-        arguments: { expression: '1 + 1' },
-      })),
-    );
-    return r;
-  })();
-  // Each run's RunResources closes its registry; the shared one is closed once, at the end.
-  return shared.then(
-    (r): ToolRegistry => ({
-      schemas: () => r.schemas(),
-      names: () => r.names(),
-      call: (c, ctx) => r.call(c, ctx),
-      callMany: (cs, ctx) => r.callMany(cs, ctx),
-      forRow: (row) => r.forRow(row),
-      finishTrajectory: (row) => r.finishTrajectory(row),
-      stateful: r.stateful,
-      close: async () => {},
-    }),
-  );
-}
 const runResources = (blobs: BlobStore, scratchDir: string) =>
   new RunResources(blobs, { scratchDir, buildTools: sharedTools });
-
-/** The reward stage's sends to scored-groups, counted (the run is done when every group's message is sent). */
-class CountingSqsQueue extends SqsQueue {
-  sent = 0;
-  override async sendBatch(entries: Parameters<SqsQueue['sendBatch']>[0]) {
-    const ids = await super.sendBatch(entries);
-    this.sent += entries.length;
-    return ids;
-  }
-}
 
 /**
  * `embedded-settings`: the stages at the embedded runtime's concurrency (one rollout at a time, so every request
@@ -291,24 +237,6 @@ async function onLocalStack(client: AwsClientOptions, mode: LocalStackMode): Pro
   }
 }
 
-/** LocalStack's endpoint; starts it (scripts/localstack.sh) when it is not up. Returns a stop for the end. */
-function ensureLocalStack(): { client: AwsClientOptions; stop: () => void } {
-  process.env.AWS_ENDPOINT_URL ??= `http://127.0.0.1:${process.env.LOCALSTACK_PORT ?? 4566}`;
-  process.env.AWS_ACCESS_KEY_ID ??= 'test';
-  process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
-  process.env.AWS_REGION ??= 'us-east-1';
-  const script = join(REPO_ROOT, 'scripts/localstack.sh');
-  const running = spawnSync('bash', [script, 'status'], { stdio: 'ignore' }).status === 0;
-  if (!running && spawnSync('bash', [script, 'start'], { stdio: 'inherit' }).status !== 0)
-    throw new Error('LocalStack did not start (bash scripts/localstack.sh start)');
-  return {
-    client: { endpoint: process.env.AWS_ENDPOINT_URL, region: process.env.AWS_REGION },
-    stop: () => {
-      if (!running) spawnSync('bash', [script, 'stop'], { stdio: 'inherit' });
-    },
-  };
-}
-
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ls = ensureLocalStack();
 let latency = { headObject: Number.NaN, sendMessage: Number.NaN };
@@ -332,7 +260,7 @@ try {
     runs.overlapped.push(await onLocalStack(ls.client, 'overlapped'));
   }
 } finally {
-  await (await shared)?.close();
+  await closeSharedTools();
   ls.stop();
 }
 

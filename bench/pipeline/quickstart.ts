@@ -12,16 +12,7 @@
 // shared machine weighs on both. Starts LocalStack (LOCALSTACK_PORT, default 4566) when it is not running.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -33,6 +24,7 @@ import {
   destroyLocalStackEnvironment,
 } from '../../infra/lib/localstack-stack.ts';
 import { readEvalSummaries } from '../run-folder.ts';
+import { ensureLocalStack, localStackLog, loggedRequests } from '../support/localstack.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const NODE = [process.execPath, '--disable-warning=NodeVersionSupportWarning'];
@@ -140,40 +132,6 @@ function runEmbedded(): Timed {
   }
 }
 
-/** LocalStack's endpoint; starts it (scripts/localstack.sh) when it is not up. Returns a stop for the end. */
-function ensureLocalStack(): { client: AwsClientOptions; stop: () => void } {
-  process.env.AWS_ENDPOINT_URL ??= `http://127.0.0.1:${process.env.LOCALSTACK_PORT ?? 4566}`;
-  process.env.AWS_ACCESS_KEY_ID ??= 'test';
-  process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
-  process.env.AWS_REGION ??= 'us-east-1';
-  const script = join(REPO, 'scripts/localstack.sh');
-  const running = spawnSync('bash', [script, 'status'], { stdio: 'ignore' }).status === 0;
-  if (!running && spawnSync('bash', [script, 'start'], { stdio: 'inherit' }).status !== 0)
-    throw new Error('LocalStack did not start (bash scripts/localstack.sh start)');
-  return {
-    client: { endpoint: process.env.AWS_ENDPOINT_URL, region: process.env.AWS_REGION },
-    stop: () => {
-      if (!running) spawnSync('bash', [script, 'stop'], { stdio: 'inherit' });
-    },
-  };
-}
-
-/** LocalStack's own log (scripts/localstack.sh writes it), where it logs every request it serves. */
-function localStackLog(): string | undefined {
-  const port = new URL(process.env.AWS_ENDPOINT_URL ?? 'http://127.0.0.1:4566').port || '4566';
-  const path = join(REPO, `.localstack/localstack-${port}.log`);
-  return existsSync(path) ? path : undefined;
-}
-
-/** The S3 and SQS requests in LocalStack's log after byte `from`, by `service.Operation`. */
-function countRequests(path: string, from: number): Record<string, number> {
-  const text = readFileSync(path).subarray(from).toString('utf8');
-  const out: Record<string, number> = {};
-  for (const m of text.matchAll(/localstack\.request\.aws\s*: AWS ((?:s3|sqs)\.\w+) =>/g))
-    out[m[1]!] = (out[m[1]!] ?? 0) + 1;
-  return out;
-}
-
 /** Waits for a line of the worker's log that starts with `prefix`; fails if the worker exits first. */
 async function waitForLine(child: ChildProcess, logPath: string, prefix: string, ms: number): Promise<void> {
   const end = Date.now() + ms;
@@ -241,7 +199,7 @@ async function runLocalStack(client: AwsClientOptions): Promise<Timed> {
     }
     const wallS = (Date.now() - t0) / 1000;
     const load = stop();
-    const requests = requestLog ? countRequests(requestLog, logFrom) : undefined;
+    const requests = requestLog ? loggedRequests(requestLog, logFrom) : undefined;
     if (status !== 'completed') throw new Error(`the LocalStack run ${runId} ended ${status}`);
     const trajectories = (await blobs.listKeys(`${keys.runPrefix(runId)}trajectories/`)).length;
     const text = async (key: string) =>
