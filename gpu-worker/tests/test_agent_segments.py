@@ -9,8 +9,8 @@ from toolrl_learner.config import LearnerConfig
 from toolrl_learner.contracts import ContractError
 from toolrl_learner.train.batch import LearnerBatch, group_staleness
 from toolrl_learner.train.group_check import check_scored_group
+from toolrl_learner.train.outcomes import batch_metrics, compute_advantages
 from toolrl_learner.train.synthetic import group, trajectory
-from toolrl_learner.train.trainer import Trainer, compute_advantages
 
 
 def _segment(prompt: list[int], turn: list[int], *, version: int = 0) -> dict:
@@ -73,14 +73,14 @@ def test_kl_in_the_reward_sums_over_all_of_an_episodes_sequences_on_cpu():
 
 def test_metrics_count_episodes_and_report_segments_on_cpu():
     batch = LearnerBatch.from_groups([_split_group()], 0)
-    m = Trainer._batch_metrics(batch, True)
+    m = batch_metrics(batch, True)
     assert m["trajectories"] == 2.0
     assert m["agent_segments"] == 1.0
     assert m["reward_mean"] == 0.5
     assert m["finish/eos"] == 1.0
     assert "finish/segment" not in m
     plain = LearnerBatch.from_groups([group("r", "e0-p0", [trajectory([5], [[1]], 1.0)])], 0)
-    assert "agent_segments" not in Trainer._batch_metrics(plain, True)
+    assert "agent_segments" not in batch_metrics(plain, True)
 
 
 def test_staleness_reads_the_segments_versions_on_cpu():

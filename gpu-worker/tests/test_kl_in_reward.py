@@ -7,8 +7,8 @@ import torch
 
 from toolrl_learner.config import LearnerConfig
 from toolrl_learner.train.batch import LearnerBatch
+from toolrl_learner.train.outcomes import compute_advantages
 from toolrl_learner.train.synthetic import group, trajectory
-from toolrl_learner.train.trainer import compute_advantages
 
 T = torch.tensor
 
