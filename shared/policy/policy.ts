@@ -267,7 +267,8 @@ export class Policy {
       work.push({
         index,
         next,
-        past: cached ?? (head > 0 ? this.heads.cache(state.tokenIds.slice(0, head)) : KvCache.empty(this.kv, 1)),
+        past:
+          cached ?? (head > 0 ? this.heads.cache(state.tokenIds.slice(0, head)) : KvCache.empty(this.kv, 1)),
         budget,
         ...(passes ? { replay: head > 0 ? passes.slice(1) : passes } : {}),
       });
@@ -278,7 +279,9 @@ export class Policy {
       items: work.map((w, r) => ({
         past: pasts[r]!,
         ...(w.replay ? { replay: w.replay } : {}),
-        feed: w.next.tokenIds.slice(pasts[r]!.length + (w.replay?.reduce((n, seg) => n + seg.length, 0) ?? 0)),
+        feed: w.next.tokenIds.slice(
+          pasts[r]!.length + (w.replay?.reduce((n, seg) => n + seg.length, 0) ?? 0),
+        ),
         row: {
           sampleIndex: w.next.sampleIndex,
           turn: w.next.turns.length,

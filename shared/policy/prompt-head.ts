@@ -54,7 +54,8 @@ export class PromptHeads {
   cache(head: readonly number[]): Promise<KvCache> {
     const key = head.join(',');
     let kept = this.caches.get(key);
-    if (kept) this.caches.delete(key); // re-inserted below as the most recently used
+    if (kept)
+      this.caches.delete(key); // re-inserted below as the most recently used
     else {
       kept = this.prefill(head);
       // A failed pass is not kept: the next prompt with this head tries again.

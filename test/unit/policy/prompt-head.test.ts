@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBundle } from '#shared/policy/bundle';
 import { KvCache } from '#shared/policy/kv-cache';
 import { OnnxDecoder } from '#shared/policy/onnx-decoder';
-import { loadPolicy, passesOf, type Policy } from '#shared/policy/policy';
+import { loadPolicy, type Policy, passesOf } from '#shared/policy/policy';
 import { MIN_HEAD_TOKENS } from '#shared/policy/prompt-head';
 import { DEFAULT_SAMPLING, type SamplingParams, samplingParams } from '#shared/policy/sampler';
 import { TokenStateSchema } from '#shared/policy/token-state';
