@@ -151,9 +151,10 @@ export async function bareRun(resources: RunResources, runId: string, w: Workloa
 }
 
 /**
- * One tool registry for every run of the script, its calculator pool grown to the tool's `num_workers` before
- * anything is timed (bench/pipeline/localstack.ts): otherwise each run's fresh registry starts mathjs workers inside the timed part (about a
- * second of CPU each), and the figures would compare worker start-ups, not queues and blob stores.
+ * One tool registry for every run of a script (bench/pipeline/localstack.ts), its calculator pool grown to the
+ * tool's `num_workers` before anything is timed: otherwise each run's fresh registry starts mathjs workers inside
+ * the timed part (about a second of CPU each), and the figures would compare worker start-ups, not queues and blob
+ * stores.
  */
 let shared: Promise<ToolRegistry> | undefined;
 export function sharedTools(config: RunConfig, baseDir: string): Promise<ToolRegistry> {

@@ -10,6 +10,7 @@
 // rounds differently from one pass over the whole prompt (onnxruntime's attention over several query rows is not
 // row-for-row equal to the same rows in a longer pass), which is why it is an option and not the default: turning
 // it on changes a deterministic run's numbers.
+import { LRUCache } from 'lru-cache';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 import type { KvCache } from './kv-cache.ts';
 import type { ChatTokenizer } from './tokenizer.ts';
@@ -22,8 +23,9 @@ const MAX_HEADS = 4;
 const MAX_RENDERED = 64;
 
 export class PromptHeads {
-  private readonly caches = new Map<string, Promise<KvCache>>();
-  private readonly rendered = new Map<string, readonly number[] | null>();
+  private readonly caches = new LRUCache<string, Promise<KvCache>>({ max: MAX_HEADS });
+  /** `ids: null` when the template cannot render the system part alone. */
+  private readonly rendered = new LRUCache<string, { ids: readonly number[] | null }>({ max: MAX_RENDERED });
 
   constructor(
     private readonly tokenizer: ChatTokenizer,
@@ -54,32 +56,29 @@ export class PromptHeads {
   cache(head: readonly number[]): Promise<KvCache> {
     const key = head.join(',');
     let kept = this.caches.get(key);
-    if (kept)
-      this.caches.delete(key); // re-inserted below as the most recently used
-    else {
+    if (!kept) {
       kept = this.prefill(head);
+      this.caches.set(key, kept);
       // A failed pass is not kept: the next prompt with this head tries again.
       kept.catch(() => {
-        if (this.caches.get(key) === kept) this.caches.delete(key);
+        if (this.caches.peek(key) === kept) this.caches.delete(key);
       });
     }
-    this.caches.set(key, kept);
-    while (this.caches.size > MAX_HEADS) this.caches.delete(this.caches.keys().next().value!);
     return kept;
   }
 
   /** The head's tokens: the template's rendering of the system messages and tools alone, tokenised. */
   private render(system: readonly ChatMessage[], tools: readonly ToolSchema[]): readonly number[] | null {
     const key = JSON.stringify([system, tools]);
-    if (this.rendered.has(key)) return this.rendered.get(key)!;
+    const known = this.rendered.get(key);
+    if (known) return known.ids;
     let ids: readonly number[] | null;
     try {
       ids = this.tokenizer.encode(this.tokenizer.render(system, tools, { addGenerationPrompt: false }));
     } catch {
       ids = null; // a template that cannot render the system part alone: such prompts are prefilled whole
     }
-    if (this.rendered.size >= MAX_RENDERED) this.rendered.clear();
-    this.rendered.set(key, ids);
+    this.rendered.set(key, { ids });
     return ids;
   }
 }
