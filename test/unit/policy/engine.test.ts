@@ -13,6 +13,7 @@ import { ChatTokenizer } from '#shared/policy/tokenizer';
 import { PrefixBreakError } from '#shared/policy/turns';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 import { tinyBundle } from '../../../bench/support/tiny-model.ts';
+import { referenceLogprobs } from '../../helpers/reference-logprobs.ts';
 
 const s = (over: Partial<SamplingParams> = {}): SamplingParams => ({
   ...DEFAULT_SAMPLING,
@@ -49,22 +50,6 @@ function expectClose(a: readonly number[], b: readonly number[], tol = 1e-4): vo
   expect(a.length).toBe(b.length);
   const worst = Math.max(0, ...a.map((x, i) => Math.abs(x - b[i]!)));
   expect(worst).toBeLessThan(tol);
-}
-
-/** log softmax(logits / T) of every token after `promptLength`, from one forward pass over the whole sequence. */
-async function referenceLogprobs(ids: readonly number[], promptLength: number, T = 1): Promise<number[]> {
-  const { logits } = await decoder.forward([ids], KvCache.empty(decoder.kv, 1), false);
-  const V = decoder.vocabSize;
-  const out: number[] = [];
-  for (let t = promptLength; t < ids.length; t++) {
-    const row = logits.subarray((t - 1) * V, t * V);
-    let max = Number.NEGATIVE_INFINITY;
-    for (const x of row) max = Math.max(max, x);
-    let z = 0;
-    for (const x of row) z += Math.exp((x - max) / T);
-    out.push((row[ids[t]!]! - max) / T - Math.log(z));
-  }
-  return out;
 }
 
 describe('sampleGroup', () => {
@@ -106,7 +91,7 @@ describe('sampleGroup', () => {
     for (const temperature of [1, 0.7]) {
       const group = await policy.sampleGroup(prompt, 3, s({ seed: 5, temperature, maxNewTokens: 16 }));
       for (const x of group) {
-        const ref = await referenceLogprobs([...prompt, ...x.tokenIds], prompt.length, temperature);
+        const ref = await referenceLogprobs(decoder, [...prompt, ...x.tokenIds], prompt.length, temperature);
         expectClose(x.logprobs, ref);
       }
     }
@@ -145,7 +130,7 @@ describe('sampleGroup', () => {
     expect(rows.map((r) => r.tokenIds.length)).toEqual(budgets);
     expect(rows.every((r) => r.stop === 'length')).toBe(true);
     for (const r of rows) {
-      const ref = await referenceLogprobs([...prompt, ...r.tokenIds], prompt.length);
+      const ref = await referenceLogprobs(decoder, [...prompt, ...r.tokenIds], prompt.length);
       expectClose(r.logprobs, ref);
     }
     // Each retained cache holds every token fed before the row's last sampled one.
@@ -193,7 +178,7 @@ describe('continueTrajectory', () => {
       expect(st.turns[1]!.tokenStart).toBe(first.tokenIds.length + delta.length);
       expect(st.prefixChecks).toEqual([{ turn: 1, ok: true }]);
       // Log-probs of both turns equal a cache-free pass over the whole trajectory.
-      const ref = await referenceLogprobs(st.tokenIds, st.promptLength);
+      const ref = await referenceLogprobs(decoder, st.tokenIds, st.promptLength);
       const sampled = st.lossMask.map((m, i) => i >= st.promptLength && m === 1);
       expectClose(
         st.behaviorLogprobs.filter((_, i) => sampled[i]),
@@ -259,6 +244,7 @@ describe('continueTrajectory', () => {
         expect(got.sample.tokenIds).toEqual(one.sample.tokenIds);
         expectClose(got.sample.logprobs, one.sample.logprobs);
         const ref = await referenceLogprobs(
+          decoder,
           got.state.tokenIds,
           got.state.tokenIds.length - got.sample.tokenIds.length,
         );

@@ -3,7 +3,6 @@
 // depend on whether its head was cached; a continuation rebuilt without its cache replays the same passes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readBundle } from '#shared/policy/bundle';
-import { KvCache } from '#shared/policy/kv-cache';
 import { OnnxDecoder } from '#shared/policy/onnx-decoder';
 import { loadPolicy, type Policy, passesOf } from '#shared/policy/policy';
 import { MIN_HEAD_TOKENS } from '#shared/policy/prompt-head';
@@ -12,6 +11,7 @@ import { TokenStateSchema } from '#shared/policy/token-state';
 import type { ChatMessage, ToolSchema } from '#shared/schemas/chat';
 import { RolloutConfigSchema } from '#shared/schemas/config/rollout';
 import { tinyBundle } from '../../../bench/support/tiny-model.ts';
+import { referenceLogprobs } from '../../helpers/reference-logprobs.ts';
 
 const s = (over: Partial<SamplingParams> = {}): SamplingParams => ({
   ...DEFAULT_SAMPLING,
@@ -47,20 +47,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await decoder?.dispose();
 });
-
-/** log softmax of each token after `from`, from one cache-free pass over the whole sequence. */
-async function referenceLogprobs(ids: readonly number[], from: number): Promise<number[]> {
-  const { logits } = await decoder.forward([ids], KvCache.empty(decoder.kv, 1), false);
-  const V = decoder.vocabSize;
-  const out: number[] = [];
-  for (let t = from; t < ids.length; t++) {
-    const row = logits.subarray((t - 1) * V, t * V);
-    const max = row.reduce((a, b) => Math.max(a, b), Number.NEGATIVE_INFINITY);
-    const z = row.reduce((a, x) => a + Math.exp(x - max), 0);
-    out.push(row[ids[t]!]! - max - Math.log(z));
-  }
-  return out;
-}
 
 describe.each(['slots', 'standard'] as const)('prefix caching on the %s graph', (graph) => {
   const load = (cacheBytes?: number) =>
@@ -99,7 +85,7 @@ describe.each(['slots', 'standard'] as const)('prefix caching on the %s graph', 
     }
     // The split prefill computes the model's distribution: log-probs match one pass over the whole sequence.
     for (const st of b.states) {
-      const ref = await referenceLogprobs(st.tokenIds, st.promptLength);
+      const ref = await referenceLogprobs(decoder, st.tokenIds, st.promptLength);
       const got = st.behaviorLogprobs.slice(st.promptLength);
       expect(got).toHaveLength(ref.length);
       expect(Math.max(...got.map((x, i) => Math.abs(x - ref[i]!)))).toBeLessThan(1e-4);
