@@ -162,3 +162,65 @@ def test_keys_read_back_from_the_same_templates_on_cpu(monkeypatch):
     assert keys.parse_checkpoint("r", "runs/r/checkpoints/step-7/COMPLETE.json") is None
     assert keys.eval_summaries("r") == "x/r/val/"
     assert keys.parse_eval_summary("r", "x/r/val/4/summary.json") == 4
+
+
+def test_a_checkpoint_the_disk_cannot_hold_is_refused_before_a_byte_is_written_on_cpu(
+    tiny_dir, tmp_path, monkeypatch
+):
+    from collections import namedtuple
+
+    from toolrl_learner.train import checkpoint
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(checkpoint.shutil, "disk_usage", lambda _path: usage(2**30, 2**30 - 2**20, 2**20))
+    store = FolderBlobStore(tmp_path)
+    with pytest.raises(checkpoint.CheckpointWriteFailed) as failed:
+        save_checkpoint(store, "r", _policy(tiny_dir), None, TrainerState(step=1), tmp_path)
+    message = str(failed.value)
+    assert "step-1/ not written" in message and "1.0 MiB free" in message and "trainer.save_every" in message
+    assert complete_steps(store, "r") == []
+    assert not any(p.is_file() for p in (tmp_path / "runs/r/checkpoints").rglob("*"))
+    monkeypatch.undo()
+    save_checkpoint(store, "r", _policy(tiny_dir), None, TrainerState(step=1), tmp_path)
+    assert complete_steps(store, "r") == [1]
+
+
+# A file-size limit makes the weights' write fail for real part-way (as a full disk does), in a child process.
+_SMALL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+import torch
+from toolrl_learner.config import LearnerConfig
+from toolrl_learner.storage import FolderBlobStore
+from toolrl_learner.train.checkpoint import CheckpointWriteFailed, TrainerState, complete_steps, save_checkpoint
+from toolrl_learner.train.policy import Policy
+tiny, root = Path(sys.argv[1]), Path(sys.argv[2])
+policy = Policy(LearnerConfig(model_path=str(tiny), dtype="fp32"), tiny, torch.device("cpu"))
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
+store = FolderBlobStore(root)
+try:
+    save_checkpoint(store, "r", policy, None, TrainerState(step=2), root)
+except CheckpointWriteFailed as e:
+    print("FAILED", e)
+print("COMPLETE", complete_steps(store, "r"))
+"""
+
+
+def test_a_write_that_fails_part_way_names_the_checkpoint_and_the_space_on_cpu(tiny_dir, tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _SMALL_DISK, str(tiny_dir), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "FAILED checkpoint runs/r/checkpoints/step-2/ failed part-way" in out.stdout, out.stdout
+    assert "MiB free" in out.stdout and "trainer.keep_checkpoints" in out.stdout
+    assert "COMPLETE []" in out.stdout
+    assert not any(
+        p.is_file() for p in (tmp_path / "runs/r/checkpoints").rglob("*")
+    )  # the part written is gone
