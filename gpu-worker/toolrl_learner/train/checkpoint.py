@@ -35,6 +35,7 @@ import torch
 from safetensors import SafetensorError
 
 from ..storage import BlobNotFound, BlobStore, keys
+from .checkpoint_space import CheckpointWriteFailed, checkpoint_bytes, require_space, space_report
 from .critic import Critic
 from .policy import Policy
 
@@ -145,65 +146,6 @@ def _write_files(
     torch.save(_rng_state(), out / "rng.pt")
 
 
-class CheckpointWriteFailed(RuntimeError):
-    """A checkpoint could not be written (most often: the disk is full); the message names the folder, the
-    space the checkpoint needs and the space left."""
-
-
-def _tensor_bytes(obj: Any) -> int:
-    if isinstance(obj, torch.Tensor):
-        return obj.numel() * obj.element_size()
-    if isinstance(obj, dict):
-        return sum(_tensor_bytes(v) for v in obj.values())
-    if isinstance(obj, (list, tuple)):
-        return sum(_tensor_bytes(v) for v in obj)
-    return 0
-
-
-def _checkpoint_bytes(policy: Policy, trainer_state: dict[str, Any] | None, critic: Critic | None) -> int:
-    """About what _write_files writes: fp32 weights (the full model, or what trains), the warm-start
-    reference, the critic, the optimizer state."""
-    if policy.peft is None:
-        weights = sum(p.numel() * 4 for p in policy.base.parameters())
-    else:
-        weights = sum(p.numel() * 4 for _, p in policy.named_trainable_parameters())
-    reference = _tensor_bytes(policy.reference_tensors()) if policy.warm_start_reference else 0
-    value = sum(p.numel() * 4 for p in critic.base.parameters()) if critic is not None else 0
-    return weights + reference + value + _tensor_bytes(trainer_state)
-
-
-def _space_report(
-    what: str,
-    staging: Path,
-    prefix: str,
-    policy: Policy,
-    trainer_state: dict[str, Any] | None,
-    critic: Critic | None,
-) -> str:
-    need = _checkpoint_bytes(policy, trainer_state, critic)
-    free = shutil.disk_usage(staging).free
-    return (
-        f"checkpoint {prefix} {what} (in {staging}): it needs about {need / 2**20:,.1f} MiB and the disk "
-        f"has {free / 2**20:,.1f} MiB free; free disk space, or save less often (trainer.save_every) and keep "
-        f"fewer checkpoints (trainer.keep_checkpoints)"
-    )
-
-
-# Beyond the estimate: safetensors headers, the tokenizer and config files, the RNG state.
-_SPACE_MARGIN = 16 * 2**20
-
-
-def _check_space(
-    staging: Path, prefix: str, policy: Policy, trainer_state: dict[str, Any] | None, critic: Critic | None
-) -> None:
-    """Refuse to start a checkpoint the disk cannot hold, before writing a byte of it."""
-    staging.mkdir(parents=True, exist_ok=True)
-    if shutil.disk_usage(staging).free < _checkpoint_bytes(policy, trainer_state, critic) + _SPACE_MARGIN:
-        raise CheckpointWriteFailed(
-            _space_report("not written", staging, prefix, policy, trainer_state, critic)
-        )
-
-
 def _save_adapter(policy: Policy, out: Path) -> None:
     """A standard peft adapter folder (adapter_config.json + adapter_model.safetensors, fp32), so
     `PeftModel.from_pretrained(base, <checkpoint>/adapter)` (or AutoPeftModelForCausalLM) opens it."""
@@ -264,11 +206,12 @@ def save_checkpoint(
     local = store.local_path(prefix + MARKER)
     staging = Path(local).parent if local is not None else Path(tempfile.mkdtemp(prefix="ckpt-", dir=workdir))
     try:
-        _check_space(staging, prefix, policy, trainer_state, critic)
+        need = checkpoint_bytes(policy, trainer_state, critic)
+        require_space(staging, prefix, need)
         try:
             _write_files(staging, policy, trainer_state, critic)
         except (OSError, RuntimeError, SafetensorError) as e:  # a full disk: torch says "unexpected pos ..."
-            report = _space_report("failed part-way", staging, prefix, policy, trainer_state, critic)
+            report = space_report("failed part-way", staging, prefix, need)
             for partial in store.list(prefix):  # no marker was written; give the space back
                 store.delete(partial)
             raise CheckpointWriteFailed(f"{report} ({type(e).__name__}: {e})") from e
