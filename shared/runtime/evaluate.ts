@@ -62,7 +62,8 @@ export interface EvaluateOptions {
 /**
  * The policy version an evaluation samples and files its summary under (its groups are `val-v<N>-p<i>`): a run's
  * published bundle keeps its own version, so each prompt's sampling seed (derived from the group id) is the one the
- * run's validation of that version used and `toolrl eval` reproduces it; a model folder or checkpoint is version 0.
+ * run's validation of that version used and `toolrl eval` reproduces it; so does a checkpoint, exported under the
+ * version it was current at (asBundle); a model folder is version 0.
  */
 function bundleVersion(bundleDir: string): number {
   const manifest = join(bundleDir, 'manifest.json');
@@ -74,7 +75,7 @@ function bundleVersion(bundleDir: string): number {
 export async function evaluate(opts: EvaluateOptions): Promise<EvalSummary> {
   const root = opts.keepDir ? keptRoot(opts.keepDir) : mkdtempSync(join(tmpdir(), 'toolrl-eval-'));
   try {
-    const bundleDir = await asBundle(resolve(opts.policyDir), root, opts.python);
+    const bundleDir = await asBundle(resolve(opts.policyDir), root, opts.python, opts.config.model);
     const version = bundleVersion(bundleDir);
     let rows = await readDataset(resolve(opts.dataPath));
     if (opts.maxRows !== undefined) rows = rows.slice(0, opts.maxRows);
@@ -197,11 +198,40 @@ async function deadLetters(pipeline: EmbeddedPipeline): Promise<never> {
   }
 }
 
+/** How a model folder or checkpoint is exported: as the run's learner exports its bundles (model.rollout_*). */
+export type BundleExport = Pick<
+  RunConfig['model'],
+  'rollout_quantization' | 'rollout_quantization_block_size'
+>;
+
+/**
+ * The policy version a checkpoint folder (`checkpoints/step-<S>/` or its `model/`) was current at, from its completion marker
+ * (the learner's trainer state), so that its evaluation samples with the seeds the run's validation of that version
+ * used; undefined for any other folder.
+ */
+function checkpointVersion(dir: string): number | undefined {
+  const marker = [join(dir, 'COMPLETE.json'), join(dir, '..', 'COMPLETE.json')].find(
+    (m, i) => existsSync(m) && (i === 0 || basename(dir) === 'model'), // the folder, or its `model/`
+  );
+  if (marker === undefined) return undefined;
+  const version = (
+    JSON.parse(readFileSync(marker, 'utf8')) as { trainerState?: { policy_version?: unknown } }
+  ).trainerState?.policy_version;
+  return Number.isInteger(version) && (version as number) >= 0 ? (version as number) : undefined;
+}
+
 /**
  * A bundle folder as it is; a Hugging Face model folder, or a checkpoint (`checkpoints/step-<S>/`: its full model, or
- * its LoRA adapter merged into the base model it names), exported into the scratch folder first.
+ * its LoRA adapter merged into the base model it names), exported into the scratch folder first. Given the run's
+ * `model:` settings, the export quantises as the run's learner did (`model.rollout_quantization` and its block size),
+ * and a checkpoint keeps its policy version: its evaluation is then the run's validation of that version again.
  */
-export async function asBundle(dir: string, scratch: string, python?: string): Promise<string> {
+export async function asBundle(
+  dir: string,
+  scratch: string,
+  python?: string,
+  exportAs?: BundleExport,
+): Promise<string> {
   if (existsSync(join(dir, 'manifest.json')) && existsSync(join(dir, 'model.onnx'))) return dir;
   const source = existsSync(join(dir, 'config.json'))
     ? ['--model', dir]
@@ -217,9 +247,25 @@ export async function asBundle(dir: string, scratch: string, python?: string): P
   const model = source[1]!;
   const out = join(scratch, 'bundle');
   try {
-    await run(python ?? learnerPython(), ['-m', 'toolrl_learner', 'export', ...source, '--out', out], {
-      maxBuffer: 64 << 20,
-    });
+    const version = checkpointVersion(dir);
+    const options = [
+      ...(exportAs
+        ? [
+            '--quantization',
+            exportAs.rollout_quantization,
+            '--block-size',
+            String(exportAs.rollout_quantization_block_size),
+          ]
+        : []),
+      ...(version !== undefined ? ['--version', String(version)] : []),
+    ];
+    await run(
+      python ?? learnerPython(),
+      ['-m', 'toolrl_learner', 'export', ...source, ...options, '--out', out],
+      {
+        maxBuffer: 64 << 20,
+      },
+    );
   } catch (err) {
     const e = err as { stderr?: string; message: string };
     throw new Error(`exporting ${model} to a rollout bundle failed: ${(e.stderr || e.message).trim()}`);

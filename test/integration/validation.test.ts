@@ -2,13 +2,13 @@
 // step, v1, and the final v2) gets one greedy rollout per validation prompt, and each version's summary
 // carries val/reward_mean, val/accuracy and val/tool_call_validity, overall and per data source, equal to
 // what the stored validation groups say; and `toolrl eval` of the final bundle reproduces its summary, the run's
-// own chat template (model.chat_template) included.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+// own chat template (model.chat_template) included, and so does `toolrl eval` of the final checkpoint.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LoopStats } from '#shared/policy/decode-loop';
 import { loadPolicy } from '#shared/policy/index';
-import { evaluate, runConfigBeside } from '#shared/runtime/evaluate';
+import { asBundle, evaluate, runConfigBeside } from '#shared/runtime/evaluate';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { lastSftLoss, memoriseSft, rowDemonstrations } from '../helpers/demonstrations.ts';
 import { quickstartRows, scoredGroups, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
@@ -176,5 +176,30 @@ describe('validation on the embedded default', () => {
     expect(keptStatus.status).toBe('completed');
     // A folder that already holds an evaluation is not written over.
     await expect(evaluate(options)).rejects.toThrow(/already holds a runs\/ folder/);
+
+    // The final checkpoint (not a bundle) is exported under the version it was current at, so its evaluation is the
+    // run's validation of v2 again; given `model.rollout_quantization`, the export quantises as the learner did.
+    const checkpoints = join(result.runDir, 'checkpoints');
+    const last = readdirSync(checkpoints)
+      .filter((d) => existsSync(join(checkpoints, d, 'COMPLETE.json')))
+      .sort((a, b) => Number.parseInt(a.slice(5), 10) - Number.parseInt(b.slice(5), 10))
+      .at(-1)!;
+    expect(last).toMatch(/^step-2\b/);
+    const { keepDir: _k, ...notKept } = options;
+    const fromCheckpoint = await evaluate({ ...notKept, policyDir: join(checkpoints, last) });
+    const { runId: _r3, createdAt: _c3, ...measuredAgain } = fromCheckpoint;
+    expect(measuredAgain).toEqual(fromRun);
+    for (const [dir, quantization] of [
+      [join(checkpoints, last), 'int8'],
+      [join(checkpoints, last, 'model'), 'none'],
+    ] as const) {
+      const scratch = mkdtempSync(join(run.dir, 'export-'));
+      const bundle = await asBundle(dir, scratch, undefined, {
+        rollout_quantization: quantization,
+        rollout_quantization_block_size: 32,
+      });
+      const manifest = JSON.parse(readFileSync(join(bundle, 'manifest.json'), 'utf8'));
+      expect([manifest.version, manifest.quantization]).toEqual([2, quantization]);
+    }
   });
 });

@@ -39,7 +39,10 @@ export function register(program: Command): void {
     .description(
       "Score a policy on a dataset with a run's tools and reward (accuracy mean@k, pass@k, tool use)",
     )
-    .requiredOption('--policy <dir>', 'rollout bundle (runs/<id>/policy/v<N>) or a checkpoint / model folder')
+    .requiredOption(
+      '--policy <dir>',
+      "rollout bundle (runs/<id>/policy/v<N>), checkpoint (runs/<id>/checkpoints/step-<S>: exported as --config's model.rollout_quantization says, under the version it was current at) or model folder",
+    )
     .requiredOption('--data <file>', 'dataset (Parquet rows: prompt, data_source, reward_model, extra_info)')
     .option(
       '--config <file>',

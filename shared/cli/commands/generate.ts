@@ -109,11 +109,13 @@ export function register(program: Command): void {
       const { asBundle, runConfigBeside } = await import('#shared/runtime/evaluate');
       const { resolveChatTemplate, ChatTemplateError } = await import('#shared/policy/chat-templates');
       let chatTemplate: string | undefined;
+      // A checkpoint in a run folder is exported as the run's learner exported its bundles (asBundle).
+      const runModel = runConfigBeside(flags.policy)?.config.model;
       try {
         chatTemplate =
           flags.chatTemplate !== undefined
             ? resolveChatTemplate(flags.chatTemplate, process.cwd())
-            : runConfigBeside(flags.policy)?.config.model.chat_template;
+            : runModel?.chat_template;
       } catch (err) {
         if (err instanceof ChatTemplateError) throw new UsageError(err.message);
         throw err;
@@ -121,7 +123,7 @@ export function register(program: Command): void {
       const scratch = mkdtempSync(join(tmpdir(), 'toolrl-generate-'));
       let policy: Awaited<ReturnType<typeof loadPolicy>>;
       try {
-        const dir = await asBundle(resolve(flags.policy), scratch);
+        const dir = await asBundle(resolve(flags.policy), scratch, undefined, runModel);
         policy = await loadPolicy(dir, {
           ...(threads !== undefined ? { threads } : {}),
           ...(chatTemplate !== undefined ? { chatTemplate } : {}),
