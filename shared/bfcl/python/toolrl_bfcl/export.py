@@ -2,8 +2,10 @@
 involved classes with BFCL's language hint, held-out functions moved to `missed_function` by turn) next to
 their ground truth, in BFCL's file layout, for `toolrl dataset convert --from bfcl`."""
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,8 +18,12 @@ CATEGORIES = (
 
 
 def export(categories: list[str], out_dir: str, ids: set[str] | None, limit: int | None) -> list[dict]:
-    # BFCL's config module creates result/score folders under its project root on import: point it at scratch.
-    os.environ.setdefault("BFCL_PROJECT_ROOT", tempfile.mkdtemp(prefix="bfcl-project-"))
+    # BFCL's config module creates result/score folders under its project root on import: point it at scratch,
+    # removed when the process ends (each conversion left an empty folder in the temp dir before).
+    if "BFCL_PROJECT_ROOT" not in os.environ:
+        scratch = tempfile.mkdtemp(prefix="bfcl-project-")
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+        os.environ["BFCL_PROJECT_ROOT"] = scratch
     from bfcl_eval.constants.category_mapping import VERSION_PREFIX
     from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
