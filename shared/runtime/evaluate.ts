@@ -205,15 +205,13 @@ export type BundleExport = Pick<
 >;
 
 /**
- * The policy version a checkpoint folder (`checkpoints/step-<S>/` or its `model/`) was current at, from its completion marker
- * (the learner's trainer state), so that its evaluation samples with the seeds the run's validation of that version
- * used; undefined for any other folder.
+ * The policy version a checkpoint folder (`checkpoints/step-<S>/` or its `model/`) was current at, from its
+ * completion marker (the learner's trainer state), so that its evaluation samples with the seeds the run's validation
+ * of that version used; undefined for any other folder.
  */
 function checkpointVersion(dir: string): number | undefined {
-  const marker = [join(dir, 'COMPLETE.json'), join(dir, '..', 'COMPLETE.json')].find(
-    (m, i) => existsSync(m) && (i === 0 || basename(dir) === 'model'), // the folder, or its `model/`
-  );
-  if (marker === undefined) return undefined;
+  const marker = join(basename(dir) === 'model' ? join(dir, '..') : dir, 'COMPLETE.json');
+  if (!existsSync(marker)) return undefined;
   const version = (
     JSON.parse(readFileSync(marker, 'utf8')) as { trainerState?: { policy_version?: unknown } }
   ).trainerState?.policy_version;
