@@ -63,6 +63,51 @@ export const TRAIN_CUES: Record<Kind, [string, string?][]> = {
   ],
 };
 
+// For the wider phrasings (make-data.ts's WIDE_TEMPLATES, `--wide`, in the same order), as TRAIN_CUES.
+export const WIDE_CUES: Record<Kind, [string, string?][]> = {
+  add: [
+    ['counted on Tuesday'],
+    ['bought more'],
+    ['raised at another'],
+    ['borrowed'],
+    ['poured in'],
+    ['earned'],
+  ],
+  sub: [['lent'], ['threw away'], ['donated'], ['leaked out'], ['fell through a hole'], ['hands out']],
+  mul: [
+    ['into every basket'],
+    ['on each trip'],
+    ['a day'],
+    ['in one basket'],
+    ['sets of'],
+    ['every member brings'],
+  ],
+  'sub-add': [
+    ['lent out', 'got as a gift'],
+    ['threw away', 'picked up'],
+    ['unloaded', 'loaded'],
+    ['donated', 'won'],
+    ['leaked out', 'poured in'],
+    ['handed out', 'was paid'],
+  ],
+  'add-sub': [
+    ['loaded', 'unloaded'],
+    ['picked up', 'threw away'],
+    ['poured in', 'leaked out'],
+    ['got as a gift', 'lent out'],
+    ['bought', 'donated'],
+    ['gained', 'gave up'],
+  ],
+  'mul-add': [
+    ['with each', 'left over'],
+    ['trays of', 'extra'],
+    ['every student brings', 'the teacher brings'],
+    ['each time', 'one more trip'],
+    ['a day', 'on the last evening'],
+    ['boxes of', 'in a drawer'],
+  ],
+};
+
 const OP_WORDS: Record<string, string> = { '+': 'plus', '-': 'minus', '*': 'times' };
 
 /** "gave away 1208: minus; bought 317: plus." for `a - 1208 + 317`: each later number with its cue and operation. */

@@ -11,8 +11,9 @@
 // the wrong expression (an operator swapped, a digit miscopied) and then faithfully box the wrong result. The
 // RL stage's outcome reward (the `toolcall` reward pays a call only when its result reaches the answer) is what
 // teaches the model to call every time and to write the right expression.
-// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate]  (--oracle: a diagnostic train.parquet,
-// below; --restate: demonstrations that name each number's operation before the call, cues.ts)
+// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate] [--wide]  (--oracle: a diagnostic
+// train.parquet, below; --restate: demonstrations that name each number's operation before the call, cues.ts;
+// --wide: training questions and demonstrations in 76 phrasings instead of 40, WIDE_TEMPLATES)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +23,7 @@ import { writeParquetFile } from '#shared/data/parquet';
 import { samplingStream } from '#shared/policy/rng';
 import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
-import { type Kind, restatement, TRAIN_CUES } from './cues.ts';
+import { type Kind, restatement, TRAIN_CUES, WIDE_CUES } from './cues.ts';
 
 /** Shares of the demonstrations: a correct call, a call with the wrong expression, no call at all. */
 export const DEMONSTRATION_MIX = { correct: 0.8, wrongExpression: 0, noCall: 0.2 } as const;
@@ -197,6 +198,87 @@ const TRAIN_TEMPLATES: Record<Problem['kind'], Template[]> = {
   ],
 };
 
+// More training phrasings (`--wide`, a trial of 2026-12-05 that was not shipped; README.md): six a kind on top of
+// TRAIN_TEMPLATES, 76 in all, with other verbs and objects and several in contrasting pairs (`loaded ...
+// unloaded` and `unloaded ... loaded`, `poured in` and `leaked out`), so that the sign depends on the verb and not
+// on where in the sentence a number sits. Like TRAIN_TEMPLATES they use none of the held-out phrasings' sentence
+// shapes or verbs (VAL_TEMPLATES, below).
+const WIDE_TEMPLATES: Record<Problem['kind'], Template[]> = {
+  add: [
+    (p, n, t) =>
+      `${n} counted ${p.a} ${t} on Monday and ${p.b} on Tuesday. How many ${t} did ${n} count on the two days?`,
+    (p, n, t) =>
+      `${n} inherited ${p.a} ${t} from an aunt and bought ${p.b} more at a market. How many ${t} does ${n} have?`,
+    (p, _n, t) =>
+      `A club raised ${p.a} ${t} at one event and ${p.b} at another. How many ${t} did the club raise?`,
+    (p, n, t) =>
+      `${n} borrowed ${p.b} ${t} from a classmate and had ${p.a} before. How many ${t} does ${n} have now?`,
+    (p, _n, t) => `A tank had ${p.a} ${t}, and ${p.b} more were poured in. How many ${t} are in the tank?`,
+    (p, n, t) =>
+      `${n} earned ${p.b} ${t} as a reward, on top of the ${p.a} ${n} had saved. How many ${t} does ${n} have?`,
+  ],
+  sub: [
+    (p, n, t) => `${n} lent ${p.b} of ${n}'s ${p.a} ${t} to a classmate. How many ${t} does ${n} have left?`,
+    (p, _n, t) => `A baker threw away ${p.b} of ${p.a} ${t}. How many ${t} were not thrown away?`,
+    (p, n, t) =>
+      `${n} donated ${p.b} ${t} from a collection of ${p.a}. How many ${t} are in the collection now?`,
+    (p, _n, t) => `A tank had ${p.a} ${t}, and ${p.b} leaked out. How many ${t} are in the tank?`,
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, but ${p.b} fell through a hole in the sack on the way home. How many ${t} reached home?`,
+    (p, n, t) => `What is left of ${p.a} ${t} after ${n} hands out ${p.b}?`,
+  ],
+  mul: [
+    (p, n, t) => `${n} packs ${p.b} ${t} into every one of ${p.a} baskets. How many ${t} are packed?`,
+    (p, _n, t) =>
+      `A bus makes ${p.a} trips and carries ${p.b} ${t} on each trip. How many ${t} does the bus carry?`,
+    (p, n, t) => `${n} paints ${p.b} ${t} a day for ${p.a} days. How many ${t} does ${n} paint?`,
+    (p, _n, t) => `${p.b} ${t} fit in one basket. How many ${t} fit in ${p.a} baskets?`,
+    (p, _n, t) => `What do ${p.a} sets of ${p.b} ${t} come to?`,
+    (p, _n, t) => `Every one of the ${p.a} members of a club brings ${p.b} ${t}. How many ${t} are brought?`,
+  ],
+  'sub-add': [
+    (p, _n, t) =>
+      `A library lent out ${p.b} of its ${p.a} ${t} and then got ${p.c} as a gift. How many ${t} does the library have?`,
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, threw away ${p.b} and picked up ${p.c} more. How many ${t} does ${n} have?`,
+    (p, _n, t) =>
+      `A bus carried ${p.a} ${t}. ${p.b} were unloaded at the first stop and ${p.c} were loaded at the second. How many ${t} are on the bus?`,
+    (p, n, t) =>
+      `${n} donated ${p.b} of ${p.a} ${t} and later won ${p.c} in a raffle. How many ${t} does ${n} have?`,
+    (p, _n, t) =>
+      `A tank had ${p.a} ${t}; ${p.b} leaked out before ${p.c} more were poured in. How many ${t} are in the tank?`,
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, handed out ${p.b} and was paid ${p.c} more. How many ${t} does ${n} have?`,
+  ],
+  'add-sub': [
+    (p, _n, t) =>
+      `A bus carried ${p.a} ${t}. ${p.b} were loaded at the first stop and ${p.c} were unloaded at the second. How many ${t} are on the bus?`,
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, picked up ${p.b} more and threw away ${p.c}. How many ${t} does ${n} have?`,
+    (p, _n, t) =>
+      `A tank had ${p.a} ${t}; ${p.b} more were poured in before ${p.c} leaked out. How many ${t} are in the tank?`,
+    (p, _n, t) =>
+      `A library got ${p.b} ${t} as a gift, added them to its ${p.a} and then lent out ${p.c}. How many ${t} does the library have?`,
+    (p, n, t) =>
+      `${n} inherited ${p.a} ${t}, bought ${p.b} and donated ${p.c}. How many ${t} does ${n} have?`,
+    (p, _n, t) =>
+      `A team had ${p.a} ${t}, gained ${p.b} in a bonus round and gave up ${p.c} as a penalty. How many ${t} does the team have?`,
+  ],
+  'mul-add': [
+    (p, n, t) =>
+      `${n} fills ${p.a} baskets with ${p.b} ${t} each and has ${p.c} left over. How many ${t} did ${n} have?`,
+    (p, _n, t) => `A bakery makes ${p.a} trays of ${p.b} ${t} and ${p.c} extra. How many ${t} does it make?`,
+    (p, _n, t) =>
+      `Every one of ${p.a} students brings ${p.b} ${t}, and the teacher brings ${p.c}. How many ${t} are brought in all?`,
+    (p, _n, t) =>
+      `A bus makes ${p.a} trips with ${p.b} ${t} each time and one more trip with ${p.c}. How many ${t} does it carry?`,
+    (p, n, t) =>
+      `${n} paints ${p.b} ${t} a day for ${p.a} days and ${p.c} on the last evening. How many ${t} does ${n} paint?`,
+    (p, _n, t) =>
+      `A club has ${p.c} ${t} in a drawer and buys ${p.a} boxes of ${p.b} more. How many ${t} does the club have?`,
+  ],
+};
+
 // Held-out phrasings: other sentence shapes and verbs, for validation only, three a kind. val.parquet asks every kind
 // and phrasing in turn, so each is about the same share of the score. The first of each kind was the only one until
 // 2026-11-30 (val-one-phrasing.parquet, still written as it was): with one held-out phrasing a kind, a seed's score
@@ -266,25 +348,40 @@ interface Question {
 const args = process.argv.slice(2);
 const oracle = args.includes('--oracle');
 const restate = args.includes('--restate');
+const wide = args.includes('--wide');
 // TRAIN_CUES is read by the template's index: a phrasing added or removed without its cues would misname numbers.
 for (const kind of Object.keys(TRAIN_TEMPLATES) as Kind[])
-  if (TRAIN_CUES[kind].length !== TRAIN_TEMPLATES[kind].length)
-    throw new Error(
-      `cues.ts: ${kind} has ${TRAIN_CUES[kind].length} cues for ${TRAIN_TEMPLATES[kind].length} phrasings`,
-    );
+  for (const [cues, templates] of [
+    [TRAIN_CUES, TRAIN_TEMPLATES],
+    [WIDE_CUES, WIDE_TEMPLATES],
+  ] as const)
+    if (cues[kind].length !== templates[kind].length)
+      throw new Error(
+        `cues.ts: ${kind} has ${cues[kind].length} cues for ${templates[kind].length} phrasings`,
+      );
 let oracleTraining = false;
+/** Training questions also in WIDE_TEMPLATES (`--wide`). */
+let wideTraining = false;
 
 /** A question of a random kind: in a training phrasing, or in the first held-out phrasing of its kind. */
 function question(split: 'train' | 'val'): Question {
   const problem = draw(pick(KINDS));
+  const extra = wideTraining
+    ? WIDE_TEMPLATES[problem.kind]
+    : oracleTraining
+      ? VAL_TEMPLATES[problem.kind]
+      : [];
   const templates =
     split === 'train'
-      ? [...TRAIN_TEMPLATES[problem.kind], ...(oracleTraining ? VAL_TEMPLATES[problem.kind] : [])]
+      ? [...TRAIN_TEMPLATES[problem.kind], ...extra]
       : VAL_TEMPLATES[problem.kind].slice(0, 1);
   const at = Math.floor(next() * templates.length);
   const text = templates[at]!(problem, pick(NAMES[split]), pick(THINGS[split]));
   const expr = expression(problem);
-  const cues = split === 'train' ? TRAIN_CUES[problem.kind][at] : undefined;
+  const trainCues = wideTraining
+    ? [...TRAIN_CUES[problem.kind], ...WIDE_CUES[problem.kind]]
+    : TRAIN_CUES[problem.kind];
+  const cues = split === 'train' ? trainCues[at] : undefined;
   return { text, expr, answer: evaluate(expr), problem, ...(cues ? { cues } : {}) };
 }
 
@@ -396,5 +493,20 @@ writeParquetFile(
   join(out, 'ptx.parquet'),
   demonstrations.filter((d) => d.messages.some((m) => m.tool_calls !== undefined)).map(demoRow),
 );
+// `--wide`: train.parquet and sft.parquet ask in TRAIN_TEMPLATES and WIDE_TEMPLATES, from a stream of their own
+// (the files without the flag stay what they were; val.parquet is the same either way).
+if (wide) {
+  rng = samplingStream(20251129, 2, 0);
+  wideTraining = true;
+  writeDataset(
+    join(out, 'train.parquet'),
+    Array.from({ length: 512 }, (_, i) => row(question('train'), i, 'train')),
+  );
+  writeParquetFile(
+    join(out, 'sft.parquet'),
+    Array.from({ length: 1000 }, () => demoRow(demo(question('train')))),
+  );
+  wideTraining = false;
+}
 await registry.close();
 console.log(`wrote ${out}/{train.parquet,val.parquet,val-one-phrasing.parquet,sft.parquet,ptx.parquet}`);
