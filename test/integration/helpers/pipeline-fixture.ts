@@ -1,7 +1,7 @@
 // A run on the embedded pipeline for integration tests: a temp workdir, a calculator dataset uploaded the way
 // `toolrl train` uploads it (so the real run-starter starts the run), and the tiny test bundle published as
 // policy v0 by a stand-in learner job (the tests here exercise the pipeline; the learner has its own).
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -112,7 +112,11 @@ export async function pipelineFixture(opts: Partial<EmbeddedPipelineOptions> = {
     browse(queue, dlq = false) {
       return (dlq ? pipeline.queues.dlqs[queue] : pipeline.queues.queues[queue]).browse();
     },
-    close: () => pipeline.stop(),
+    // The run's folder goes with the pipeline (each fixture's is a few MB: bundles, journals, trajectories).
+    close: async () => {
+      await pipeline.stop();
+      rmSync(root, { recursive: true, force: true });
+    },
   };
   return fx;
 }

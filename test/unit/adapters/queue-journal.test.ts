@@ -2,8 +2,7 @@
 // bounded, the queue delivers exactly what it would have, a reopen finds the same messages, and a crash at any
 // point of a rewrite loses nothing.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EmbeddedQueue } from '#shared/adapters/embedded/embedded-queue';
@@ -13,6 +12,7 @@ import {
   QueueJournal,
 } from '#shared/adapters/embedded/queue-journal';
 import { createEmbeddedQueues } from '#shared/adapters/embedded/queues';
+import { tempDirs } from '../../helpers/temp-dirs.ts';
 
 const REPO_ROOT = join(import.meta.dirname, '..', '..', '..');
 
@@ -21,7 +21,8 @@ function manualClock(start = 1_000_000) {
   return { now: () => t, advance: (ms: number) => (t += ms) };
 }
 
-const tmp = () => mkdtempSync(join(tmpdir(), 'toolrl-journal-'));
+const tempDir = tempDirs();
+const tmp = () => tempDir('toolrl-journal-');
 
 /** A message as the journal replays it, without its random id (two queues given the same work compare equal). */
 const shape = ({ id: _id, ...m }: JournaledMessage) => m;

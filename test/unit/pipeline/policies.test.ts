@@ -1,6 +1,5 @@
 // The rollout stage's policy provider: which version an acquire gets, and how often it reads LATEST.json.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FolderBlobStore } from '#shared/adapters/embedded/folder-blob-store';
@@ -11,11 +10,14 @@ import type { Policy } from '#shared/policy/policy';
 import { BundleManifestSchema } from '#shared/schemas/policy';
 import { keys } from '#shared/topology';
 import { tinyBundle } from '../../../bench/support/tiny-model.ts';
+import { tempDirs } from '../../helpers/temp-dirs.ts';
 
 const RUN = 'r-1';
 
+const tempDir = tempDirs();
+
 function setup(latestTtlMs?: number) {
-  const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-')));
+  const blobs = new FolderBlobStore(tempDir('toolrl-policies-'));
   let reads = 0;
   const counting = new Proxy(blobs, {
     get(obj, prop, receiver) {
@@ -69,7 +71,7 @@ function setup(latestTtlMs?: number) {
  */
 async function bucketWithVersions(later: number[]) {
   const { bundleDir } = await tinyBundle();
-  const folder = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-remote-')));
+  const folder = new FolderBlobStore(tempDir('toolrl-policies-remote-'));
   const bucket = new Proxy(folder, {
     get(obj, prop, receiver) {
       if (prop === 'localPath') return undefined;
@@ -101,7 +103,7 @@ async function bucketWithVersions(later: number[]) {
 describe('BlobPolicyProvider', () => {
   it('hands every version one KV cache store of the budget it was given (1 GiB unless told)', async () => {
     const budgets = async (cacheBytes?: number) => {
-      const blobs = new FolderBlobStore(mkdtempSync(join(tmpdir(), 'toolrl-policies-')));
+      const blobs = new FolderBlobStore(tempDir('toolrl-policies-'));
       const stores: unknown[] = [];
       const provider = new BlobPolicyProvider(blobs, {
         scratchDir: join(blobs.root, 'scratch'),
@@ -202,7 +204,7 @@ describe('BlobPolicyProvider', () => {
     };
     const checked: string[] = [];
     const provider = new BlobPolicyProvider(bucket, {
-      scratchDir: mkdtempSync(join(tmpdir(), 'toolrl-policies-scratch-')),
+      scratchDir: tempDir('toolrl-policies-scratch-'),
       // The bundle reader checks every listed file is there with its digest; the session is not the point here.
       load: async (dir) => {
         await readBundle(dir, 'sha256');
@@ -226,7 +228,7 @@ describe('BlobPolicyProvider', () => {
   it('removes the scratch copy of a version it unloads, and fetches it again if it is asked for later', async () => {
     // GIVEN a bucket holding v0 whole and v1, v2 as the learner publishes them there (weights only, the rest named in v0)
     const { folder, bucket } = await bucketWithVersions([1, 2]);
-    const scratchDir = mkdtempSync(join(tmpdir(), 'toolrl-policies-scratch-'));
+    const scratchDir = tempDir('toolrl-policies-scratch-');
     const versionsInScratch = () => readdirSync(join(scratchDir, RUN, 'policy')).sort();
     const provider = new BlobPolicyProvider(bucket, {
       scratchDir,

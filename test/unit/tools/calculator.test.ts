@@ -1,6 +1,5 @@
 // The calculator evaluates arithmetic and nothing else: no JavaScript, no definitions, bounded time.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +9,7 @@ import { defineToolKind } from '#shared/tools/kind';
 import { registerToolKind } from '#shared/tools/kinds';
 import { buildToolRegistry, type ToolRegistry } from '#shared/tools/registry';
 import type { ToolContext } from '#shared/tools/types';
+import { tempDirs } from '../../helpers/temp-dirs.ts';
 
 // Budgets far above what these expressions take (microseconds), so that a machine starved by other work
 // (a fresh worker loading mathjs took minutes here once) cannot fail them; the hostile-input test has its own.
@@ -20,6 +20,8 @@ beforeAll(async () => {
   });
 });
 afterAll(() => reg.close());
+
+const tempDir = tempDirs();
 
 const calc = (expression: string) => reg.call({ name: 'calculator', arguments: { expression } });
 
@@ -110,7 +112,7 @@ describe('calculator', () => {
     // A worker whose thread is held for 3 s after each expression arrives, before evaluating it (what a loaded
     // machine did to the quickstart's validation: a 1 s budget timed out '17 * 23' and changed a seeded answer);
     // the budget is 1.5 s. Before the fix the clock ran from the post and the call failed with resource_limit.
-    const dir = mkdtempSync(join(tmpdir(), 'calc-held-'));
+    const dir = tempDir('calc-held-');
     const real = new URL('../../../shared/tools/calculator/worker.mjs', import.meta.url).href;
     const held = join(dir, 'held-worker.mjs');
     writeFileSync(
@@ -149,7 +151,7 @@ describe('calculator', () => {
   it("starts the call's time limit after the worker has loaded, so a slow start-up cannot time a call out", async () => {
     // A worker that takes 2 s to start (as a fresh one loading mathjs did on a loaded machine), then the real one;
     // the call's limit is 0.3 s. Before the fix the registry's clock ran during the start-up and the call timed out.
-    const dir = mkdtempSync(join(tmpdir(), 'calc-slow-'));
+    const dir = tempDir('calc-slow-');
     const real = new URL('../../../shared/tools/calculator/worker.mjs', import.meta.url).href;
     const slow = join(dir, 'slow-worker.mjs');
     writeFileSync(
