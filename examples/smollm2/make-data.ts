@@ -468,11 +468,10 @@ function demo(q: Question): { messages: ChatMessage[]; tools: typeof tools } {
 
 const out = args.find((a) => !a.startsWith('--')) ?? join(here, 'data');
 mkdirSync(out, { recursive: true });
+/** The 512 training questions, drawn from the current stream. */
+const trainingRows = () => Array.from({ length: 512 }, (_, i) => row(question('train'), i, 'train'));
 oracleTraining = oracle;
-writeDataset(
-  join(out, 'train.parquet'),
-  Array.from({ length: 512 }, (_, i) => row(question('train'), i, 'train')),
-);
+writeDataset(join(out, 'train.parquet'), trainingRows());
 oracleTraining = false;
 writeDataset(
   join(out, 'val-one-phrasing.parquet'),
@@ -498,10 +497,7 @@ writeParquetFile(
 if (wide) {
   rng = samplingStream(20251129, 2, 0);
   wideTraining = true;
-  writeDataset(
-    join(out, 'train.parquet'),
-    Array.from({ length: 512 }, (_, i) => row(question('train'), i, 'train')),
-  );
+  writeDataset(join(out, 'train.parquet'), trainingRows());
   writeParquetFile(
     join(out, 'sft.parquet'),
     Array.from({ length: 1000 }, () => demoRow(demo(question('train')))),
