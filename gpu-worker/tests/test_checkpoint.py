@@ -185,6 +185,33 @@ def test_a_checkpoint_the_disk_cannot_hold_is_refused_before_a_byte_is_written_o
     assert complete_steps(store, "r") == [1]
 
 
+def test_sharded_ranks_on_one_disk_need_its_space_together_and_each_disk_is_judged_alone():
+    from toolrl_learner.train.checkpoint_space import RankSpace, shared_disk_shortfalls
+
+    mib = 2**20
+
+    def rank(r, host, device, need, free):
+        return RankSpace(
+            rank=r, host=host, device=device, folder=f"/work/{host}", need=need * mib, free=free * mib
+        )
+
+    # GIVEN two ranks on host a writing 300 MiB each to one file system with 500 MiB free, and two ranks on
+    # host b writing to two file systems with room each
+    ranks = [
+        rank(0, "a", 1, 300, 500),
+        rank(1, "a", 1, 300, 500),
+        rank(2, "b", 1, 300, 400),
+        rank(3, "b", 2, 300, 400),
+    ]
+    # THEN only host a's disk is short, and the message names its folder, its ranks, the need and the space
+    short = shared_disk_shortfalls("runs/r/checkpoints/step-3/", ranks)
+    assert len(short) == 1
+    assert "step-3/ not written (in /work/a on a, ranks 0, 1)" in short[0]
+    assert "616.0 MiB" in short[0] and "500.0 MiB free" in short[0] and "trainer.save_every" in short[0]
+    # AND with room for both ranks' shards and the margin, nothing is short
+    assert shared_disk_shortfalls("p/", [rank(0, "a", 1, 300, 700), rank(1, "a", 1, 300, 700)]) == []
+
+
 # A file-size limit makes the weights' write fail for real part-way (as a full disk does), in a child process.
 _SMALL_DISK = """
 import resource, signal, sys

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from ..train.checkpoint import (
     next_prefix,
     prune,
 )
+from ..train.checkpoint_space import CheckpointWriteFailed, RankSpace, shared_disk_shortfalls, state_bytes
 from ..train.policy import Policy
 from .world import World, node_first
 
@@ -118,6 +121,26 @@ def _mine(folder: Path, world: World) -> list[Path]:
     return files
 
 
+def _require_space(folder: Path, prefix: str, need: int, world: World) -> None:
+    """Every rank: refuse the checkpoint, before any rank writes a byte of it, when some disk cannot hold the
+    shards its ranks write (ranks of one host sharing a file system need its space together). The ranks'
+    reports are gathered, so all of them refuse together and none waits in DCP's save for one that did not
+    start."""
+    mine = RankSpace(
+        rank=world.rank,
+        host=socket.gethostname(),
+        device=os.stat(folder).st_dev,
+        folder=str(folder),
+        need=need,
+        free=shutil.disk_usage(folder).free,
+    )
+    everyone: list[Any] = [None] * world.size
+    torch.distributed.all_gather_object(everyone, mine, group=world.commands)
+    short = shared_disk_shortfalls(prefix, everyone)
+    if short:
+        raise CheckpointWriteFailed("; ".join(short))
+
+
 def save_sharded(
     store: BlobStore, run_id: str, policy: Policy, trainer, state: TrainerState, world: World, workdir: Path
 ) -> None:
@@ -143,7 +166,9 @@ def save_sharded(
     )
     try:
         (folder / DCP).mkdir(parents=True, exist_ok=True)
-        dcp_save(_state(policy, trainer), checkpoint_id=str(folder / DCP), process_group=world.commands)
+        state_dict = _state(policy, trainer)
+        _require_space(folder, prefix, state_bytes(state_dict), world)
+        dcp_save(state_dict, checkpoint_id=str(folder / DCP), process_group=world.commands)
         if world.leader:
             torch.save(_rng_state(), folder / "rng.pt")
         files = {}

@@ -4,6 +4,8 @@ write cut short by a full disk is only `unexpected pos ...`."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,20 @@ class CheckpointWriteFailed(RuntimeError):
     space the checkpoint needs and the space left."""
 
 
+def _local_shard(t: torch.Tensor) -> torch.Tensor:
+    if torch.distributed.is_available():
+        from torch.distributed.tensor import DTensor
+
+        if isinstance(t, DTensor):
+            return t.to_local()
+    return t
+
+
 def _tensor_bytes(obj: Any) -> int:
+    """The bytes of the tensors in `obj`; of a DTensor, this rank's shard (what the rank writes)."""
     if isinstance(obj, torch.Tensor):
-        return obj.numel() * obj.element_size()
+        local = _local_shard(obj)
+        return local.numel() * local.element_size()
     if isinstance(obj, dict):
         return sum(_tensor_bytes(v) for v in obj.values())
     if isinstance(obj, (list, tuple)):
@@ -57,3 +70,43 @@ def require_space(staging: Path, prefix: str, need: int) -> None:
     staging.mkdir(parents=True, exist_ok=True)
     if shutil.disk_usage(staging).free < need + _SPACE_MARGIN:
         raise CheckpointWriteFailed(space_report("not written", staging, prefix, need))
+
+
+def state_bytes(state: Any) -> int:
+    """What writing `state` (nested dicts and lists of tensors; DTensors count their local shard) takes."""
+    return _tensor_bytes(state)
+
+
+@dataclass(frozen=True)
+class RankSpace:
+    """One rank's share of a sharded checkpoint and the disk it writes to (the ranks' reports are gathered, so
+    every rank decides alike)."""
+
+    rank: int
+    host: str
+    device: int  # st_dev of the folder: ranks on one host writing to one file system share its free space
+    folder: str
+    need: int
+    free: int
+
+
+def shared_disk_shortfalls(prefix: str, ranks: Sequence[RankSpace]) -> list[str]:
+    """For each disk (host and file system) whose free space is less than what the ranks writing to it need
+    together, a message naming the folder, the ranks, the need and the space left; empty when every disk has
+    room."""
+    disks: dict[tuple[str, int], list[RankSpace]] = {}
+    for r in ranks:
+        disks.setdefault((r.host, r.device), []).append(r)
+    short = []
+    for (host, _), on_disk in disks.items():
+        need = sum(r.need for r in on_disk) + _SPACE_MARGIN
+        free = min(r.free for r in on_disk)
+        if free < need:
+            names = ", ".join(str(r.rank) for r in on_disk)
+            short.append(
+                f"checkpoint {prefix} not written (in {on_disk[0].folder} on {host}, ranks {names}): their shards "
+                f"need about {need / 2**20:,.1f} MiB and the disk has {free / 2**20:,.1f} MiB free; free disk "
+                "space, or save less often (trainer.save_every) and keep fewer checkpoints "
+                "(trainer.keep_checkpoints)"
+            )
+    return short
