@@ -260,6 +260,34 @@ def test_micro_batches_accumulate_to_the_full_batch_gradient_on_cpu(tiny_dir, mo
         torch.testing.assert_close(w_many[n], w_one[n], rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean"])
+def test_filter_groups_norm_batch_counts_the_dropped_groups_in_the_loss_on_cpu(tiny_dir, mode):
+    # GIVEN a step that kept 2 groups of the 8 its batch planned (filter_groups dropped the other 6)
+    results = {}
+    for norm in ("kept", "batch"):
+        cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", lr=1e-3, batch_prompts=8, loss_agg_mode=mode,
+                            rollout_is="none", filter_groups_norm=norm)  # fmt: skip
+        policy = Policy(cfg, tiny_dir, torch.device("cpu"))
+        m = Trainer(cfg, policy).step(copy.deepcopy(_groups(n=2)), 0)
+        grads = {n: p.grad.clone() for n, p in policy.base.named_parameters() if p.grad is not None}
+        results[norm] = (m, grads)
+    (m_kept, g_kept), (m_batch, g_batch) = results["kept"], results["batch"]
+    # THEN under `batch` the gradient is 2/8 of the one averaged over the kept groups, as if the 6 dropped groups
+    # had been trained with zero advantages
+    assert m_batch["grad_norm"] == pytest.approx(m_kept["grad_norm"] * 2 / 8, rel=1e-5)
+    assert g_kept.keys() == g_batch.keys() and len(g_kept) > 10
+    for n in g_kept:
+        torch.testing.assert_close(g_batch[n], g_kept[n] * 0.25, rtol=1e-5, atol=1e-9)
+
+
+def test_filter_groups_norm_is_1_without_dropped_groups_and_under_kept():
+    from toolrl_learner.train.minibatch import filtered_loss_norm
+
+    cfg = LearnerConfig(batch_prompts=16, filter_groups_norm="batch")
+    assert [filtered_loss_norm(cfg, k) for k in (16, 20, 4, 0)] == [1.0, 1.0, 4.0, 1.0]
+    assert filtered_loss_norm(dataclasses.replace(cfg, filter_groups_norm="kept"), 4) == 1.0
+
+
 def test_masked_tokens_behaviour_logprobs_and_versions_change_nothing_on_cpu(tiny_dir):
     # Tool-result and prompt tokens (loss mask 0) carry garbage behaviour log-probs and policy versions:
     # same update, same staleness. Sampled tokens are v2 and the learner is at v3, so staleness is 1 in

@@ -15,6 +15,7 @@ from .run_config import (
     ContextWarmupSchedule,
     CriticConfig,
     Dtype,
+    FilterGroupsNorm,
     ImportanceSamplingLevel,
     KeepPolicyVersions,
     KlLossType,
@@ -86,6 +87,7 @@ class LearnerConfig:
     rollout_is_threshold: float = AlgorithmConfig.rollout_is_threshold
     filter_groups: bool = AlgorithmConfig.filter_groups
     refill_filtered_groups: bool = AlgorithmConfig.refill_filtered_groups
+    filter_groups_norm: FilterGroupsNorm = AlgorithmConfig.filter_groups_norm
     max_num_gen_batches: int = AlgorithmConfig.max_num_gen_batches
     gamma: float = AlgorithmConfig.gamma
     lam: float = AlgorithmConfig.lam

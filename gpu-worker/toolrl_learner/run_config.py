@@ -25,6 +25,7 @@ KlLossType = Literal["k1", "k2", "k3"]
 KlPenalty = Literal["k1", "k2", "k3"]
 RolloutIs = Literal["none", "token", "sequence"]
 RolloutIsMode = Literal["truncate", "mask"]
+FilterGroupsNorm = Literal["kept", "batch"]
 LrScheduler = Literal["constant", "cosine", "wsd"]
 KeepPolicyVersions = Literal["needed", "all"]
 ContextWarmupSchedule = Literal["step", "linear"]
@@ -484,6 +485,12 @@ class AlgorithmConfig:
     refill_filtered_groups: bool = False
     """Keep reading groups until the batch has batch_prompts groups with signal (DAPO); false trains on what is
     left of the batch_prompts groups received.
+    """
+    filter_groups_norm: FilterGroupsNorm = "kept"
+    """What a step's loss is averaged over once filter_groups has dropped some of its groups: kept, the groups
+    left (a step moves the policy as far, however few it kept); batch, all batch_prompts groups, the dropped
+    ones counted with zero advantage as without filter_groups but never computed (a step that kept 3 of 16
+    groups takes about 3/16 of a full batch's gradient).
     """
     max_num_gen_batches: int = 10
     """Batches (batch_prompts groups each) in a row that may train nothing, every group dropped (no signal, or

@@ -38,6 +38,6 @@ class MicroStep:
 
     cfg: LearnerConfig  # the batch's (its curriculum stage's) config
     mb: MicroBatch
-    num_tokens: int  # loss tokens of the whole mini-batch: the loss's normaliser
+    num_tokens: float  # loss tokens of the whole mini-batch: the loss's normaliser
     num_loss_seqs: float  # sequences of the mini-batch with any loss token
     tokens: BatchTokens

@@ -39,7 +39,16 @@ def loss_totals(batch: LearnerBatch, seqs: list[int]) -> tuple[int, float]:
     return sum(counts), float(max(1, sum(1 for c in counts if c > 0)))
 
 
-def micro_aggregate(cfg: LearnerConfig, mb: MicroBatch, num_tokens: int, num_loss_seqs: float):
+def filtered_loss_norm(cfg: LearnerConfig, kept_groups: int) -> float:
+    """The factor on a step's loss normalisers for `algorithm.filter_groups_norm`: under `batch`, batch_prompts
+    over the groups the batch kept, so the groups filter_groups dropped count as groups with zero advantage;
+    1 under `kept`, or when nothing was dropped."""
+    if cfg.filter_groups_norm != "batch" or not 0 < kept_groups < cfg.batch_prompts:
+        return 1.0
+    return cfg.batch_prompts / kept_groups
+
+
+def micro_aggregate(cfg: LearnerConfig, mb: MicroBatch, num_tokens: float, num_loss_seqs: float):
     """The loss aggregation of one micro-batch, normalised by its mini-batch's totals."""
     return functools.partial(
         aggregate_loss,

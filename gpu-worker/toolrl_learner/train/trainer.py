@@ -23,7 +23,7 @@ from .comm import LOCAL, Comm
 from .critic import Critic
 from .host_memory import release_free_pages
 from .micro_step import BatchTokens, MicroStep, ValueTargets
-from .minibatch import loss_totals, micro_aggregate, mini_batches
+from .minibatch import filtered_loss_norm, loss_totals, micro_aggregate, mini_batches
 from .optim import build_optimizer, lr_at, set_lr
 from .outcomes import batch_metrics, compute_advantages
 from .packing import MicroBatch
@@ -178,6 +178,7 @@ class Trainer:
         # Metrics stay on the device until the step ends: a .item() per micro-batch would stall the GPU.
         sums: dict[str, Tensor] = {}
         grad_norms = []
+        dropped_norm = filtered_loss_norm(cfg, len(batch.group_ids))
         for epoch in range(cfg.ppo_epochs if train_actor else 0):
             plans = mini_batches(
                 batch, cfg.ppo_mini_batch_size, seed=cfg.seed, step=self.step_count, epoch=epoch
@@ -200,9 +201,12 @@ class Trainer:
                         ]
                 m_tok, m_seqs = loss_totals(batch, seqs)
                 scale = 1.0 / (cfg.ppo_epochs * len(plans))
+                # The loss's normalisers: the kept groups', or (filter_groups_norm: batch) as many more as the
+                # groups filter_groups dropped would have added.
+                norm_tok, norm_seqs = m_tok * dropped_norm, m_seqs * dropped_norm
                 self.optimizer.zero_grad(set_to_none=True)
                 for mb in mini:
-                    loss_metrics = self._micro_step(MicroStep(cfg, mb, m_tok, m_seqs, tokens), phase)
+                    loss_metrics = self._micro_step(MicroStep(cfg, mb, norm_tok, norm_seqs, tokens), phase)
                     w = mb.targets.shape[0] / max(1, m_tok)
                     for k, v in loss_metrics.items():
                         # A micro-batch without loss tokens (a rank's padding, sharded) adds nothing: its means

@@ -105,6 +105,15 @@ export const AlgorithmConfigSchema = z
         'Keep reading groups until the batch has batch_prompts groups with signal (DAPO); false trains on what ' +
           'is left of the batch_prompts groups received.',
       ),
+    filter_groups_norm: z
+      .enum(['kept', 'batch'])
+      .default('kept')
+      .describe(
+        "What a step's loss is averaged over once filter_groups has dropped some of its groups: kept, the groups " +
+          'left (a step moves the policy as far, however few it kept); batch, all batch_prompts groups, the dropped ' +
+          'ones counted with zero advantage as without filter_groups but never computed (a step that kept 3 of 16 ' +
+          "groups takes about 3/16 of a full batch's gradient).",
+      ),
     max_num_gen_batches: z
       .number()
       .int()
