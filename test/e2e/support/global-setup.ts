@@ -3,7 +3,6 @@
 // environment of its own (synthesis takes seconds to a minute on a busy machine; a deployment, a few seconds).
 import type { TestProject } from 'vitest/node';
 import { type CfnTemplate, localStackTemplate } from '../../../infra/lib/localstack-template.ts';
-import { useRunTempDir } from '../../helpers/run-temp.ts';
 import { assertLocalStackUp } from './localstack.ts';
 
 /** The name the template is synthesized under; every environment the suite deploys is a rename of it. */
@@ -15,15 +14,7 @@ declare module 'vitest' {
   }
 }
 
-export default async function setup(project: TestProject): Promise<() => void> {
+export default async function setup(project: TestProject): Promise<void> {
   await assertLocalStackUp();
-  // Every e2e worker's temp dir is one folder of this run, removed when it ends (run-temp.ts).
-  const teardown = useRunTempDir('e2e');
-  try {
-    project.provide('localStackTemplate', { env: TEMPLATE_ENV, template: localStackTemplate(TEMPLATE_ENV) });
-  } catch (error) {
-    teardown();
-    throw error;
-  }
-  return teardown;
+  project.provide('localStackTemplate', { env: TEMPLATE_ENV, template: localStackTemplate(TEMPLATE_ENV) });
 }
