@@ -1,8 +1,8 @@
-// One temp folder per test run: the unit project's global setup points TMPDIR (read by os.tmpdir(), Python's tempfile and
-// most tools) at a fresh folder before any test worker starts, so the workers and every process they start inherit
-// it, and its teardown removes the folder. The suite runs on the same machine again and again, and what its tests
-// and the libraries under them leave in the temp dir would otherwise pile up (each CDK app synthesized without an
-// outdir writes a `cdk.out*` folder of ~5 MB: 68 of them, 316 MB, a run of the unit project).
+// One temp folder per test run: the unit project's global setup points TMPDIR (read by os.tmpdir(), Python's
+// tempfile and most tools) at a fresh folder before any test worker starts, so the workers and every process they
+// start inherit it, and its teardown removes the folder. The suite runs on the same machine again and again, and
+// what its tests and the libraries under them leave in the temp dir would otherwise pile up (each CDK app
+// synthesized without an outdir writes a `cdk.out*` folder of ~5 MB: 68 of them, 316 MB, a run of the unit project).
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
