@@ -487,10 +487,10 @@ class AlgorithmConfig:
     left of the batch_prompts groups received.
     """
     filter_groups_norm: FilterGroupsNorm = "kept"
-    """What a step's loss is averaged over once filter_groups has dropped some of its groups: kept, the groups
-    left (a step moves the policy as far, however few it kept); batch, all batch_prompts groups, the dropped
-    ones counted with zero advantage as without filter_groups but never computed (a step that kept 3 of 16
-    groups takes about 3/16 of a full batch's gradient).
+    """What a step's loss is averaged over when it trains fewer than batch_prompts groups (filter_groups dropped
+    some, or they were stale): kept, the groups it trains (a step moves the policy as far, however few it
+    kept); batch, batch_prompts groups, the missing ones counted with zero advantage as in an unfiltered batch
+    but never computed (a step that kept 3 of 16 groups takes about 3/16 of a full batch's gradient).
     """
     max_num_gen_batches: int = 10
     """Batches (batch_prompts groups each) in a row that may train nothing, every group dropped (no signal, or

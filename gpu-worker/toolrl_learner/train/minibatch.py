@@ -41,8 +41,8 @@ def loss_totals(batch: LearnerBatch, seqs: list[int]) -> tuple[int, float]:
 
 def filtered_loss_norm(cfg: LearnerConfig, kept_groups: int) -> float:
     """The factor on a step's loss normalisers for `algorithm.filter_groups_norm`: under `batch`, batch_prompts
-    over the groups the batch kept, so the groups filter_groups dropped count as groups with zero advantage;
-    1 under `kept`, or when nothing was dropped."""
+    over the groups the batch kept, so the groups it lacks (dropped by filter_groups, or stale) count as groups
+    with zero advantage; 1 under `kept`, or when the batch is full."""
     if cfg.filter_groups_norm != "batch" or not 0 < kept_groups < cfg.batch_prompts:
         return 1.0
     return cfg.batch_prompts / kept_groups

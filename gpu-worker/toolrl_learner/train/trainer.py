@@ -201,8 +201,8 @@ class Trainer:
                         ]
                 m_tok, m_seqs = loss_totals(batch, seqs)
                 scale = 1.0 / (cfg.ppo_epochs * len(plans))
-                # The loss's normalisers: the kept groups', or (filter_groups_norm: batch) as many more as the
-                # groups filter_groups dropped would have added.
+                # The loss's normalisers: the kept groups', or (filter_groups_norm: batch) scaled up as if the
+                # batch held all batch_prompts groups, the missing ones with zero advantage.
                 norm_tok, norm_seqs = m_tok * dropped_norm, m_seqs * dropped_norm
                 self.optimizer.zero_grad(set_to_none=True)
                 for mb in mini:
