@@ -34,7 +34,7 @@ from ..train.checkpoint import (
     next_prefix,
     prune,
 )
-from ..train.checkpoint_space import CheckpointWriteFailed, RankSpace, shared_disk_shortfalls, state_bytes
+from ..train.checkpoint_space import CheckpointWriteFailed, RankSpace, shared_disk_shortfalls, tensor_bytes
 from ..train.policy import Policy
 from .world import World, node_first
 
@@ -167,7 +167,7 @@ def save_sharded(
     try:
         (folder / DCP).mkdir(parents=True, exist_ok=True)
         state_dict = _state(policy, trainer)
-        _require_space(folder, prefix, state_bytes(state_dict), world)
+        _require_space(folder, prefix, tensor_bytes(state_dict), world)
         dcp_save(state_dict, checkpoint_id=str(folder / DCP), process_group=world.commands)
         if world.leader:
             torch.save(_rng_state(), folder / "rng.pt")

@@ -14,6 +14,9 @@ import torch
 from .critic import Critic
 from .policy import Policy
 
+# What to do about a disk too full for a checkpoint, in each message that says so.
+_ADVICE = "free disk space, or save less often (trainer.save_every) and keep fewer checkpoints (trainer.keep_checkpoints)"
+
 # Beyond the estimate: safetensors headers, the tokenizer and config files, the RNG state.
 _SPACE_MARGIN = 16 * 2**20
 
@@ -32,15 +35,16 @@ def _local_shard(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def _tensor_bytes(obj: Any) -> int:
-    """The bytes of the tensors in `obj`; of a DTensor, this rank's shard (what the rank writes)."""
+def tensor_bytes(obj: Any) -> int:
+    """The bytes of the tensors in `obj` (nested dicts, lists and tuples); of a DTensor, this rank's shard (what
+    the rank writes)."""
     if isinstance(obj, torch.Tensor):
         local = _local_shard(obj)
         return local.numel() * local.element_size()
     if isinstance(obj, dict):
-        return sum(_tensor_bytes(v) for v in obj.values())
+        return sum(tensor_bytes(v) for v in obj.values())
     if isinstance(obj, (list, tuple)):
-        return sum(_tensor_bytes(v) for v in obj)
+        return sum(tensor_bytes(v) for v in obj)
     return 0
 
 
@@ -51,17 +55,16 @@ def checkpoint_bytes(policy: Policy, trainer_state: dict[str, Any] | None, criti
         weights = sum(p.numel() * 4 for p in policy.base.parameters())
     else:
         weights = sum(p.numel() * 4 for _, p in policy.named_trainable_parameters())
-    reference = _tensor_bytes(policy.reference_tensors()) if policy.warm_start_reference else 0
+    reference = tensor_bytes(policy.reference_tensors()) if policy.warm_start_reference else 0
     value = sum(p.numel() * 4 for p in critic.base.parameters()) if critic is not None else 0
-    return weights + reference + value + _tensor_bytes(trainer_state)
+    return weights + reference + value + tensor_bytes(trainer_state)
 
 
 def space_report(what: str, staging: Path, prefix: str, need: int) -> str:
     free = shutil.disk_usage(staging).free
     return (
         f"checkpoint {prefix} {what} (in {staging}): it needs about {need / 2**20:,.1f} MiB and the disk "
-        f"has {free / 2**20:,.1f} MiB free; free disk space, or save less often (trainer.save_every) and keep "
-        f"fewer checkpoints (trainer.keep_checkpoints)"
+        f"has {free / 2**20:,.1f} MiB free; {_ADVICE}"
     )
 
 
@@ -70,11 +73,6 @@ def require_space(staging: Path, prefix: str, need: int) -> None:
     staging.mkdir(parents=True, exist_ok=True)
     if shutil.disk_usage(staging).free < need + _SPACE_MARGIN:
         raise CheckpointWriteFailed(space_report("not written", staging, prefix, need))
-
-
-def state_bytes(state: Any) -> int:
-    """What writing `state` (nested dicts and lists of tensors; DTensors count their local shard) takes."""
-    return _tensor_bytes(state)
 
 
 @dataclass(frozen=True)
@@ -105,8 +103,6 @@ def shared_disk_shortfalls(prefix: str, ranks: Sequence[RankSpace]) -> list[str]
             names = ", ".join(str(r.rank) for r in on_disk)
             short.append(
                 f"checkpoint {prefix} not written (in {on_disk[0].folder} on {host}, ranks {names}): their shards "
-                f"need about {need / 2**20:,.1f} MiB and the disk has {free / 2**20:,.1f} MiB free; free disk "
-                "space, or save less often (trainer.save_every) and keep fewer checkpoints "
-                "(trainer.keep_checkpoints)"
+                f"need about {need / 2**20:,.1f} MiB and the disk has {free / 2**20:,.1f} MiB free; {_ADVICE}"
             )
     return short
