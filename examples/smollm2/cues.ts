@@ -1,10 +1,10 @@
 // The SmolLM2 example's `--restate` demonstrations (make-data.ts): before the call, each later number of the
 // question is named with the words of its training phrasing that decide its operation.
 
-/** A problem's operators: `a op1 b` or `a op1 b op2 c` (make-data.ts's `Problem`). */
+/** A problem's operators: `a op1 b` or `a op1 b op2 c` (phrasings.ts's `Problem`). */
 export type Kind = 'add' | 'sub' | 'mul' | 'sub-add' | 'add-sub' | 'mul-add';
 
-// For each training phrasing (make-data.ts's TRAIN_TEMPLATES, in the same order), the words that say what happens
+// For each training phrasing (phrasings.ts's TRAIN_TEMPLATES, in the same order), the words that say what happens
 // to its second and third numbers. A `--restate` demonstration writes each of those numbers with its words and
 // operation before the call ("gave away 1208: minus; bought 317: plus."), so the sign sits next to the verb that
 // decides it.
@@ -63,7 +63,7 @@ export const TRAIN_CUES: Record<Kind, [string, string?][]> = {
   ],
 };
 
-// For the wider phrasings (make-data.ts's WIDE_TEMPLATES, `--wide`, in the same order), as TRAIN_CUES.
+// For the wider phrasings (phrasings.ts's WIDE_TEMPLATES, `--wide`, in the same order), as TRAIN_CUES.
 export const WIDE_CUES: Record<Kind, [string, string?][]> = {
   add: [
     ['counted on Tuesday'],
