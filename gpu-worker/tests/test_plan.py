@@ -59,6 +59,23 @@ def test_model_path_tiny_variants_plan_as_built_on_cpu(tmp_path):
         assert model_shape(path) == ModelConfig.from_file(resolve_model_dir(path, tmp_path))
 
 
+def test_the_built_in_model_plans_from_its_converted_folder_or_before_it_is_installed_on_cpu(
+    tmp_path, monkeypatch
+):
+    # `model.path: smollm2-135m-instruct` (examples/smollm2/run.yaml) names the model store's folder, not a path.
+    name = "smollm2-135m-instruct"
+    monkeypatch.setenv("TOOLRL_MODEL_CACHE", str(tmp_path))
+    before = model_shape(name)  # not installed in this cache: the released shape
+    with torch.device("meta"):  # SmolLM2-135M-Instruct's 134.5M weights, the tied head once
+        assert _count(CausalLM(before)) == 134_515_008
+    assert (before.vocab_size, before.tie_word_embeddings, before.head_dim) == (49152, True, 64)
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "config.json").write_text(json.dumps({**before.to_hf(), "num_hidden_layers": 2}))
+    assert model_shape(name).num_hidden_layers == 2  # converted: the folder's config.json, read as it is
+    with pytest.raises(ValueError, match=r"model\.path 'm\.gguf': .* model convert m\.gguf"):
+        model_shape("m.gguf")
+
+
 def test_lora_parameters_are_what_peft_trains_on_cpu(tmp_path):
     tiny = build_tiny(tmp_path / "tiny", TinySpec(hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1))
     cfg = LearnerConfig(

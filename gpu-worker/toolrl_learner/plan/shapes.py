@@ -22,9 +22,9 @@ def _qwen3(h, i, layers, heads, kv, tied=False) -> dict[str, Any]:
                 tie_word_embeddings=tied)  # fmt: skip
 
 
-def _llama(h, i, layers, heads, kv, tied=False) -> dict[str, Any]:
+def _llama(h, i, layers, heads, kv, vocab=128256, tied=False) -> dict[str, Any]:
     return dict(model_type="llama", hidden_size=h, intermediate_size=i, num_hidden_layers=layers,
-                num_attention_heads=heads, num_key_value_heads=kv, vocab_size=128256, tie_word_embeddings=tied)  # fmt: skip
+                num_attention_heads=heads, num_key_value_heads=kv, vocab_size=vocab, tie_word_embeddings=tied)  # fmt: skip
 
 
 # Hub id (lower case, without -Instruct/-Base) -> config.json fields that set the memory.
@@ -45,7 +45,16 @@ KNOWN: dict[str, dict[str, Any]] = {
     "meta-llama/llama-3.2-1b": _llama(2048, 8192, 16, 32, 8, tied=True),
     "meta-llama/llama-3.2-3b": _llama(3072, 8192, 28, 24, 8, tied=True),
     "meta-llama/llama-3.1-8b": _llama(4096, 14336, 32, 32, 8),
+    "huggingfacetb/smollm2-135m": {
+        **_llama(576, 1536, 30, 9, 3, vocab=49152, tied=True),
+        "rope_theta": 100000.0,
+        "rms_norm_eps": 1e-5,
+    },
 }
+
+# Built-in model names (model/model_store.py NAMED_MODELS) -> their KNOWN key, for a plan made before the model is
+# installed; once `npm run setup` has converted it, the plan reads the converted folder's config.json.
+NAMED: dict[str, str] = {"smollm2-135m-instruct": "huggingfacetb/smollm2-135m"}
 
 
 def _known_key(model_path: str) -> str:
@@ -57,7 +66,7 @@ def _known_key(model_path: str) -> str:
 
 def model_shape(model_path: str, base_dir: Path | None = None) -> ModelConfig:
     """`model.path` as the plan sees it: a folder with config.json (relative to base_dir), `tiny[:variant|preset]`
-    (the shape the builder makes, model/tiny.py), or a Hub id in KNOWN."""
+    (the shape the builder makes, model/tiny.py), a built-in model name (NAMED), or a Hub id in KNOWN."""
     from ..model.tiny import is_tiny, spec_shape, tiny_spec
 
     if is_tiny(model_path):
@@ -67,6 +76,19 @@ def model_shape(model_path: str, base_dir: Path | None = None) -> ModelConfig:
         path = base_dir / path
     if (path / "config.json").is_file():
         return ModelConfig.from_file(path)
+    if model_path in NAMED and not path.exists():
+        from ..model.model_store import model_cache
+
+        converted = model_cache() / model_path
+        if (converted / "config.json").is_file():
+            return ModelConfig.from_file(converted)
+        return ModelConfig.from_hf(KNOWN[NAMED[model_path]])
+    if path.suffix.lower() == ".gguf":
+        raise ValueError(
+            f"model.path {model_path!r}: the planner reads a model folder's config.json; convert the file first "
+            f"(gpu-worker/.venv/bin/python -m toolrl_learner model convert {model_path} --out <folder>) and plan "
+            f"with model.path=<folder>"
+        )
     if _known_key(model_path) in KNOWN:
         return ModelConfig.from_hf(KNOWN[_known_key(model_path)])
     raise ValueError(
