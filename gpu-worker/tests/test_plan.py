@@ -63,6 +63,10 @@ def test_the_built_in_model_plans_from_its_converted_folder_or_before_it_is_inst
     tmp_path, monkeypatch
 ):
     # `model.path: smollm2-135m-instruct` (examples/smollm2/run.yaml) names the model store's folder, not a path.
+    from toolrl_learner.model.model_store import NAMED_MODELS
+    from toolrl_learner.plan.shapes import NAMED
+
+    assert set(NAMED) == set(NAMED_MODELS)  # every built-in model plans before it is installed
     name = "smollm2-135m-instruct"
     monkeypatch.setenv("TOOLRL_MODEL_CACHE", str(tmp_path))
     before = model_shape(name)  # not installed in this cache: the released shape
