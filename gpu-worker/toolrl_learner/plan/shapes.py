@@ -52,10 +52,6 @@ KNOWN: dict[str, dict[str, Any]] = {
     },
 }
 
-# Built-in model names (model/model_store.py NAMED_MODELS) -> their KNOWN key, for a plan made before the model is
-# installed; once `npm run setup` has converted it, the plan reads the converted folder's config.json.
-NAMED: dict[str, str] = {"smollm2-135m-instruct": "huggingfacetb/smollm2-135m"}
-
 
 def _known_key(model_path: str) -> str:
     key = model_path.lower()
@@ -66,7 +62,9 @@ def _known_key(model_path: str) -> str:
 
 def model_shape(model_path: str, base_dir: Path | None = None) -> ModelConfig:
     """`model.path` as the plan sees it: a folder with config.json (relative to base_dir), `tiny[:variant|preset]`
-    (the shape the builder makes, model/tiny.py), a built-in model name (NAMED), or a Hub id in KNOWN."""
+    (the shape the builder makes, model/tiny.py), a built-in model name (model_store.NAMED_MODELS: its converted
+    folder once `npm run setup` has made it, its Hub id's KNOWN shape before), or a Hub id in KNOWN."""
+    from ..model.model_store import NAMED_MODELS, model_cache
     from ..model.tiny import is_tiny, spec_shape, tiny_spec
 
     if is_tiny(model_path):
@@ -76,13 +74,11 @@ def model_shape(model_path: str, base_dir: Path | None = None) -> ModelConfig:
         path = base_dir / path
     if (path / "config.json").is_file():
         return ModelConfig.from_file(path)
-    if model_path in NAMED and not path.exists():
-        from ..model.model_store import model_cache
-
+    if model_path in NAMED_MODELS and not path.exists():
         converted = model_cache() / model_path
         if (converted / "config.json").is_file():
             return ModelConfig.from_file(converted)
-        return ModelConfig.from_hf(KNOWN[NAMED[model_path]])
+        return ModelConfig.from_hf(KNOWN[_known_key(NAMED_MODELS[model_path].hub_id)])
     if path.suffix.lower() == ".gguf":
         raise ValueError(
             f"model.path {model_path!r}: the planner reads a model folder's config.json; convert the file first "
