@@ -212,15 +212,18 @@ export class SlotBatcher implements Decoding {
     past.release();
     this.stats.prefillTokens += job.feed.length;
     this.stats.prefillMs += now() - t0;
-    const full = appendRow(base, out.newKeys, out.newValues, job.feed.length);
     t0 = now();
     const ctx = this.context(job.params);
     const rows = await rowsOf(ctx, out.logits, 1);
     const stopped = job.lanes.map((lane) => draw(ctx, lane, rows, 0));
+    // The joined cache (base plus the fed tokens) as its own arrays only for a row that stops at once and whose
+    // cache is kept; a row that goes on is copied into the batch from the pass's outputs directly.
+    let full: KvCache | undefined;
+    const joined = () => (full ??= appendRow(base, out.newKeys, out.newValues, job.feed.length));
     job.lanes.forEach((lane, i) => {
-      if (stopped[i]) this.finish(job, lane, full);
+      if (stopped[i]) this.finish(job, lane, job.retain ? joined() : undefined);
       else {
-        this.batch.add(full);
+        this.batch.addJoined(base, out.newKeys, out.newValues, job.feed.length);
         this.active.push({ job, lane });
       }
     });

@@ -5,7 +5,7 @@
 // a turn re-prefills does not depend on when sessions come and go (a re-prefill rounds differently from decoding
 // on the kept cache, and near a tie a token could flip).
 import { randomUUID } from 'node:crypto';
-import type { KvCache } from './kv-cache.ts';
+import { type KvCache, recycleRow } from './kv-cache.ts';
 
 interface Entry {
   /** The tokens the cache holds, in order. */
@@ -66,7 +66,8 @@ export class CacheStore {
 
   /**
    * Removes and returns the cache stored under `key` if `owner` stored it and its tokens are a prefix of `tokenIds`
-   * (a continuation consumes it; its own result is stored anew). Another owner's entry stays where it is.
+   * (a continuation consumes it; its own result is stored anew; the taker gives its arrays back with recycleRow
+   * when done with it). Another owner's entry stays where it is.
    */
   take(key: string | null, tokenIds: readonly number[], owner = ''): KvCache | undefined {
     if (key === null) return undefined;
@@ -75,9 +76,10 @@ export class CacheStore {
       this.counts.lost++;
       return undefined;
     }
-    this.drop(key);
+    this.drop(key, false);
     const matches = e.tokens.length <= tokenIds.length && e.tokens.every((t, i) => t === tokenIds[i]);
     this.counts[matches ? 'found' : 'lost']++;
+    if (!matches) recycleRow(e.cache);
     return matches ? e.cache : undefined;
   }
 
@@ -99,10 +101,12 @@ export class CacheStore {
     return this.bytes;
   }
 
-  private drop(key: string): void {
+  /** Forgets `key`'s entry; its cache's arrays go back to the row pool unless a taker reads them (`recycle` false). */
+  private drop(key: string, recycle = true): void {
     const e = this.entries.get(key);
     if (!e) return;
     this.entries.delete(key);
     this.bytes -= e.cache.bytes;
+    if (recycle) recycleRow(e.cache);
   }
 }

@@ -96,3 +96,49 @@ export class KvCache {
     );
   }
 }
+
+/**
+ * Arrays for one-row caches that live only between a row's turn and its trajectory's next (SlotBatch.extract puts
+ * them in the CacheStore; the next turn's admission copies them into its batch, or the trajectory ends). Each was a
+ * fresh ~12 MB for SmolLM2 whose only fate was the garbage collector, and such buffers kept V8 collecting the whole
+ * heap several times a second (BENCHMARKS.md, "Inside the rollouts"). Arrays are handed out by size class (`floats`,
+ * which callers round up so sizes repeat) and given back with `recycleRow`; only arrays handed out here are taken
+ * back, each once. Kept to ROW_POOL_BYTES.
+ */
+const rowPool = new Map<number, Float32Array[]>();
+/** Buffers handed out by rowArray; `inPool` holds those now waiting in the pool (so none is given back twice). */
+const fromPool = new WeakSet<ArrayBuffer>();
+const inPool = new WeakSet<ArrayBuffer>();
+const ROW_POOL_BYTES = 512 * 2 ** 20;
+let rowPoolBytes = 0;
+
+/** An array of at least `used` floats from a buffer of `floats` (a size class), its first `used` floats a view. */
+export function rowArray(floats: number, used: number): Float32Array {
+  const a = rowPool.get(floats)?.pop();
+  if (a) {
+    rowPoolBytes -= a.byteLength;
+    inPool.delete(a.buffer as ArrayBuffer);
+    return a.subarray(0, used);
+  }
+  const fresh = new Float32Array(floats);
+  fromPool.add(fresh.buffer);
+  return fresh.subarray(0, used);
+}
+
+/**
+ * Gives back the arrays of a cache nobody will read again (one kept between turns and now consumed or dropped);
+ * arrays rowArray did not hand out are left to the collector.
+ */
+export function recycleRow(cache: KvCache): void {
+  for (const a of [...cache.keys, ...cache.values]) {
+    const buf = a.buffer as ArrayBuffer;
+    if (!fromPool.has(buf) || inPool.has(buf)) continue;
+    if (rowPoolBytes + buf.byteLength > ROW_POOL_BYTES) continue;
+    const whole = new Float32Array(buf);
+    const list = rowPool.get(whole.length) ?? [];
+    rowPool.set(whole.length, list);
+    list.push(whole);
+    inPool.add(buf);
+    rowPoolBytes += buf.byteLength;
+  }
+}

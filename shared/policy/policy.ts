@@ -8,7 +8,7 @@ import { SlotBatcher } from './batcher.ts';
 import { type BundleCheck, readBundle } from './bundle.ts';
 import { CacheStore, DEFAULT_CACHE_BYTES } from './cache-store.ts';
 import { type Decoding, emptyStats, type LoopStats, type RowSpec, StandardDecoding } from './decode-loop.ts';
-import { KvCache, type KvShape } from './kv-cache.ts';
+import { KvCache, type KvShape, recycleRow } from './kv-cache.ts';
 import { OnnxDecoder } from './onnx-decoder.ts';
 import { PromptHeads } from './prompt-head.ts';
 import { checkSamplingParams, Sampler, type SamplingParams } from './sampler.ts';
@@ -229,6 +229,8 @@ export class Policy {
       index: number;
       next: TokenState;
       past: KvCache | Promise<KvCache>;
+      /** The past when it was taken from the store. */
+      taken?: KvCache;
       budget: number;
       replay?: number[][];
     }[] = [];
@@ -269,29 +271,37 @@ export class Policy {
         next,
         past:
           cached ?? (head > 0 ? this.heads.cache(state.tokenIds.slice(0, head)) : KvCache.empty(this.kv, 1)),
+        ...(cached ? { taken: cached } : {}),
         budget,
         ...(passes ? { replay: head > 0 ? passes.slice(1) : passes } : {}),
       });
     });
     const pasts = await Promise.all(work.map((w) => w.past));
     const kept = new Map<number, KvCache>();
-    const results = await this.decoding.decodeEach({
-      items: work.map((w, r) => ({
-        past: pasts[r]!,
-        ...(w.replay ? { replay: w.replay } : {}),
-        feed: w.next.tokenIds.slice(
-          pasts[r]!.length + (w.replay?.reduce((n, seg) => n + seg.length, 0) ?? 0),
-        ),
-        row: {
-          sampleIndex: w.next.sampleIndex,
-          turn: w.next.turns.length,
-          seed: w.next.seed,
-          budget: w.budget,
-        },
-      })),
-      params: s,
-      ...(this.caches.budgetBytes > 0 ? { retain: (r: number, cache: KvCache) => kept.set(r, cache) } : {}),
-    });
+    // The caches taken from the store are read only while their rows are admitted: their arrays go back to the row
+    // pool once the batch is done (kv-cache.ts recycleRow), whatever happened to it.
+    const taken = work.flatMap((w) => (w.taken ? [w.taken] : []));
+    const results = await this.decoding
+      .decodeEach({
+        items: work.map((w, r) => ({
+          past: pasts[r]!,
+          ...(w.replay ? { replay: w.replay } : {}),
+          feed: w.next.tokenIds.slice(
+            pasts[r]!.length + (w.replay?.reduce((n, seg) => n + seg.length, 0) ?? 0),
+          ),
+          row: {
+            sampleIndex: w.next.sampleIndex,
+            turn: w.next.turns.length,
+            seed: w.next.seed,
+            budget: w.budget,
+          },
+        })),
+        params: s,
+        ...(this.caches.budgetBytes > 0 ? { retain: (r: number, cache: KvCache) => kept.set(r, cache) } : {}),
+      })
+      .finally(() => {
+        for (const c of taken) recycleRow(c);
+      });
     work.forEach((w, r) => {
       const result = results[r]!;
       const sample = { ...result, text: turnContent(this.tokenizer, result.tokenIds, result.stop) };

@@ -7,7 +7,7 @@
 // capacity (its ignored slots add exact zeros, and every kernel over them is laid out alike for any multiple of
 // the chunk), so it does not depend on which rows share the batch either: a row samples the same tokens however
 // the requests in flight are batched (test/unit/policy/batcher.test.ts checks it bit for bit).
-import { KvCache, type KvShape } from './kv-cache.ts';
+import { KvCache, type KvShape, rowArray } from './kv-cache.ts';
 import type { SlotView } from './slot-decoder.ts';
 
 export const SLOT_CHUNK = 64;
@@ -90,6 +90,37 @@ export class SlotBatch implements SlotView {
     return b;
   }
 
+  /**
+   * Adds a row holding `past` (one row) followed by `count` new tokens' keys and values (per layer [1, kvHeads,
+   * count, headDim], as a prefill pass returns them); returns its index. The same row as `add` of the joined cache,
+   * without building that cache first: a prefill's joined cache was a fresh ~10 MB of arrays for SmolLM2, garbage as
+   * soon as it was copied in, and such buffers are what kept V8's collector busy (BENCHMARKS.md, "Inside the
+   * rollouts").
+   */
+  addJoined(
+    past: KvCache,
+    newKeys: readonly Float32Array[],
+    newValues: readonly Float32Array[],
+    count: number,
+  ): number {
+    if (past.batch !== 1) throw new Error('SlotBatch.addJoined: a one-row cache expected');
+    const T = past.length;
+    this.reserve(this.batch + 1, T + count + 1);
+    const b = this.batch++;
+    this.lengths.push(T + count);
+    const { numLayers, numKvHeads: H, headDim: D } = this.shape;
+    const C = this.capacity;
+    for (let i = 0; i < numLayers; i++)
+      for (let h = 0; h < H; h++) {
+        const at = (b * H + h) * C * D;
+        this.keys[i]!.set(past.keys[i]!.subarray(h * T * D, (h + 1) * T * D), at);
+        this.values[i]!.set(past.values[i]!.subarray(h * T * D, (h + 1) * T * D), at);
+        this.keys[i]!.set(newKeys[i]!.subarray(h * count * D, (h + 1) * count * D), at + T * D);
+        this.values[i]!.set(newValues[i]!.subarray(h * count * D, (h + 1) * count * D), at + T * D);
+      }
+    return b;
+  }
+
   /** Writes each row's one new key/value (per layer [batch, kvHeads, 1, headDim]) at its length. */
   append(newKeys: readonly Float32Array[], newValues: readonly Float32Array[]): void {
     this.reserve(this.batch, Math.max(...this.lengths) + 1);
@@ -114,13 +145,16 @@ export class SlotBatch implements SlotView {
     for (let b = 0; b < this.batch; b++) this.lengths[b]!++;
   }
 
-  /** Row b as a one-row cache of its tokens. */
+  /**
+   * Row b as a one-row cache of its tokens, in arrays from the row pool (kv-cache.ts rowArray; give them back with
+   * recycleRow once nobody reads the cache).
+   */
   extract(b: number): KvCache {
     const { numKvHeads: H, headDim: D } = this.shape;
     const C = this.capacity;
     const T = this.lengths[b]!;
     const pick = (src: Float32Array): Float32Array => {
-      const out = new Float32Array(H * T * D);
+      const out = rowArray(H * slotCapacity(T) * D, H * T * D);
       for (let h = 0; h < H; h++) {
         const at = (b * H + h) * C * D;
         out.set(src.subarray(at, at + T * D), h * T * D);

@@ -54,6 +54,39 @@ describe('SlotBatch', () => {
     expect([...b.extract(1).values[0]!]).toEqual([-200, -2001, -210, -2011]);
   });
 
+  it("adds a prefilled row from its past and the pass's new keys as add does from the joined cache", () => {
+    const joined = new SlotBatch(shape);
+    const direct = new SlotBatch(shape);
+    joined.add(row(2, 1));
+    direct.add(row(2, 1));
+    // The pass's new keys and values for 3 fed tokens: [1 row, 2 heads, 3, 1].
+    const newKeys = [Float32Array.of(5, 6, 7, 15, 16, 17)];
+    const newValues = [newKeys[0]!.map((x) => -x)];
+    // The joined cache a prefill's caller used to build: the past's 64 columns, then the 3 new ones, per head.
+    const past = row(SLOT_CHUNK, 3);
+    const T = SLOT_CHUNK + 3;
+    const keys = new Float32Array(2 * T);
+    for (let h = 0; h < 2; h++)
+      for (let c = 0; c < T; c++)
+        keys[h * T + c] =
+          c < SLOT_CHUNK ? past.keys[0]![h * SLOT_CHUNK + c]! : newKeys[0]![h * 3 + c - SLOT_CHUNK]!;
+    const full = new KvCache(shape, 1, T, [keys], [keys.map((x) => -x)]);
+    expect(joined.add(full)).toBe(1);
+    expect(direct.addJoined(past, newKeys, newValues, 3)).toBe(1);
+    expect(direct.lengths).toEqual(joined.lengths);
+    expect(direct.capacity).toBe(joined.capacity);
+    for (const b of [0, 1]) {
+      expect([...direct.extract(b).keys[0]!]).toEqual([...joined.extract(b).keys[0]!]);
+      expect([...direct.extract(b).values[0]!]).toEqual([...joined.extract(b).values[0]!]);
+    }
+    expect([...direct.extract(1).keys[0]!.subarray(SLOT_CHUNK - 1, SLOT_CHUNK + 3)]).toEqual([
+      300 + SLOT_CHUNK - 1,
+      5,
+      6,
+      7,
+    ]);
+  });
+
   it('moves the last row into a removed one and grows its capacity by whole chunks', () => {
     const b = new SlotBatch(shape);
     b.add(row(2, 1));

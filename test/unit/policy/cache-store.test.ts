@@ -2,7 +2,7 @@
 // say how many continuations found their cache (the rest re-prefill, or rebuild pass by pass in deterministic runs).
 import { describe, expect, it } from 'vitest';
 import { CacheStore } from '#shared/policy/cache-store';
-import { KvCache } from '#shared/policy/kv-cache';
+import { KvCache, rowArray } from '#shared/policy/kv-cache';
 
 const shape = { numLayers: 1, numKvHeads: 1, headDim: 2 };
 /** A one-row cache of `n` tokens: 2 (keys, values) x n x 2 floats x 4 bytes = 16n bytes. */
@@ -48,5 +48,23 @@ describe('CacheStore', () => {
     expect(store.take(next, tokens(4, 3))).toBeDefined();
     expect(store.take(ended, tokens(4, 1))).toBeUndefined();
     expect(store.stats).toEqual({ kept: 3, pushedOut: 0, found: 2, lost: 1, freed: 1 });
+  });
+
+  it("gives pooled arrays back when it frees or pushes out a cache, and never a taken one's", () => {
+    const floats = 7877; // a size class no other test uses
+    const pooled = (n: number) =>
+      new KvCache(shape, 1, n, [rowArray(floats, 2 * n)], [rowArray(floats, 2 * n)]);
+    const store = new CacheStore(16 * 10); // room for 10 tokens
+    const ended = pooled(4);
+    const taken = pooled(4);
+    const e = store.put(tokens(4, 1), ended);
+    const t = store.put(tokens(4, 2), taken);
+    expect(store.take(t, tokens(4, 2))).toBe(taken);
+    store.free(e);
+    const handed = [rowArray(floats, 1), rowArray(floats, 1), rowArray(floats, 1)];
+    const buffers = (c: KvCache) => [c.keys[0]!.buffer, c.values[0]!.buffer];
+    // The freed cache's two arrays come back; the taken one's stay with its taker.
+    expect(handed.filter((a) => buffers(ended).includes(a.buffer)).length).toBe(2);
+    expect(handed.some((a) => buffers(taken).includes(a.buffer))).toBe(false);
   });
 });

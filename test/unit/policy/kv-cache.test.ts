@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KvCache } from '#shared/policy/kv-cache';
+import { KvCache, recycleRow, rowArray } from '#shared/policy/kv-cache';
 
 // One layer, 2 KV heads, head dim 1: value = 100 * row + 10 * head + column, so every float names its place.
 const shape = { numLayers: 1, numKvHeads: 2, headDim: 1 };
@@ -34,5 +34,31 @@ describe('KvCache', () => {
     expect(c.length).toBe(2);
     expect([...c.keys[0]!]).toEqual([101, 103, 111, 113]);
     expect(() => cache(1, 4).compactRow(0, [1])).toThrow(/1 flags for 4 columns/);
+  });
+});
+
+describe('the row pool (rowArray, recycleRow)', () => {
+  it('hands a given-back array out again, once, as a view of the size asked for', () => {
+    const one = { numLayers: 1, numKvHeads: 1, headDim: 1 };
+    const floats = 7919; // a size class no other test uses
+    const a = rowArray(floats, 5);
+    expect(a.length).toBe(5);
+    expect(a.buffer.byteLength).toBe(4 * floats);
+    a.set([1, 2, 3, 4, 5]);
+    const cache = new KvCache(one, 1, 5, [a], [rowArray(floats, 5)]);
+    recycleRow(cache);
+    recycleRow(cache); // given back twice: still pooled once
+    const again = [rowArray(floats, 3), rowArray(floats, 3), rowArray(floats, 3)];
+    const reused = again.filter((x) => x.buffer === a.buffer || x.buffer === cache.values[0]!.buffer);
+    expect(reused.length).toBe(2); // the two given back, each once; the third is new
+    expect(new Set(again.map((x) => x.buffer)).size).toBe(3);
+    expect(again.every((x) => x.length === 3)).toBe(true);
+  });
+
+  it('leaves arrays it did not hand out to the collector', () => {
+    const one = { numLayers: 1, numKvHeads: 1, headDim: 1 };
+    const own = new Float32Array(7907);
+    recycleRow(new KvCache(one, 1, 7907, [own], [own]));
+    expect(rowArray(7907, 1).buffer).not.toBe(own.buffer);
   });
 });
