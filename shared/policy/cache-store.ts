@@ -5,7 +5,7 @@
 // a turn re-prefills does not depend on when sessions come and go (a re-prefill rounds differently from decoding
 // on the kept cache, and near a tie a token could flip).
 import { randomUUID } from 'node:crypto';
-import { type KvCache, recycleRow } from './kv-cache.ts';
+import { boundRowPool, type KvCache, recycleRow } from './kv-cache.ts';
 
 interface Entry {
   /** The tokens the cache holds, in order. */
@@ -33,7 +33,9 @@ export class CacheStore {
   private bytes = 0;
   private readonly counts: CacheStats = { kept: 0, pushedOut: 0, found: 0, lost: 0, freed: 0 };
 
-  constructor(readonly budgetBytes: number) {}
+  constructor(readonly budgetBytes: number) {
+    boundRowPool(budgetBytes);
+  }
 
   /**
    * Since this store was made: caches kept, kept ones pushed out by newer ones (or too big to keep), takes that

@@ -103,14 +103,24 @@ export class KvCache {
  * fresh ~12 MB for SmolLM2 whose only fate was the garbage collector, and such buffers kept V8 collecting the whole
  * heap several times a second (BENCHMARKS.md, "Inside the rollouts"). Arrays are handed out by size class (`floats`,
  * which callers round up so sizes repeat) and given back with `recycleRow`; only arrays handed out here are taken
- * back, each once. Kept to ROW_POOL_BYTES.
+ * back, each once. Bounded by boundRowPool.
  */
 const rowPool = new Map<number, Float32Array[]>();
 /** Buffers handed out by rowArray; `inPool` holds those now waiting in the pool (so none is given back twice). */
 const fromPool = new WeakSet<ArrayBuffer>();
 const inPool = new WeakSet<ArrayBuffer>();
-const ROW_POOL_BYTES = 512 * 2 ** 20;
+const ROW_POOL_MAX_BYTES = 512 * 2 ** 20;
+/** The pool's bound: half the largest kept-cache budget of this process's stores (boundRowPool), at most 512 MiB. */
+let rowPoolLimit = 0;
 let rowPoolBytes = 0;
+
+/**
+ * Lets the pool hold up to half of `cacheBudgetBytes` (a CacheStore's budget; the largest one wins), at most 512 MiB,
+ * so a process told to keep less cache (TOOLRL_KV_CACHE_MB) also pools less.
+ */
+export function boundRowPool(cacheBudgetBytes: number): void {
+  rowPoolLimit = Math.max(rowPoolLimit, Math.min(ROW_POOL_MAX_BYTES, Math.floor(cacheBudgetBytes / 2)));
+}
 
 /** An array of at least `used` floats from a buffer of `floats` (a size class), its first `used` floats a view. */
 export function rowArray(floats: number, used: number): Float32Array {
@@ -133,7 +143,7 @@ export function recycleRow(cache: KvCache): void {
   for (const a of [...cache.keys, ...cache.values]) {
     const buf = a.buffer as ArrayBuffer;
     if (!fromPool.has(buf) || inPool.has(buf)) continue;
-    if (rowPoolBytes + buf.byteLength > ROW_POOL_BYTES) continue;
+    if (rowPoolBytes + buf.byteLength > rowPoolLimit) continue;
     const whole = new Float32Array(buf);
     const list = rowPool.get(whole.length) ?? [];
     rowPool.set(whole.length, list);

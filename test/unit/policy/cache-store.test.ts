@@ -54,7 +54,7 @@ describe('CacheStore', () => {
     const floats = 7877; // a size class no other test uses
     const pooled = (n: number) =>
       new KvCache(shape, 1, n, [rowArray(floats, 2 * n)], [rowArray(floats, 2 * n)]);
-    const store = new CacheStore(16 * 10); // room for 10 tokens
+    const store = new CacheStore(2 ** 20); // pools up to half of it: the four arrays fit
     const ended = pooled(4);
     const taken = pooled(4);
     const e = store.put(tokens(4, 1), ended);

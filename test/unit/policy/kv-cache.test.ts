@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KvCache, recycleRow, rowArray } from '#shared/policy/kv-cache';
+import { boundRowPool, KvCache, recycleRow, rowArray } from '#shared/policy/kv-cache';
 
 // One layer, 2 KV heads, head dim 1: value = 100 * row + 10 * head + column, so every float names its place.
 const shape = { numLayers: 1, numKvHeads: 2, headDim: 1 };
@@ -38,7 +38,22 @@ describe('KvCache', () => {
 });
 
 describe('the row pool (rowArray, recycleRow)', () => {
+  it('pools nothing until a cache budget bounds it, then up to half of the largest budget', () => {
+    const one = { numLayers: 1, numKvHeads: 1, headDim: 1 };
+    const floats = 7933; // 31,732 bytes; a size class no other test uses
+    const a = rowArray(floats, 1);
+    recycleRow(new KvCache(one, 1, 1, [a], [a]));
+    expect(rowArray(floats, 1).buffer).not.toBe(a.buffer); // no budget yet: left to the collector
+    boundRowPool(2 * 4 * floats); // room for one array
+    boundRowPool(1000); // a smaller budget elsewhere does not shrink it
+    const [b, c] = [rowArray(floats, 1), rowArray(floats, 1)];
+    recycleRow(new KvCache(one, 1, 1, [b], [c]));
+    const next = [rowArray(floats, 1), rowArray(floats, 1)];
+    expect(next.filter((x) => x.buffer === b.buffer || x.buffer === c.buffer).length).toBe(1);
+  });
+
   it('hands a given-back array out again, once, as a view of the size asked for', () => {
+    boundRowPool(2 ** 20);
     const one = { numLayers: 1, numKvHeads: 1, headDim: 1 };
     const floats = 7919; // a size class no other test uses
     const a = rowArray(floats, 5);
@@ -56,6 +71,7 @@ describe('the row pool (rowArray, recycleRow)', () => {
   });
 
   it('leaves arrays it did not hand out to the collector', () => {
+    boundRowPool(2 ** 20);
     const one = { numLayers: 1, numKvHeads: 1, headDim: 1 };
     const own = new Float32Array(7907);
     recycleRow(new KvCache(one, 1, 7907, [own], [own]));
