@@ -100,7 +100,9 @@ export class SlotBatcher implements Decoding {
   async decodeEach(args: JobArgs & { items: readonly EachItem[] }): Promise<RowResult[]> {
     if (args.items.some((it) => it.feed.length === 0 || it.past.batch !== 1))
       throw new Error('decodeEach: every item needs a one-row cache and at least one new token');
-    const results = await Promise.all(
+    // Settles only once every item has: a caller may reuse an item's past once the call is over (policy.ts gives
+    // taken caches back to the row pool), so no item may still wait for admission when another's failure is thrown.
+    const settled = await Promise.allSettled(
       args.items.map((it, k) =>
         this.submit(
           it.past,
@@ -112,7 +114,9 @@ export class SlotBatcher implements Decoding {
         ),
       ),
     );
-    return results.map((r) => r[0]!);
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return settled.map((r) => (r as PromiseFulfilledResult<RowResult[]>).value[0]!);
   }
 
   async extend(past: KvCache, tokens: readonly number[]): Promise<KvCache> {

@@ -2,8 +2,9 @@
 // requests in flight together share decode steps, and each samples exactly what it samples alone, bit for bit,
 // whoever shares its batch; rows join and leave at any step; the cache bookkeeping is checked float by float.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SlotBatcher } from '#shared/policy/batcher';
 import { CacheStore } from '#shared/policy/cache-store';
-import { KvCache } from '#shared/policy/kv-cache';
+import { KvCache, type KvShape } from '#shared/policy/kv-cache';
 import { loadPolicy, type Policy } from '#shared/policy/policy';
 import { DEFAULT_SAMPLING, type SamplingParams } from '#shared/policy/sampler';
 import { SLOT_CHUNK, SlotBatch, slotCapacity } from '#shared/policy/slot-batch';
@@ -169,6 +170,26 @@ describe('continuous batching', () => {
     const good = policy.sampleGroup(prompt, 2, s({ seed: 1 }));
     await expect(bad).rejects.toThrow();
     expect((await good).every((x) => x.tokenIds.length > 0)).toBe(true);
+  });
+
+  it('settles one call of several continuations only when every one has, a bad one among them too', async () => {
+    // The caller gives the pasts it passed back to the row pool once the call settles (policy.ts), so no item may
+    // still wait for admission when another's failure is thrown.
+    const { decoding, kv } = policy as unknown as { decoding: SlotBatcher; kv: KvShape };
+    const prompt = policy.renderPrompt(ask('Hi'), []);
+    const finished: number[] = [];
+    const item = (feed: number[], i: number) => ({
+      past: KvCache.empty(kv, 1),
+      feed,
+      row: { sampleIndex: i, turn: 0, budget: 4 },
+    });
+    const call = decoding.decodeEach({
+      items: [item([prompt[0]!, 10 ** 9], 0), item(prompt, 1), item(prompt, 2)], // the first: a token id past the vocabulary
+      params: s({ seed: 1 }),
+      retain: (k) => finished.push(k),
+    });
+    await expect(call).rejects.toThrow();
+    expect(finished.sort()).toEqual([1, 2]);
   });
 });
 
