@@ -225,12 +225,11 @@ export class Policy {
   ): Promise<ContinueResult[]> {
     checkSamplingParams(s);
     const out: ContinueResult[] = new Array(items.length);
+    const taken: KvCache[] = []; // the pasts taken from the store (see below)
     const work: {
       index: number;
       next: TokenState;
       past: KvCache | Promise<KvCache>;
-      /** The past when it was taken from the store. */
-      taken?: KvCache;
       budget: number;
       replay?: number[][];
     }[] = [];
@@ -257,8 +256,10 @@ export class Policy {
         return;
       }
       const cached = this.caches.take(state.cacheKey, next.tokenIds, this.cacheOwner);
-      if (cached) this.counters.cacheHits++;
-      else this.counters.cacheMisses++;
+      if (cached) {
+        taken.push(cached);
+        this.counters.cacheHits++;
+      } else this.counters.cacheMisses++;
       // Without its kept cache a trajectory starts again from its prompt's head when there is one: the head's
       // pass is the one its first turn ran on (startGroup), so an exact replay replays only the passes after it.
       const head =
@@ -271,7 +272,6 @@ export class Policy {
         next,
         past:
           cached ?? (head > 0 ? this.heads.cache(state.tokenIds.slice(0, head)) : KvCache.empty(this.kv, 1)),
-        ...(cached ? { taken: cached } : {}),
         budget,
         ...(passes ? { replay: head > 0 ? passes.slice(1) : passes } : {}),
       });
@@ -280,7 +280,6 @@ export class Policy {
     const kept = new Map<number, KvCache>();
     // The caches taken from the store are read only while their rows are admitted: their arrays go back to the row
     // pool once the batch is done (kv-cache.ts recycleRow), whatever happened to it.
-    const taken = work.flatMap((w) => (w.taken ? [w.taken] : []));
     const results = await this.decoding
       .decodeEach({
         items: work.map((w, r) => ({

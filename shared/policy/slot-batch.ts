@@ -12,6 +12,8 @@ import type { SlotView } from './slot-decoder.ts';
 
 export const SLOT_CHUNK = 64;
 
+const NO_TOKENS = new Float32Array(0);
+
 /**
  * Buffers given back by batches that are done (a policy version's batch; the next version's starts from nothing),
  * reused by the next one instead of allocating and zero-filling them again: ~60 versions a quickstart run, each
@@ -74,20 +76,8 @@ export class SlotBatch implements SlotView {
 
   /** Adds a row holding `cache` (one row); returns its index. */
   add(cache: KvCache): number {
-    if (cache.batch !== 1) throw new Error('SlotBatch.add: a one-row cache expected');
-    this.reserve(this.batch + 1, cache.length + 1);
-    const b = this.batch++;
-    this.lengths.push(cache.length);
-    const { numLayers, numKvHeads: H, headDim: D } = this.shape;
-    const C = this.capacity;
-    const T = cache.length;
-    for (let i = 0; i < numLayers; i++)
-      for (let h = 0; h < H; h++) {
-        const at = (b * H + h) * C * D;
-        this.keys[i]!.set(cache.keys[i]!.subarray(h * T * D, (h + 1) * T * D), at);
-        this.values[i]!.set(cache.values[i]!.subarray(h * T * D, (h + 1) * T * D), at);
-      }
-    return b;
+    const none = cache.keys.map(() => NO_TOKENS);
+    return this.addJoined(cache, none, none, 0);
   }
 
   /**
@@ -103,7 +93,7 @@ export class SlotBatch implements SlotView {
     newValues: readonly Float32Array[],
     count: number,
   ): number {
-    if (past.batch !== 1) throw new Error('SlotBatch.addJoined: a one-row cache expected');
+    if (past.batch !== 1) throw new Error('SlotBatch.add: a one-row cache expected');
     const T = past.length;
     this.reserve(this.batch + 1, T + count + 1);
     const b = this.batch++;
