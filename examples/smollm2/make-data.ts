@@ -11,9 +11,10 @@
 // the wrong expression (an operator swapped, a digit miscopied) and then faithfully box the wrong result. The
 // RL stage's outcome reward (the `toolcall` reward pays a call only when its result reaches the answer) is what
 // teaches the model to call every time and to write the right expression.
-// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate] [--wide]  (--oracle: a diagnostic
+// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate] [--wide] [--verbs]  (--oracle: a diagnostic
 // train.parquet, below; --restate: demonstrations that name each number's operation before the call, cues.ts;
-// --wide: training questions and demonstrations in 76 phrasings instead of 40, phrasings.ts's WIDE_TEMPLATES)
+// --wide: training questions and demonstrations in 76 phrasings instead of 40, phrasings.ts's WIDE_TEMPLATES;
+// --verbs: training questions, half of the sums and differences in the verb bank's frames, phrasings.ts)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +25,17 @@ import { samplingStream } from '#shared/policy/rng';
 import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
 import { type Kind, restatement, TRAIN_CUES, WIDE_CUES } from './cues.ts';
-import { NAMES, type Problem, THINGS, TRAIN_TEMPLATES, VAL_TEMPLATES, WIDE_TEMPLATES } from './phrasings.ts';
+import {
+  GAIN_VERBS,
+  LOSS_VERBS,
+  NAMES,
+  type Problem,
+  THINGS,
+  TRAIN_TEMPLATES,
+  VAL_TEMPLATES,
+  VERB_FRAMES,
+  WIDE_TEMPLATES,
+} from './phrasings.ts';
 
 /** Shares of the demonstrations: a correct call, a call with the wrong expression, no call at all. */
 export const DEMONSTRATION_MIX = { correct: 0.8, wrongExpression: 0, noCall: 0.2 } as const;
@@ -108,6 +119,8 @@ const args = process.argv.slice(2);
 const oracle = args.includes('--oracle');
 const restate = args.includes('--restate');
 const wide = args.includes('--wide');
+const verbs = args.includes('--verbs');
+const pairs = args.includes('--pairs');
 // TRAIN_CUES is read by the template's index: a phrasing added or removed without its cues would misname numbers.
 for (const kind of Object.keys(TRAIN_TEMPLATES) as Kind[])
   for (const [cues, templates] of [
@@ -122,9 +135,64 @@ let oracleTraining = false;
 /** Training questions also in WIDE_TEMPLATES (`--wide`). */
 let wideTraining = false;
 
+/** Training questions of a sign kind half the time in the verb bank's frames (`--verbs`). */
+let verbTraining = false;
+const SIGN_VERBS: Partial<Record<Problem['kind'], [readonly string[], (readonly string[])?]>> = {
+  add: [GAIN_VERBS],
+  sub: [LOSS_VERBS],
+  'sub-add': [LOSS_VERBS, GAIN_VERBS],
+  'add-sub': [GAIN_VERBS, LOSS_VERBS],
+};
+
+/** The kind whose expression has the other sign(s): `a + b` for `a - b`, `a + b - c` for `a - b + c`. */
+const MIRROR: Partial<Record<Problem['kind'], Problem['kind']>> = {
+  add: 'sub',
+  sub: 'add',
+  'sub-add': 'add-sub',
+  'add-sub': 'sub-add',
+};
+
+/**
+ * A question of a sign kind in a verb-bank frame and its mirror: the same frame, name, things and numbers with the
+ * other sign(s): a two-operation question's two verbs swap places, a one-operation question takes a verb of the other
+ * list. Only the verbs tell the two apart.
+ */
+function mirroredPair(): [Question, Question] {
+  const kind = pick(Object.keys(MIRROR) as Problem['kind'][]);
+  const problem = draw(kind);
+  const mirror: Problem = { ...problem, kind: MIRROR[kind]! };
+  const two = problem.c !== undefined;
+  const frame = pick(two ? VERB_FRAMES.two : VERB_FRAMES.one);
+  const [name, things] = [pick(NAMES.train), pick(THINGS.train)];
+  const [first, second] = SIGN_VERBS[kind]!;
+  const v: [string, string?] = [pick(first), second && pick(second)];
+  const w: [string, string?] = two ? [v[1]!, v[0]] : [pick(SIGN_VERBS[mirror.kind]![0])];
+  return [
+    [problem, v],
+    [mirror, w],
+  ].map(([p, verbsOf]) => {
+    const q = p as Problem;
+    const expr = expression(q);
+    return {
+      text: frame(q, name, things, verbsOf as [string, string?]),
+      expr,
+      answer: evaluate(expr),
+      problem: q,
+    };
+  }) as [Question, Question];
+}
+
 /** A question of a random kind: in a training phrasing, or in the first held-out phrasing of its kind. */
 function question(split: 'train' | 'val'): Question {
   const problem = draw(pick(KINDS));
+  const bank = SIGN_VERBS[problem.kind];
+  if (split === 'train' && verbTraining && bank && next() < 0.5) {
+    const [first, second] = bank;
+    const frame = pick(second ? VERB_FRAMES.two : VERB_FRAMES.one);
+    const text = frame(problem, pick(NAMES.train), pick(THINGS.train), [pick(first), second && pick(second)]);
+    const expr = expression(problem);
+    return { text, expr, answer: evaluate(expr), problem };
+  }
   const extra = wideTraining
     ? WIDE_TEMPLATES[problem.kind]
     : oracleTraining
@@ -262,6 +330,27 @@ if (wide) {
     Array.from({ length: 1000 }, () => demoRow(demo(question('train')))),
   );
   wideTraining = false;
+}
+// `--verbs`: train.parquet (only) asks half of its sums and differences in the verb bank's frames, from a stream of
+// its own; sft.parquet stays the shipped one, so a run's warm start and v0 are the recipe's.
+if (verbs) {
+  rng = samplingStream(20251129, 3, 0);
+  verbTraining = true;
+  writeDataset(join(out, 'train.parquet'), trainingRows());
+  verbTraining = false;
+}
+// `--pairs`: train.parquet (only) as 256 pairs of rows in a seeded order, for `data.shuffle=false` so that a step of
+// 16 questions holds 8 pairs whole: 40% of the pairs a verb-bank question and its mirror (mirroredPair), the rest two
+// questions in the training phrasings. sft.parquet stays the shipped one.
+if (pairs) {
+  rng = samplingStream(20251129, 4, 0);
+  const units = Array.from({ length: 256 }, () =>
+    next() < 0.4 ? mirroredPair() : [question('train'), question('train')],
+  );
+  writeDataset(
+    join(out, 'train.parquet'),
+    units.flat().map((q, i) => row(q, i, 'train')),
+  );
 }
 await registry.close();
 console.log(`wrote ${out}/{train.parquet,val.parquet,val-one-phrasing.parquet,sft.parquet,ptx.parquet}`);

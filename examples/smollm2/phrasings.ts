@@ -246,3 +246,81 @@ export const VAL_TEMPLATES: Record<Problem['kind'], Template[]> = {
       `A shipment is ${p.a} cases of ${p.b} ${t} and a bag of ${p.c} more. How many ${t} are in the shipment?`,
   ],
 };
+
+// The verb bank (`--verbs`, a trial of 2026-12-06; README.md): the same few sentence frames with one of many verbs
+// of gain or of loss, so that within a frame nothing but the verb tells the sign. Contrasting pairs ("was lent" and
+// "lent out", "bought back" and "sold off") sit in the two lists. None is a held-out phrasing's verb (VAL_TEMPLATES:
+// given, dropped off, acquired, taken out, mailed, stolen, restocked, ruined, offered, auctioned off, found, lost,
+// took in, let go, contributed, misplaced), and no frame says "more".
+export const GAIN_VERBS = [
+  'bought',
+  'won',
+  'earned',
+  'received',
+  'collected',
+  'gathered',
+  'purchased',
+  'got',
+  'picked up',
+  'inherited',
+  'borrowed',
+  'was paid',
+  'harvested',
+  'ordered',
+  'obtained',
+  'gained',
+  'made',
+  'produced',
+  'was sent',
+  'brought home',
+  'traded for',
+  'was lent',
+  'rented',
+  'was awarded',
+  'dug up',
+  'bought back',
+];
+export const LOSS_VERBS = [
+  'gave away',
+  'sold',
+  'spent',
+  'used',
+  'lent out',
+  'donated',
+  'threw away',
+  'broke',
+  'traded away',
+  'returned',
+  'discarded',
+  'wasted',
+  'handed out',
+  'shipped off',
+  'sent away',
+  'burned',
+  'gave back',
+  'paid out',
+  'gave up',
+  'sold off',
+  'recycled',
+  'threw out',
+  'delivered',
+  'handed over',
+  'used up',
+  'tossed out',
+];
+export type VerbFrame = (p: Problem, name: string, things: string, verbs: [string, string?]) => string;
+/** Frames for one operation (`a ± b`) and for two (`a ± b ∓ c`), each with its verbs in the order of the numbers. */
+export const VERB_FRAMES: { one: VerbFrame[]; two: VerbFrame[] } = {
+  one: [
+    (p, n, t, [v]) => `${n} had ${p.a} ${t}. Then ${n} ${v} ${p.b} ${t}. How many ${t} does ${n} have now?`,
+    (p, _n, t, [v]) =>
+      `At the start of the week a club had ${p.a} ${t}. During the week the club ${v} ${p.b} ${t}. How many ${t} does the club have at the end of the week?`,
+    (p, n, t, [v]) => `${n} had a pile of ${p.a} ${t} and ${v} ${p.b}. How many ${t} are in the pile now?`,
+  ],
+  two: [
+    (p, n, t, [v, w]) =>
+      `${n} had ${p.a} ${t}, ${v} ${p.b} and then ${w} ${p.c}. How many ${t} does ${n} have now?`,
+    (p, _n, t, [v, w]) =>
+      `At the start of the week a club had ${p.a} ${t}. During the week the club ${v} ${p.b} ${t} and ${w} ${p.c} ${t}. How many ${t} does the club have at the end of the week?`,
+  ],
+};

@@ -274,6 +274,56 @@ describe('examples: shipped data', () => {
         name,
       ).toBe(true);
   });
+  // The trials' training sets (examples/smollm2/README.md, "Tried for the 70%"): `--verbs` and `--pairs` change
+  // train.parquet only, so a trial's warm start and validation are the recipe's; the verb bank's verbs are new to
+  // validation (but "sold", which training's own phrasings use too), and a pair differs only in its verbs.
+  it('smollm2/make-data.ts --verbs and --pairs change only train.parquet, in words validation never uses', async () => {
+    const { GAIN_VERBS, LOSS_VERBS, VAL_TEMPLATES } = await import('../../examples/smollm2/phrasings.ts');
+    const heldOut = Object.values(VAL_TEMPLATES)
+      .flat()
+      .map((t) => t({ kind: 'sub-add', a: 1, b: 2, c: 3 }, 'N', 'things'));
+    const shared = [...GAIN_VERBS, ...LOSS_VERBS].filter((v) =>
+      heldOut.some((text) => new RegExp(`\\b${v}\\b`).test(text)),
+    );
+    expect(shared).toEqual(['sold']);
+    const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+    for (const flag of ['--verbs', '--pairs']) {
+      const out = mkdtempSync(join(tmpdir(), 'toolrl-make-data-smollm2-'));
+      scratch.push(out);
+      const made = spawnSync(tsx, [join(EXAMPLES, 'smollm2', 'make-data.ts'), out, flag], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+      });
+      expect(made.status, made.stderr).toBe(0);
+      for (const name of ['val', 'val-one-phrasing', 'sft', 'ptx'])
+        expect(
+          readFileSync(join(out, `${name}.parquet`)).equals(
+            readFileSync(join(EXAMPLES, 'smollm2', 'data', `${name}.parquet`)),
+          ),
+          `${flag} ${name}`,
+        ).toBe(true);
+      const rows = await readDataset(join(out, 'train.parquet'));
+      expect(rows).toHaveLength(512);
+      const text = (r: DatasetRow) => String(r.prompt[0]!.content);
+      const shipped = new Set(
+        (await readDataset(join(EXAMPLES, 'smollm2', 'data', 'train.parquet'))).map(text),
+      );
+      expect(rows.filter((r) => !shipped.has(text(r))).length, flag).toBeGreaterThan(100);
+      if (flag === '--pairs') {
+        // A mirrored pair: rows 2k and 2k+1 ask about the same numbers, and their expressions differ in the signs only.
+        const expr = (r: DatasetRow) => String(r.extra_info.expression);
+        const numbers = (r: DatasetRow) => text(r).match(/\d+/g)?.join(' ');
+        const mirrored = [];
+        for (let i = 0; i < rows.length; i += 2) {
+          const [x, y] = [rows[i]!, rows[i + 1]!];
+          const signless = (r: DatasetRow) => expr(r).replace(/[-+]/g, '±');
+          if (numbers(x) === numbers(y) && expr(x) !== expr(y) && signless(x) === signless(y))
+            mirrored.push(i);
+        }
+        expect(mirrored.length).toBeGreaterThan(50);
+      }
+    }
+  });
 });
 
 describe('examples: data, tools and reward fit together', () => {
