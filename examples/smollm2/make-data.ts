@@ -11,10 +11,11 @@
 // the wrong expression (an operator swapped, a digit miscopied) and then faithfully box the wrong result. The
 // RL stage's outcome reward (the `toolcall` reward pays a call only when its result reaches the answer) is what
 // teaches the model to call every time and to write the right expression.
-// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate] [--wide] [--verbs]  (--oracle: a diagnostic
-// train.parquet, below; --restate: demonstrations that name each number's operation before the call, cues.ts;
-// --wide: training questions and demonstrations in 76 phrasings instead of 40, phrasings.ts's WIDE_TEMPLATES;
-// --verbs: training questions, half of the sums and differences in the verb bank's frames, phrasings.ts)
+// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate] [--wide] [--verbs | --pairs]
+// (--oracle: a diagnostic train.parquet, below; --restate: demonstrations that name each number's operation before
+// the call, cues.ts; --wide: training questions and demonstrations in 76 phrasings instead of 40, phrasings.ts's
+// WIDE_TEMPLATES; --verbs: training questions, half of the sums and differences in the verb bank's frames,
+// phrasings.ts; --pairs: training questions in pairs, a verb-bank question beside its mirror, for data.shuffle=false)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
