@@ -168,19 +168,13 @@ function mirroredPair(): [Question, Question] {
   const [first, second] = SIGN_VERBS[kind]!;
   const v: [string, string?] = [pick(first), second && pick(second)];
   const w: [string, string?] = two ? [v[1]!, v[0]] : [pick(SIGN_VERBS[mirror.kind]![0])];
-  return [
-    [problem, v],
-    [mirror, w],
-  ].map(([p, verbsOf]) => {
-    const q = p as Problem;
-    const expr = expression(q);
-    return {
-      text: frame(q, name, things, verbsOf as [string, string?]),
-      expr,
-      answer: evaluate(expr),
-      problem: q,
-    };
-  }) as [Question, Question];
+  return [framed(problem, frame(problem, name, things, v)), framed(mirror, frame(mirror, name, things, w))];
+}
+
+/** A question of `problem` asked in `text` (no training cues: a verb-bank frame). */
+function framed(problem: Problem, text: string): Question {
+  const expr = expression(problem);
+  return { text, expr, answer: evaluate(expr), problem };
 }
 
 /** A question of a random kind: in a training phrasing, or in the first held-out phrasing of its kind. */
@@ -190,9 +184,10 @@ function question(split: 'train' | 'val'): Question {
   if (split === 'train' && verbTraining && bank && next() < 0.5) {
     const [first, second] = bank;
     const frame = pick(second ? VERB_FRAMES.two : VERB_FRAMES.one);
-    const text = frame(problem, pick(NAMES.train), pick(THINGS.train), [pick(first), second && pick(second)]);
-    const expr = expression(problem);
-    return { text, expr, answer: evaluate(expr), problem };
+    return framed(
+      problem,
+      frame(problem, pick(NAMES.train), pick(THINGS.train), [pick(first), second && pick(second)]),
+    );
   }
   const extra = wideTraining
     ? WIDE_TEMPLATES[problem.kind]
