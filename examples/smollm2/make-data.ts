@@ -171,7 +171,7 @@ function mirroredPair(): [Question, Question] {
   return [framed(problem, frame(problem, name, things, v)), framed(mirror, frame(mirror, name, things, w))];
 }
 
-/** A question of `problem` asked in `text` (no training cues: a verb-bank frame). */
+/** A question of `problem` asked in `text`, with its expression and answer. */
 function framed(problem: Problem, text: string): Question {
   const expr = expression(problem);
   return { text, expr, answer: evaluate(expr), problem };
@@ -200,12 +200,11 @@ function question(split: 'train' | 'val'): Question {
       : VAL_TEMPLATES[problem.kind].slice(0, 1);
   const at = Math.floor(next() * templates.length);
   const text = templates[at]!(problem, pick(NAMES[split]), pick(THINGS[split]));
-  const expr = expression(problem);
   const trainCues = wideTraining
     ? [...TRAIN_CUES[problem.kind], ...WIDE_CUES[problem.kind]]
     : TRAIN_CUES[problem.kind];
   const cues = split === 'train' ? trainCues[at] : undefined;
-  return { text, expr, answer: evaluate(expr), problem, ...(cues ? { cues } : {}) };
+  return { ...framed(problem, text), ...(cues ? { cues } : {}) };
 }
 
 /** Validation question `i` of val.parquet: kind i mod 6 in held-out phrasing floor(i / 6) mod 3, from its own stream. */
@@ -217,9 +216,7 @@ function heldOut(i: number): Question {
     valRng,
     () => [draw(kind), pick(NAMES.val), pick(THINGS.val)] as const,
   );
-  const text = templates[Math.floor(i / KINDS.length) % templates.length]!(problem, name, things);
-  const expr = expression(problem);
-  return { text, expr, answer: evaluate(expr), problem };
+  return framed(problem, templates[Math.floor(i / KINDS.length) % templates.length]!(problem, name, things));
 }
 
 const row = (q: Question, index: number, split: string) => ({
