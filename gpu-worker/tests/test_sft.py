@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from demos import CALL, DEMO
+from demos import CALL, DEMO, calculator_demo
 from transformers import AutoTokenizer
 
 from toolrl_learner.config import LearnerConfig
@@ -143,6 +143,42 @@ def test_sft_learning_rate_warmup_then_cosine_on_cpu(tiny_dir, tmp_path):
     # 1e-2 * 1/2, 1e-2 * 2/2, then cosine over the 4 steps after the warmup (k = 0..3 of 4)
     cosine = [1e-2 * (1 + math.cos(math.pi * k / 4)) / 2 for k in range(4)]
     assert [h["lr"] for h in history] == pytest.approx([5e-3, 1e-2, *cosine], rel=1e-6)
+
+
+def test_sft_seed_fixes_the_warm_starts_batches_whatever_the_run_seed_on_cpu(tiny_dir, tmp_path, monkeypatch):
+    demos = [calculator_demo(a, "+", 10 * a) for a in range(1, 9)]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
+    import toolrl_learner.train.sft as sft_mod
+
+    real = sft_mod.LearnerBatch.from_groups
+    seen: list[list[list[int]]] = []
+    monkeypatch.setattr(
+        sft_mod.LearnerBatch,
+        "from_groups",
+        lambda groups, v: (
+            seen[-1].append([t["tokenIds"] for t in groups[0]["trajectories"]]) or real(groups, v)
+        ),
+    )
+
+    def batches(trainer: dict) -> list[list[list[int]]]:
+        sft = {"data": "d.jsonl", "steps": 4, "lr": 1e-3, "batch_size": 2, **trainer.pop("sft", {})}
+        run_config = {
+            "model": {"path": str(tiny_dir), "dtype": "fp32"},
+            "data": {"train": "t.parquet"},
+            "trainer": {**trainer, "sft": sft},
+        }
+        cfg = LearnerConfig.from_run_config(run_config)
+        seen.append([])
+        run_sft(Policy(cfg, tiny_dir, torch.device("cpu")), cfg, tmp_path / "d.jsonl")
+        return seen[-1]
+
+    run_seed_0 = batches({"seed": 0})
+    fixed = {"model": {"path": "m"}, "data": {"train": "t"}, "trainer": {"sft": {"data": "d", "seed": 0}}}
+    assert LearnerConfig.from_run_config(fixed).sft_seed == 0
+    # trainer.sft.seed: 0 walks the demonstrations as trainer.seed 0 does, whatever trainer.seed says
+    assert batches({"seed": 5, "sft": {"seed": 0}}) == run_seed_0
+    # unset, the run's seed walks them: another order
+    assert batches({"seed": 5}) != run_seed_0
 
 
 def test_sft_warm_start_runs_once_before_v0_on_cpu(tiny_dir, tmp_path):

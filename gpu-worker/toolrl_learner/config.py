@@ -133,6 +133,7 @@ class LearnerConfig:
     sft_context_warmup_steps: int = SftConfig.context_warmup_steps
     sft_context_warmup_tokens: int = SftConfig.context_warmup_tokens
     sft_context_warmup_schedule: ContextWarmupSchedule = SftConfig.context_warmup_schedule
+    sft_seed: int | None = None  # None: seed
     sft_ptx_coef: float = SftConfig.ptx_coef
     sft_ptx_data: str | None = None
     sft_ptx_batch_size: int | None = None

@@ -619,6 +619,10 @@ class SftConfig:
     grows from `context_warmup_tokens` to the longest demonstration's over the warmup steps (the paper's
     ramp).
     """
+    seed: int | None = None
+    """Seeds the warm start's walk over its demonstrations; unset: `trainer.seed`. Set, every `trainer.seed`
+    starts its RL stage from the same warm-started weights, as RL seeds usually start from one SFT checkpoint.
+    """
     ptx_coef: float = 0.0
     """Keeps training on demonstrations during RL (InstructGPT's PPO-ptx, OpenRLHF's ptx_coef): every actor
     update adds `ptx_coef` times the token-mean cross-entropy of `ptx_batch_size` demonstrations (from

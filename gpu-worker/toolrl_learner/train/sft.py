@@ -214,15 +214,16 @@ def ptx_demonstrations(policy: Policy, cfg: LearnerConfig, store: BlobStore, wor
 def run_sft(
     policy: Policy, cfg: LearnerConfig, data_path: Path, on_step=None, comm: Comm = LOCAL
 ) -> list[dict[str, float]]:
-    """cfg.sft_steps AdamW steps of cfg.sft_batch_size demonstrations each (a seeded shuffle, cycling); during
-    the first cfg.sft_context_warmup_steps, each demonstration's context is cut (sequence length warmup).
+    """cfg.sft_steps AdamW steps of cfg.sft_batch_size demonstrations each (a shuffle seeded by cfg.sft_seed, else
+    cfg.seed; cycling); during the first cfg.sft_context_warmup_steps, each demonstration's context is cut
+    (sequence length warmup).
 
     comm: sharded, every rank draws the same batches and trains its share of each one's micro-batches."""
     data = tokenized_demonstrations(policy.model_dir, cfg.chat_template, data_path)
     longest = max((mask.index(1) if 1 in mask else len(mask)) for _, mask in data)
     optimizer = build_optimizer(policy.named_trainable_parameters(), cfg.sft_lr, cfg.weight_decay)
     params = [p for _, p in policy.named_trainable_parameters()]
-    gen = torch.Generator().manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed if cfg.sft_seed is None else cfg.sft_seed)
     order: list[int] = []
     history = []
     for step in range(1, cfg.sft_steps + 1):

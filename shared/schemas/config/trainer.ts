@@ -56,6 +56,14 @@ export const SftConfigSchema = z
       .describe(
         "`step`: `context_warmup_tokens` throughout the warmup, then the whole context. `linear`: the kept context grows from `context_warmup_tokens` to the longest demonstration's over the warmup steps (the paper's ramp).",
       ),
+    seed: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe(
+        "Seeds the warm start's walk over its demonstrations; unset: `trainer.seed`. Set, every `trainer.seed` starts its RL stage from the same warm-started weights, as RL seeds usually start from one SFT checkpoint.",
+      ),
     ptx_coef: z
       .number()
       .nonnegative()
