@@ -621,7 +621,8 @@ class SftConfig:
     """
     seed: int | None = None
     """Seeds the warm start's walk over its demonstrations; unset: `trainer.seed`. Set, every `trainer.seed`
-    starts its RL stage from the same warm-started weights, as RL seeds usually start from one SFT checkpoint.
+    trains the same warm start (the same demonstrations in the same order) and varies only the RL stage, as RL
+    seeds are usually compared from one SFT checkpoint.
     """
     ptx_coef: float = 0.0
     """Keeps training on demonstrations during RL (InstructGPT's PPO-ptx, OpenRLHF's ptx_coef): every actor

@@ -62,7 +62,7 @@ export const SftConfigSchema = z
       .nonnegative()
       .optional()
       .describe(
-        "Seeds the warm start's walk over its demonstrations; unset: `trainer.seed`. Set, every `trainer.seed` starts its RL stage from the same warm-started weights, as RL seeds usually start from one SFT checkpoint.",
+        "Seeds the warm start's walk over its demonstrations; unset: `trainer.seed`. Set, every `trainer.seed` trains the same warm start (the same demonstrations in the same order) and varies only the RL stage, as RL seeds are usually compared from one SFT checkpoint.",
       ),
     ptx_coef: z
       .number()
