@@ -57,7 +57,13 @@ def test_every_learner_field_is_read_from_the_typed_run_config_on_cpu():
                 "cliprange_value": 0.1,
             },
             "trainer": {
-                "sft": {"data": "s.jsonl", "ptx_coef": 0.1, "ptx_data": "p.jsonl", "ptx_batch_size": 2},
+                "sft": {
+                    "data": "s.jsonl",
+                    "seed": 7,
+                    "ptx_coef": 0.1,
+                    "ptx_data": "p.jsonl",
+                    "ptx_batch_size": 2,
+                },
                 "max_steps": 3,
                 "ppo_mini_batch_size": 1,
                 "save_every": 2,
