@@ -163,6 +163,8 @@ class GroupIntake:
         write_state: bool = True,
     ) -> None:
         self.ledger.pending.append(gid)
+        # On record in the learner's log too (the `dropped` line reaches the pipeline only): which group, and why.
+        log.info("dropped group %s (%s): %s", gid, reason, message)
         self.emit({"type": "dropped", "groupId": gid, "reason": reason, "message": message})
         self.no_signal.dropped(reason, group)
         self._record_drop(gid, write_state=write_state)
