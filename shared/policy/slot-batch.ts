@@ -55,11 +55,6 @@ export class SlotBatch implements SlotView {
     private readonly maxRows = Number.POSITIVE_INFINITY,
   ) {}
 
-  /** Floats in one row's block of one layer. */
-  private get block(): number {
-    return this.shape.numKvHeads * this.capacity * this.shape.headDim;
-  }
-
   /** Bytes one row needs at `capacity` (keys and values of every layer). */
   rowBytes(capacity = this.capacity): number {
     const { numLayers, numKvHeads, headDim } = this.shape;
@@ -168,9 +163,17 @@ export class SlotBatch implements SlotView {
   remove(b: number): number {
     const last = this.batch - 1;
     if (b < 0 || b > last) throw new RangeError(`row ${b} of a batch of ${this.batch}`);
-    const size = this.block;
     if (b !== last) {
-      for (const a of [...this.keys, ...this.values]) a.copyWithin(b * size, last * size, (last + 1) * size);
+      // Each head's used keys and values only: the rest of its block is ignored past the row's length (its old
+      // values stay there, finite, as a reused buffer's do), and a long batch's capacity can be several times that.
+      const { numKvHeads: H, headDim: D } = this.shape;
+      const C = this.capacity;
+      const used = this.lengths[last]! * D;
+      for (const a of [...this.keys, ...this.values])
+        for (let h = 0; h < H; h++) {
+          const from = (last * H + h) * C * D;
+          a.copyWithin((b * H + h) * C * D, from, from + used);
+        }
       this.lengths[b] = this.lengths[last]!;
     }
     this.lengths.pop();
