@@ -4,6 +4,7 @@ the stop on planned groups, state.json and metrics, and the offline driver's dat
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -64,7 +65,8 @@ def _session(store, events, **kw):
     return s
 
 
-def test_filters_dedupe_and_commit_on_cpu(tiny_dir, tmp_path):
+def test_filters_dedupe_and_commit_on_cpu(tiny_dir, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="toolrl_learner.train.session_groups")
     store = _run(tmp_path, tiny_dir)
     events = []
     s = _session(store, events)
@@ -82,6 +84,11 @@ def test_filters_dedupe_and_commit_on_cpu(tiny_dir, tmp_path):
     s.offer({"type": "group", "group": _g(4, version=0)})  # policy is v2 now: 2 behind -> stale
     dropped = [(e["groupId"], e["reason"]) for e in events if e["type"] == "dropped"]
     assert dropped == [("e0-p0", "duplicate"), ("e0-p1", "no_signal"), ("e0-p4", "stale")]
+    # The learner's log names each drop on record and why (a duplicate is not one)
+    assert [m for m in caplog.messages if m.startswith("dropped group")] == [
+        "dropped group e0-p1 (no_signal): all rewards equal",
+        "dropped group e0-p4 (stale): oldest sampled token (v0) is 2 versions behind v2",
+    ]
     committed = [e for e in events if e["type"] == "committed"]
     assert committed == [{"type": "committed", "step": 2, "groupIds": ["e0-p1", "e0-p0", "e0-p2", "e0-p3"]}]
     s.offer(
