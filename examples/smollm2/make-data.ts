@@ -27,10 +27,12 @@ import type { ChatMessage } from '#shared/schemas/chat';
 import { buildToolRegistry } from '#shared/tools/registry';
 import { type Kind, restatement, TRAIN_CUES, WIDE_CUES } from './cues.ts';
 import {
+  DEV_TEMPLATES,
   GAIN_VERBS,
   LOSS_VERBS,
   NAMES,
   type Problem,
+  type Template,
   THINGS,
   TRAIN_TEMPLATES,
   VAL_TEMPLATES,
@@ -207,14 +209,21 @@ function question(split: 'train' | 'val'): Question {
   return { ...framed(problem, text), ...(cues ? { cues } : {}) };
 }
 
-/** Validation question `i` of val.parquet: kind i mod 6 in held-out phrasing floor(i / 6) mod 3, from its own stream. */
-const valRng = samplingStream(20251129, 1, 0);
-function heldOut(i: number): Question {
+/**
+ * Held-out question `i` of val.parquet (VAL_TEMPLATES) or dev.parquet (DEV_TEMPLATES): kind i mod 6 in held-out
+ * phrasing floor(i / 6) mod 3, from the split's own stream (so either file is what it is whatever else is written).
+ */
+const heldOutSplits = {
+  val: { templates: VAL_TEMPLATES, stream: samplingStream(20251129, 1, 0) },
+  dev: { templates: DEV_TEMPLATES, stream: samplingStream(20251129, 5, 0) },
+};
+function heldOut(i: number, split: keyof typeof heldOutSplits = 'val'): Question {
   const kind = KINDS[i % KINDS.length]!;
-  const templates = VAL_TEMPLATES[kind];
+  const { stream } = heldOutSplits[split];
+  const templates: Template[] = heldOutSplits[split].templates[kind];
   const [problem, name, things] = withStream(
-    valRng,
-    () => [draw(kind), pick(NAMES.val), pick(THINGS.val)] as const,
+    stream,
+    () => [draw(kind), pick(NAMES[split]), pick(THINGS[split])] as const,
   );
   return framed(problem, templates[Math.floor(i / KINDS.length) % templates.length]!(problem, name, things));
 }
@@ -301,6 +310,10 @@ writeDataset(
   join(out, 'val.parquet'),
   Array.from({ length: 64 }, (_, i) => row(heldOut(i), i, 'val')),
 );
+writeDataset(
+  join(out, 'dev.parquet'),
+  Array.from({ length: 64 }, (_, i) => row(heldOut(i, 'dev'), i, 'dev')),
+);
 const demonstrations = Array.from({ length: 1000 }, () => demo(question('train')));
 const demoRow = ({ messages, tools }: ReturnType<typeof demo>) => ({
   messages: JSON.stringify(messages),
@@ -346,4 +359,6 @@ if (pairs) {
   );
 }
 await registry.close();
-console.log(`wrote ${out}/{train.parquet,val.parquet,val-one-phrasing.parquet,sft.parquet,ptx.parquet}`);
+console.log(
+  `wrote ${out}/{train.parquet,val.parquet,dev.parquet,val-one-phrasing.parquet,sft.parquet,ptx.parquet}`,
+);

@@ -16,6 +16,7 @@ export interface Problem {
 export const NAMES = {
   train: ['Maria', 'Tom', 'Aisha', 'Ken', 'Lucia', 'Omar', 'Emma', 'Ravi', 'Nina', 'Sam', 'Yuki', 'Leo'],
   val: ['Sofia', 'Jonas', 'Mei', 'Diego', 'Hana', 'Peter'],
+  dev: ['Ines', 'Kofi', 'Lars', 'Priya', 'Tariq', 'Zoe'],
 };
 export const THINGS = {
   train: [
@@ -33,6 +34,7 @@ export const THINGS = {
     'bricks',
   ],
   val: ['shells', 'cards', 'beads', 'screws', 'buttons', 'tickets'],
+  dev: ['coupons', 'tokens', 'ribbons', 'badges', 'candles', 'tiles'],
 };
 
 export type Template = (p: Problem, name: string, things: string) => string;
@@ -244,6 +246,56 @@ export const VAL_TEMPLATES: Record<Problem['kind'], Template[]> = {
       `${n} owns ${p.a} albums that hold ${p.b} ${t} each, plus ${p.c} ${t} not yet sorted. How many ${t} does ${n} own?`,
     (p, _n, t) =>
       `A shipment is ${p.a} cases of ${p.b} ${t} and a bag of ${p.c} more. How many ${t} are in the shipment?`,
+  ],
+};
+
+// A second held-out set, the dev split (dev.parquet): other sentence shapes and verbs again, three a kind, shared
+// with neither training, the wide phrasings, the verb bank nor VAL_TEMPLATES, with names and objects of its own. It
+// is for choosing among a run's policies (`toolrl select`, README.md) so that val.parquet stays unseen by the choice.
+export const DEV_TEMPLATES: Record<Problem['kind'], Template[]> = {
+  add: [
+    (p, n, t) =>
+      `A teacher presented ${n} with ${p.b} ${t} to go with the ${p.a} ${n} already had. How many ${t} does ${n} possess?`,
+    (p, _n, t) =>
+      `A shelter looked after ${p.a} ${t} and rescued another ${p.b}. How many ${t} does the shelter look after now?`,
+    (p, n, t) =>
+      `${n} scooped up ${p.b} ${t} and tipped them onto a heap of ${p.a}. How many ${t} are in the heap?`,
+  ],
+  sub: [
+    (p, n, t) => `${n} had ${p.a} ${t} and surrendered ${p.b} at the gate. How many ${t} did ${n} keep?`,
+    (p, _n, t) => `A shop had ${p.a} ${t}; ${p.b} melted in the heat. How many ${t} survived?`,
+    (p, _n, t) =>
+      `A guard confiscated ${p.b} of the ${p.a} ${t} a visitor carried. How many ${t} did the visitor keep?`,
+  ],
+  mul: [
+    (p, n, t) => `${n} buys ${p.a} packets, each containing ${p.b} ${t}. How many ${t} does ${n} buy?`,
+    (p, _n, t) =>
+      `A garden has ${p.a} beds with ${p.b} ${t} planted in every bed. How many ${t} are planted in the garden?`,
+    (p, _n, t) => `Each of ${p.a} cabinets displays ${p.b} ${t}. How many ${t} are displayed?`,
+  ],
+  'sub-add': [
+    (p, _n, t) =>
+      `A harbour held ${p.a} ${t}, dispatched ${p.b} on Friday and welcomed ${p.c} on Monday. How many ${t} does the harbour hold now?`,
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, surrendered ${p.b} at a checkpoint and was presented with ${p.c} afterwards. How many ${t} does ${n} have?`,
+    (p, _n, t) =>
+      `A cabinet had ${p.a} ${t}. Visitors pocketed ${p.b}, and a curator replenished it with ${p.c}. How many ${t} are in the cabinet?`,
+  ],
+  'add-sub': [
+    (p, _n, t) =>
+      `A harbour held ${p.a} ${t}, welcomed ${p.b} more and dispatched ${p.c}. How many ${t} does the harbour hold now?`,
+    (p, n, t) =>
+      `${n} had ${p.a} ${t}, was presented with ${p.b} by a teacher and surrendered ${p.c} at the gate. How many ${t} does ${n} have now?`,
+    (p, _n, t) =>
+      `A cabinet had ${p.a} ${t}; a curator replenished it with ${p.b} and visitors pocketed ${p.c}. How many ${t} are in the cabinet?`,
+  ],
+  'mul-add': [
+    (p, n, t) =>
+      `${n} buys ${p.a} packets of ${p.b} ${t} and is presented with ${p.c} spare ones. How many ${t} does ${n} end up with?`,
+    (p, _n, t) =>
+      `A garden has ${p.a} beds of ${p.b} ${t} and a corner patch of ${p.c}. How many ${t} grow in the garden?`,
+    (p, _n, t) =>
+      `Each of ${p.a} cabinets displays ${p.b} ${t}, and the entrance displays ${p.c} more. How many ${t} are displayed?`,
   ],
 };
 
