@@ -125,6 +125,15 @@ class DataConfig:
     / .json converted on upload (verl rows, the multi-turn seed's chat lines, ToolBench data).
     """
     val: str | list[str] | None = None
+    dev: str | None = None
+    """A dev split, relative to the config file, for choosing the final policy (TRL's load_best_model_at_end):
+    once the run completes, `toolrl train` scores every version validation ran on after v0 (where training
+    started) whose bundle is kept on these rows (mean@k as validation samples) and names the one with the
+    highest accuracy the final policy (metrics/select.json; a tie goes to the later version). The choice never
+    reads validation's scores, so validation still measures the chosen policy on questions it did not see:
+    keep the dev rows out of train and val. `toolrl select` makes the same choice for any run folder (a
+    deployed run's, synced from S3).
+    """
     max_prompt_length: int = 1024
     """Prompts longer than this (tokens, as rendered with the tools) fail the run's dataset check at start; one
     limit for the whole run, curriculum stages included.

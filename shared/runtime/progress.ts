@@ -1,6 +1,7 @@
 // What `toolrl train` shows while it runs: a progress bar (cli-progress) over learner steps with the policy
 // version, reward, rollouts/s, tool calls per trajectory and queue depths; plain lines when stderr is not
 // a terminal. Validation results are printed as they land.
+import { basename } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { EvalSummary } from '#shared/pipeline/eval';
 import type { LoopStats } from '#shared/policy/decode-loop';
@@ -113,6 +114,12 @@ export class TrainProgress {
         break;
       case 'eval':
         this.print(`validation ${formatEval(e.summary)}`);
+        break;
+      case 'selecting':
+        this.phase = `choosing the final policy: ${e.versions} validated versions on ${basename(e.data)}`;
+        break;
+      case 'select':
+        this.print(`dev ${formatEval(e.summary)}`);
         break;
     }
     this.render();

@@ -10,6 +10,7 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '#shared/config/resolve';
+import { readDataset } from '#shared/data/dataset';
 import { readJson } from '#shared/pipeline/blob-json';
 import { type EvalSummary, EvalSummarySchema } from '#shared/pipeline/eval';
 import { inputBytes, prepareInputs } from '#shared/pipeline/run-inputs';
@@ -27,6 +28,7 @@ import { keys } from '#shared/topology';
 import { EmbeddedPipeline, learnerPython } from './embedded.ts';
 import type { InvocationResult } from './event-source-mapping.ts';
 import { resumeCommand, writeResumeCommand } from './run-process.ts';
+import { type Selection, selectPolicy } from './select.ts';
 import { STALL_LIMIT_SEC, StallWatch } from './stall-watch.ts';
 
 export interface TrainOptions {
@@ -58,7 +60,9 @@ export type TrainEvent =
   | { kind: 'running'; run: RunStatus }
   | { kind: 'learner'; line: LearnerOutputLine }
   | { kind: 'invoke'; result: InvocationResult }
-  | { kind: 'eval'; summary: EvalSummary };
+  | { kind: 'eval'; summary: EvalSummary }
+  | { kind: 'selecting'; data: string; versions: number }
+  | { kind: 'select'; version: number; summary: EvalSummary };
 
 export interface TrainResult {
   readonly runId: string;
@@ -73,6 +77,8 @@ export interface TrainResult {
   readonly seconds: number;
   /** Where the rollout engine's time went in this process (prefill, decode passes, sampling); absent when it decoded nothing. */
   readonly rollouts?: LoopStats;
+  /** The final policy chosen on `data.dev` (select.ts), when the config names one and the run completed. */
+  readonly selection?: Selection;
 }
 
 export async function train(opts: TrainOptions): Promise<TrainResult> {
@@ -83,6 +89,15 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
   });
   const { config, configText } = inputs;
+
+  // The dev split is read only once the run has completed: a file that cannot be read fails now, not then.
+  const devPath = config.data.dev !== undefined ? resolve(configDir, config.data.dev) : undefined;
+  if (devPath !== undefined) {
+    const rows = await readDataset(devPath).catch((err: unknown) => {
+      throw new ConfigError(`data.dev: cannot read ${devPath}: ${(err as Error).message}`);
+    });
+    if (rows.length === 0) throw new ConfigError(`data.dev: ${devPath} has no rows`);
+  }
 
   const workdir = resolve(opts.workdir);
   const runId = opts.resume ?? opts.runId ?? newRunId(config.name);
@@ -180,6 +195,23 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   evals.sort((a, b) => a.policyVersion - b.policyVersion);
   if (run?.status === 'completed' && evals.length > 0)
     redrawPlot(opts.python ?? learnerPython(), workdir, run);
+  const choose =
+    run?.status === 'completed' &&
+    !interrupted &&
+    devPath !== undefined &&
+    evals.some((e) => e.policyVersion > 0);
+  if (choose)
+    emit({ kind: 'selecting', data: devPath, versions: evals.filter((e) => e.policyVersion > 0).length });
+  const selection =
+    choose && devPath !== undefined
+      ? await selectPolicy({
+          runDir,
+          dataPath: devPath,
+          ...(opts.ortThreads !== undefined ? { ortThreads: opts.ortThreads } : {}),
+          ...(opts.python ? { python: opts.python } : {}),
+          onCandidate: (version, summary) => emit({ kind: 'select', version, summary }),
+        })
+      : undefined;
   return {
     runId,
     runDir,
@@ -191,6 +223,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     plotPath: join(runDir, 'metrics', 'reward_curve.png'),
     seconds: (Date.now() - started) / 1000,
     ...(rollouts ? { rollouts } : {}),
+    ...(selection ? { selection } : {}),
   };
 }
 

@@ -2,13 +2,15 @@
 // step, v1, and the final v2) gets one greedy rollout per validation prompt, and each version's summary
 // carries val/reward_mean, val/accuracy and val/tool_call_validity, overall and per data source, equal to
 // what the stored validation groups say; and `toolrl eval` of the final bundle reproduces its summary, the run's
-// own chat template (model.chat_template) included, and so does `toolrl eval` of the final checkpoint.
+// own chat template (model.chat_template) included, and so does `toolrl eval` of the final checkpoint; with
+// data.dev the run chooses its final policy on the dev rows, as `toolrl select` does for any run folder.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LoopStats } from '#shared/policy/decode-loop';
 import { loadPolicy } from '#shared/policy/index';
 import { asBundle, evaluate, runConfigBeside } from '#shared/runtime/evaluate';
+import { chooseBest, SelectionSchema, selectPolicy } from '#shared/runtime/select';
 import { type ScoredGroup, ScoredGroupSchema } from '#shared/schemas/scored-group';
 import { lastSftLoss, memoriseSft, rowDemonstrations } from '../helpers/demonstrations.ts';
 import { quickstartRows, scoredGroups, tinyConfig, tinyRun } from './helpers/tiny-run.ts';
@@ -45,6 +47,9 @@ describe('validation on the embedded default', () => {
       { ...q0!, data_source: 'arith/b' },
       { ...q1!, data_source: 'arith/b' },
     ]);
+    // A dev split (data.dev) for choosing the final policy once the run completes: other questions.
+    const dev = (await quickstartRows('val')).slice(2, 5);
+    run.dataset('dev.parquet', dev);
     // A warm start that memorises these questions' correct calls (checked below), so that the model writes tool
     // calls on any CPU (validity is null without any).
     const config = tinyConfig();
@@ -59,7 +64,7 @@ describe('validation on the embedded default', () => {
             'utf8',
           ),
         },
-        data: { val: 'val.parquet' },
+        data: { val: 'val.parquet', dev: 'dev.parquet' },
         trainer: { eval_every: 1, sft: memoriseSft('sft.jsonl') },
       }),
     );
@@ -201,5 +206,55 @@ describe('validation on the embedded default', () => {
       const manifest = JSON.parse(readFileSync(join(bundle, 'manifest.json'), 'utf8'));
       expect([manifest.version, manifest.quantization]).toEqual([2, quantization]);
     }
+
+    // With data.dev the run ended by choosing its final policy on the dev rows: every validated version scored there
+    // by eval's own measurement (v1's score is `toolrl eval` of v1 on dev.parquet), the best chosen.
+    const chosen = result.selection!;
+    // The candidates are the versions validated after v0 (where training started).
+    expect(chosen.candidates.map((c) => [c.version, c.valAccuracy])).toEqual(
+      result.evals.slice(1).map((e) => [e.policyVersion, e.accuracy]),
+    );
+    expect(chosen.data).toBe(join(run.dir, 'dev.parquet'));
+    expect(chosen.chosen).toBe(chooseBest(chosen.candidates));
+    const v1OnDev = await evaluate({
+      ...notKept,
+      policyDir: join(result.runDir, 'policy', 'v1'),
+      dataPath: join(run.dir, 'dev.parquet'),
+    });
+    expect(v1OnDev.prompts).toBe(3);
+    expect(chosen.candidates[0]!.accuracy).toBe(v1OnDev.accuracy);
+
+    // `toolrl select` scores the validated versions it is given (v0 too, when named) with eval's own measurement
+    // (here on the validation file itself, so each score is that version's validation again), chooses by that score
+    // alone and records the choice in metrics/select.json.
+    const selection = await selectPolicy({
+      runDir: result.runDir,
+      dataPath: join(run.dir, 'val.parquet'),
+      versions: [2, 0, 1],
+      ortThreads: 1,
+    });
+    expect(selection.candidates.map((c) => c.version)).toEqual([0, 1, 2]);
+    for (const [i, c] of selection.candidates.entries()) {
+      expect(c.accuracy, `v${c.version}`).toBe(result.evals[i]!.accuracy);
+      expect(c.valAccuracy, `v${c.version}`).toBe(result.evals[i]!.accuracy);
+    }
+    expect(selection.chosen).toBe(chooseBest(selection.candidates));
+    expect(
+      SelectionSchema.parse(JSON.parse(readFileSync(join(result.runDir, 'metrics', 'select.json'), 'utf8'))),
+    ).toEqual(selection);
+    const only = await selectPolicy({ runDir: result.runDir, dataPath: options.dataPath, versions: [1] });
+    expect([only.chosen, only.candidates.length]).toEqual([1, 1]);
+    await expect(
+      selectPolicy({ runDir: result.runDir, dataPath: options.dataPath, versions: [7] }),
+    ).rejects.toThrow(/v7 was not validated by the run/);
+    await expect(selectPolicy({ runDir: run.dir, dataPath: options.dataPath })).rejects.toThrow(
+      /is not a run folder/,
+    );
+  });
+
+  it('a data.dev that cannot be read fails the command before the run starts, naming the file', async () => {
+    await expect(
+      run.run(tinyConfig({ data: { val: 'val.parquet', dev: 'no-such-dev.parquet' } })),
+    ).rejects.toThrow(/data\.dev: cannot read .*no-such-dev\.parquet/);
   });
 });

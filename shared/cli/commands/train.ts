@@ -120,6 +120,16 @@ export function register(program: Command): void {
         const last = result.evals.at(-1);
         if (first) out.write(`  start  ${formatEval(first)}\n`);
         if (last && last !== first) out.write(`  end    ${formatEval(last)}\n`);
+        const chosen = result.selection;
+        if (chosen) {
+          const dev = chosen.candidates
+            .map((c) => `v${c.version} ${(100 * c.accuracy).toFixed(1)}%`)
+            .join(', ');
+          const val = result.evals.find((e) => e.policyVersion === chosen.chosen);
+          out.write(
+            `  final  v${chosen.chosen}, the best on data.dev (${dev}; ${result.runDir}/metrics/select.json)${val && val !== last ? `\n         ${formatEval(val)}` : ''}\n`,
+          );
+        }
         if (result.rollouts) out.write(`  rollouts: ${formatRollouts(result.rollouts)}\n`);
         out.write(`  metrics: ${result.metricsPath}\n  plot:    ${result.plotPath}\n`);
         out.write(`  tensorboard --logdir ${result.runDir}/metrics/tensorboard\n`);
