@@ -2,6 +2,7 @@
 // [--print-config]`: a whole run on this machine with no server (embedded queues and blobs, handlers in-process,
 // the learner as a Python subprocess, trainer.num_gpus ranks); overrides in Hydra's style, the effective config
 // uploaded as the run's config.yaml.
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 
@@ -127,7 +128,7 @@ export function register(program: Command): void {
             .join(', ');
           const val = result.evals.find((e) => e.policyVersion === chosen.chosen);
           out.write(
-            `  final  v${chosen.chosen}, the best on data.dev (${dev}; ${result.runDir}/metrics/select.json)${val && val !== last ? `\n         ${formatEval(val)}` : ''}\n`,
+            `  final  v${chosen.chosen}, the best on data.dev (${dev}; ${join(result.runDir, 'metrics', 'select.json')})${val && val !== last ? `\n         ${formatEval(val)}` : ''}\n`,
           );
         }
         if (result.rollouts) out.write(`  rollouts: ${formatRollouts(result.rollouts)}\n`);
