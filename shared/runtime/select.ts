@@ -96,7 +96,7 @@ export async function selectPolicy(opts: SelectOptions): Promise<Selection> {
       `${opts.runDir} has no version validated after v0 with its bundle to choose from (metrics/eval/v<N>.json and policy/v<N>/)`,
     );
   const candidates: Selection['candidates'] = [];
-  let samplesPerPrompt = opts.n ?? beside.config.rollout.val_kwargs.n;
+  const summaries: EvalSummary[] = [];
   for (const version of versions) {
     const summary = await evaluate({
       policyDir: bundle(version),
@@ -111,7 +111,7 @@ export async function selectPolicy(opts: SelectOptions): Promise<Selection> {
       throw new SelectError(
         `the run's reward has no accuracy component to choose by (${opts.dataPath}, v${version})`,
       );
-    samplesPerPrompt = summary.samplesPerPrompt ?? samplesPerPrompt;
+    summaries.push(summary);
     opts.onCandidate?.(version, summary);
     candidates.push({
       version,
@@ -123,7 +123,7 @@ export async function selectPolicy(opts: SelectOptions): Promise<Selection> {
   const selection: Selection = {
     schemaVersion: 1,
     data: resolve(opts.dataPath),
-    samplesPerPrompt,
+    samplesPerPrompt: summaries[0]?.samplesPerPrompt ?? opts.n ?? beside.config.rollout.val_kwargs.n,
     chosen: chooseBest(candidates),
     candidates,
     createdAt: new Date().toISOString(),

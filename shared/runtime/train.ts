@@ -195,18 +195,14 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   evals.sort((a, b) => a.policyVersion - b.policyVersion);
   if (run?.status === 'completed' && evals.length > 0)
     redrawPlot(opts.python ?? learnerPython(), workdir, run);
-  const choose =
-    run?.status === 'completed' &&
-    !interrupted &&
-    devPath !== undefined &&
-    evals.some((e) => e.policyVersion > 0);
-  if (choose)
-    emit({ kind: 'selecting', data: devPath, versions: evals.filter((e) => e.policyVersion > 0).length });
+  const trained = evals.filter((e) => e.policyVersion > 0).length;
+  const choose = run?.status === 'completed' && !interrupted && trained > 0 ? devPath : undefined;
+  if (choose !== undefined) emit({ kind: 'selecting', data: choose, versions: trained });
   const selection =
-    choose && devPath !== undefined
+    choose !== undefined
       ? await selectPolicy({
           runDir,
-          dataPath: devPath,
+          dataPath: choose,
           ...(opts.ortThreads !== undefined ? { ortThreads: opts.ortThreads } : {}),
           ...(opts.python ? { python: opts.python } : {}),
           onCandidate: (version, summary) => emit({ kind: 'select', version, summary }),

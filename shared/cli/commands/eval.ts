@@ -31,7 +31,9 @@ const number =
       throw new UsageError(`--${flag} must be ${what}, got ${JSON.stringify(raw)}`);
     return v;
   };
-const positiveInt = (flag: string) => number(flag, (v) => Number.isInteger(v) && v > 0, 'a positive integer');
+/** A commander parser for `--<flag>`'s value: a positive integer, or a UsageError naming the flag. */
+export const positiveInt = (flag: string) =>
+  number(flag, (v) => Number.isInteger(v) && v > 0, 'a positive integer');
 
 export function register(program: Command): void {
   program

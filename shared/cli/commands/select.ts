@@ -2,6 +2,7 @@
 // highest accuracy on FILE), written to RUN_DIR/metrics/select.json; shared/runtime/select.ts.
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
+import { positiveInt } from './eval.ts';
 
 interface SelectFlags {
   data: string;
@@ -11,14 +12,6 @@ interface SelectFlags {
   json?: boolean;
 }
 
-const positiveInt =
-  (flag: string) =>
-  (raw: string): number => {
-    const v = Number(raw);
-    if (!/^\d+$/.test(raw.trim()) || v <= 0)
-      throw new UsageError(`--${flag} must be a positive integer, got ${JSON.stringify(raw)}`);
-    return v;
-  };
 const versionList = (raw: string): number[] =>
   raw.split(',').map((part) => {
     const v = part.trim().replace(/^v/, '');
