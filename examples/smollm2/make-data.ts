@@ -11,11 +11,12 @@
 // the wrong expression (an operator swapped, a digit miscopied) and then faithfully box the wrong result. The
 // RL stage's outcome reward (the `toolcall` reward pays a call only when its result reaches the answer) is what
 // teaches the model to call every time and to write the right expression.
-// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate] [--wide] [--verbs | --pairs]
+// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate] [--wide] [--verbs | --many-verbs | --pairs]
 // (--oracle: a diagnostic train.parquet, below; --restate: demonstrations that name each number's operation before
 // the call, cues.ts; --wide: training questions and demonstrations in 76 phrasings instead of 40, phrasings.ts's
 // WIDE_TEMPLATES; --verbs: training questions, half of the sums and differences in the verb bank's frames,
-// phrasings.ts; --pairs: training questions in pairs, a verb-bank question beside its mirror, for data.shuffle=false)
+// phrasings.ts; --many-verbs: the same with the wide verb bank, 86 verbs of each sign; --pairs: training questions in
+// pairs, a verb-bank question beside its mirror, for data.shuffle=false)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +31,8 @@ import {
   DEV_TEMPLATES,
   GAIN_VERBS,
   LOSS_VERBS,
+  MORE_GAIN_VERBS,
+  MORE_LOSS_VERBS,
   NAMES,
   type Problem,
   type Template,
@@ -123,6 +126,7 @@ const oracle = args.includes('--oracle');
 const restate = args.includes('--restate');
 const wide = args.includes('--wide');
 const verbs = args.includes('--verbs');
+const manyVerbs = args.includes('--many-verbs');
 const pairs = args.includes('--pairs');
 // TRAIN_CUES is read by the template's index: a phrasing added or removed without its cues would misname numbers.
 for (const kind of Object.keys(TRAIN_TEMPLATES) as Kind[])
@@ -138,14 +142,16 @@ let oracleTraining = false;
 /** Training questions also in WIDE_TEMPLATES (`--wide`). */
 let wideTraining = false;
 
-/** Training questions of a sign kind half the time in the verb bank's frames (`--verbs`). */
+/** Training questions of a sign kind half the time in the verb bank's frames (`--verbs`, `--many-verbs`). */
 let verbTraining = false;
-const SIGN_VERBS: Partial<Record<Problem['kind'], [readonly string[], (readonly string[])?]>> = {
-  add: [GAIN_VERBS],
-  sub: [LOSS_VERBS],
-  'sub-add': [LOSS_VERBS, GAIN_VERBS],
-  'add-sub': [GAIN_VERBS, LOSS_VERBS],
-};
+type SignVerbs = Partial<Record<Problem['kind'], [readonly string[], (readonly string[])?]>>;
+const bankOf = (gain: readonly string[], loss: readonly string[]): SignVerbs => ({
+  add: [gain],
+  sub: [loss],
+  'sub-add': [loss, gain],
+  'add-sub': [gain, loss],
+});
+let SIGN_VERBS = bankOf(GAIN_VERBS, LOSS_VERBS);
 
 /** The kind whose expression has the other sign(s): `a + b` for `a - b`, `a + b - c` for `a - b + c`. */
 const MIRROR: Partial<Record<Problem['kind'], Problem['kind']>> = {
@@ -344,6 +350,16 @@ if (verbs) {
   verbTraining = true;
   writeDataset(join(out, 'train.parquet'), trainingRows());
   verbTraining = false;
+}
+// `--many-verbs`: as `--verbs`, with the wide verb bank (the bank and MORE_GAIN_VERBS, MORE_LOSS_VERBS), from a
+// stream of its own.
+if (manyVerbs) {
+  rng = samplingStream(20251129, 6, 0);
+  SIGN_VERBS = bankOf([...GAIN_VERBS, ...MORE_GAIN_VERBS], [...LOSS_VERBS, ...MORE_LOSS_VERBS]);
+  verbTraining = true;
+  writeDataset(join(out, 'train.parquet'), trainingRows());
+  verbTraining = false;
+  SIGN_VERBS = bankOf(GAIN_VERBS, LOSS_VERBS);
 }
 // `--pairs`: train.parquet (only) as 256 pairs of rows in a seeded order, for `data.shuffle=false` so that a step of
 // 16 questions holds 8 pairs whole: 40% of the pairs a verb-bank question and its mirror (mirroredPair), the rest two

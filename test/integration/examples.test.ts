@@ -274,20 +274,22 @@ describe('examples: shipped data', () => {
         name,
       ).toBe(true);
   });
-  // The trials' training sets (examples/smollm2/README.md, "Tried for the 70%"): `--verbs` and `--pairs` change
-  // train.parquet only, so a trial's warm start and validation are the recipe's; the verb bank's verbs are new to
-  // validation (but "sold", which training's own phrasings use too), and a pair differs only in its verbs.
-  it('smollm2/make-data.ts --verbs and --pairs change only train.parquet, in words validation never uses', async () => {
-    const { GAIN_VERBS, LOSS_VERBS, VAL_TEMPLATES } = await import('../../examples/smollm2/phrasings.ts');
-    const heldOut = Object.values(VAL_TEMPLATES)
+  // The trials' training sets (examples/smollm2/README.md, "Tried for the 70%"): `--verbs`, `--many-verbs` and
+  // `--pairs` change train.parquet only, so a trial's warm start and validation are the recipe's; the verb banks'
+  // verbs are new to both held-out sets (but "sold", which training's own phrasings use too), and a pair differs
+  // only in its verbs.
+  it('smollm2/make-data.ts --verbs, --many-verbs and --pairs change only train.parquet, in words validation never uses', async () => {
+    const { DEV_TEMPLATES, GAIN_VERBS, LOSS_VERBS, MORE_GAIN_VERBS, MORE_LOSS_VERBS, VAL_TEMPLATES } =
+      await import('../../examples/smollm2/phrasings.ts');
+    const heldOut = [...Object.values(VAL_TEMPLATES), ...Object.values(DEV_TEMPLATES)]
       .flat()
       .map((t) => t({ kind: 'sub-add', a: 1, b: 2, c: 3 }, 'N', 'things'));
-    const shared = [...GAIN_VERBS, ...LOSS_VERBS].filter((v) =>
-      heldOut.some((text) => new RegExp(`\\b${v}\\b`).test(text)),
-    );
+    const bank = [...GAIN_VERBS, ...LOSS_VERBS, ...MORE_GAIN_VERBS, ...MORE_LOSS_VERBS];
+    const shared = bank.filter((v) => heldOut.some((text) => new RegExp(`\\b${v}\\b`).test(text)));
     expect(shared).toEqual(['sold']);
+    expect(new Set(bank).size).toBe(bank.length);
     const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
-    for (const flag of ['--verbs', '--pairs']) {
+    for (const flag of ['--verbs', '--many-verbs', '--pairs']) {
       const out = mkdtempSync(join(tmpdir(), 'toolrl-make-data-smollm2-'));
       scratch.push(out);
       const made = spawnSync(tsx, [join(EXAMPLES, 'smollm2', 'make-data.ts'), out, flag], {
