@@ -11,7 +11,8 @@
 // the wrong expression (an operator swapped, a digit miscopied) and then faithfully box the wrong result. The
 // RL stage's outcome reward (the `toolcall` reward pays a call only when its result reaches the answer) is what
 // teaches the model to call every time and to write the right expression.
-// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate] [--wide] [--verbs | --many-verbs | --pairs]
+// Run: npx tsx examples/smollm2/make-data.ts [OUT_DIR] [--oracle] [--restate] [--wide]
+//   [--verbs | --many-verbs | --pairs]
 // (--oracle: a diagnostic train.parquet, below; --restate: demonstrations that name each number's operation before
 // the call, cues.ts; --wide: training questions and demonstrations in 76 phrasings instead of 40, phrasings.ts's
 // WIDE_TEMPLATES; --verbs: training questions, half of the sums and differences in the verb bank's frames,
