@@ -311,6 +311,12 @@ describe('examples: shipped data', () => {
         (await readDataset(join(EXAMPLES, 'smollm2', 'data', 'train.parquet'))).map(text),
       );
       expect(rows.filter((r) => !shipped.has(text(r))).length, flag).toBeGreaterThan(100);
+      // The wide bank's own verbs are asked (its frames say "Then Emma crafted 837 nails."), the narrow bank's not.
+      const wideVerbs = [...MORE_GAIN_VERBS, ...MORE_LOSS_VERBS].filter((v) =>
+        rows.some((r) => new RegExp(`\\b${v}\\b`).test(text(r))),
+      );
+      if (flag === '--many-verbs') expect(wideVerbs.length).toBeGreaterThan(60);
+      else expect(wideVerbs.length, flag).toBeLessThan(10);
       if (flag === '--pairs') {
         // A mirrored pair: rows 2k and 2k+1 ask about the same numbers, and their expressions differ in the signs only.
         const expr = (r: DatasetRow) => String(r.extra_info.expression);
