@@ -16,7 +16,7 @@
 // (--oracle: a diagnostic train.parquet, below; --restate: demonstrations that name each number's operation before
 // the call, cues.ts; --wide: training questions and demonstrations in 76 phrasings instead of 40, phrasings.ts's
 // WIDE_TEMPLATES; --verbs: training questions, half of the sums and differences in the verb bank's frames,
-// phrasings.ts; --many-verbs: the same with the wide verb bank, 86 verbs of each sign; --pairs: training questions in
+// verbs.ts; --many-verbs: the same with the wide verb bank, 86 verbs of each sign; --pairs: training questions in
 // pairs, a verb-bank question beside its mirror, for data.shuffle=false)
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -30,19 +30,15 @@ import { buildToolRegistry } from '#shared/tools/registry';
 import { type Kind, restatement, TRAIN_CUES, WIDE_CUES } from './cues.ts';
 import {
   DEV_TEMPLATES,
-  GAIN_VERBS,
-  LOSS_VERBS,
-  MORE_GAIN_VERBS,
-  MORE_LOSS_VERBS,
   NAMES,
   type Problem,
   type Template,
   THINGS,
   TRAIN_TEMPLATES,
   VAL_TEMPLATES,
-  VERB_FRAMES,
   WIDE_TEMPLATES,
 } from './phrasings.ts';
+import { GAIN_VERBS, LOSS_VERBS, MORE_GAIN_VERBS, MORE_LOSS_VERBS, VERB_FRAMES } from './verbs.ts';
 
 /** Shares of the demonstrations: a correct call, a call with the wrong expression, no call at all. */
 export const DEMONSTRATION_MIX = { correct: 0.8, wrongExpression: 0, noCall: 0.2 } as const;

@@ -279,8 +279,10 @@ describe('examples: shipped data', () => {
   // verbs are new to both held-out sets (but "sold", which training's own phrasings use too), and a pair differs
   // only in its verbs.
   it('smollm2/make-data.ts --verbs, --many-verbs and --pairs change only train.parquet, in words validation never uses', async () => {
-    const { DEV_TEMPLATES, GAIN_VERBS, LOSS_VERBS, MORE_GAIN_VERBS, MORE_LOSS_VERBS, VAL_TEMPLATES } =
-      await import('../../examples/smollm2/phrasings.ts');
+    const { DEV_TEMPLATES, VAL_TEMPLATES } = await import('../../examples/smollm2/phrasings.ts');
+    const { GAIN_VERBS, LOSS_VERBS, MORE_GAIN_VERBS, MORE_LOSS_VERBS } = await import(
+      '../../examples/smollm2/verbs.ts'
+    );
     const heldOut = [...Object.values(VAL_TEMPLATES), ...Object.values(DEV_TEMPLATES)]
       .flat()
       .map((t) => t({ kind: 'sub-add', a: 1, b: 2, c: 3 }, 'N', 'things'));
