@@ -3,8 +3,8 @@ same sequences, each variant in a fresh child process (so peak memory is its own
 
 ours       toolrl's Trainer.step: sequences packed into micro-batches by a token budget (no padding; on a CPU a
            group's samples share their prompt), log-probs of the sampled tokens only, in chunks (never
-           [tokens x vocab] logits), bf16 autocast over fp32 master weights where the device has bf16 units (a GPU,
-           a CPU with AVX512-BF16 or AMX; fp32 elsewhere), AdamW.
+           [tokens x vocab] logits), bf16 autocast over fp32 master weights where the device's bf16 units are faster
+           (a GPU, a CPU with AMX or with AVX512-BF16 on an AMD core; fp32 elsewhere), AdamW.
 reference  what a plain PyTorch/transformers step does: Hugging Face's model class for the shape
            (Qwen2ForCausalLM, LlamaForCausalLM; SDPA attention), right-padded [B, L] micro-batches, full
            [B, L, V] logits, log_softmax + gather, the same on-policy GRPO token-mean loss, AdamW; bf16 autocast

@@ -66,10 +66,14 @@ def rows(path: str) -> list[dict]:
 
 
 def cpu_bf16_unit() -> str | None:
-    """The CPU's bf16 matrix unit, by the flags toolrl's learner reads (train/precision.py), or None."""
+    """The CPU's bf16 matrix unit, by the rule toolrl's learner follows (train/precision.py), or None: none on a CPU
+    without one, nor for AVX512-BF16 on an Intel core without AMX (slower than fp32 there)."""
     try:
         caps = torch.cpu.get_capabilities()
     except (AttributeError, RuntimeError):
+        return None
+    intel = str(caps.get("cpu_name") or "").startswith("Intel")
+    if caps.get("avx512_bf16") and not caps.get("amx_bf16") and intel:
         return None
     return next(
         (n for f, n in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16")) if caps.get(f)), None
@@ -200,7 +204,7 @@ def main(spec_path: str) -> None:
     grpo = dict(spec["grpo"])
     timeline: dict = {"steps": [], "evals": [], "logs": []}
     if grpo.get("bf16") and cpu_bf16_unit() is None:
-        grpo["bf16"] = False  # as toolrl's learner: bf16 only where the CPU has bf16 units
+        grpo["bf16"] = False  # as toolrl's learner: bf16 only where the CPU's bf16 units are faster
     autocast = watch_autocast(model)
     args = GRPOConfig(
         output_dir=str(out / "trainer"),

@@ -222,13 +222,17 @@ def test_the_comparison_catches_a_wrong_gradient_on_cpu(model_dir, reference, mo
 @pytest.mark.parametrize(
     ("caps", "expected"),
     [
-        ({"avx512_bf16": True, "amx_bf16": False}, torch.bfloat16),  # AMD EPYC (Zen 4+), Intel Cooper Lake
-        ({"avx512_bf16": True, "amx_bf16": True}, torch.bfloat16),  # Intel Sapphire Rapids and later
+        ({"avx512_bf16": True, "amx_bf16": False, "cpu_name": "AMD EPYC 9R14"}, torch.bfloat16),  # Zen 4+
+        # AMX: Intel Sapphire Rapids and later
+        ({"avx512_bf16": True, "amx_bf16": True, "cpu_name": "Intel Xeon"}, torch.bfloat16),
+        # AVX512-BF16 without AMX on an Intel core (Cooper Lake; AMX hidden by a hypervisor): slower than fp32
+        ({"avx512_bf16": True, "amx_bf16": False, "cpu_name": "Intel Xeon"}, None),
+        ({"avx512_bf16": True}, torch.bfloat16),  # a CPU torch does not name: its unit, as it says
         ({"avx512_bf16": False, "amx_bf16": False, "avx2": True}, None),  # no bf16 unit: fp32
         ({"architecture": "arm64", "bf16": True}, None),  # ARM's bf16: not measured, fp32
     ],
 )
-def test_bf16_autocast_only_on_cpus_with_bf16_units(caps, expected, monkeypatch):
+def test_bf16_autocast_only_on_cpus_whose_bf16_units_are_faster(caps, expected, monkeypatch):
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: caps)
     cpu = torch.device("cpu")
     assert precision.autocast_dtype("bf16", cpu) == expected
@@ -237,5 +241,6 @@ def test_bf16_autocast_only_on_cpus_with_bf16_units(caps, expected, monkeypatch)
     said = precision.describe("bf16", cpu)
     assert ("bf16 autocast over fp32 master weights" in said) == (expected is not None)
     assert ("computing in fp32" in said) == (expected is None)
+    assert ("without AMX is slower" in said) == (expected is None and bool(caps.get("avx512_bf16")))
     with pytest.raises(ValueError, match="model.dtype must be bf16 or fp32"):
         precision.autocast_dtype("fp16", cpu)

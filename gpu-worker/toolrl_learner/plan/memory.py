@@ -151,7 +151,8 @@ def plan_memory(
     cpu_bf16: bool | None = None,
 ) -> MemoryPlan:
     """The peak memory of one learner process (one GPU, or the CPU) for this model and config. cpu_bf16: whether
-    a CPU learner computes in bf16 (model.dtype bf16 on a CPU with bf16 units); None: as this machine's CPU."""
+    a CPU learner computes in bf16 (model.dtype bf16 where train/precision.py finds a bf16 unit faster than
+    fp32); None: as this machine's CPU."""
     if gpus < 1:
         raise ValueError(f"gpus must be >= 1, got {gpus}")
     counts = parameter_counts(shape)

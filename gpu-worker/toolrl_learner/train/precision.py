@@ -1,10 +1,14 @@
 """The learner's compute dtype for `model.dtype` on a device: bf16 is autocast over fp32 master weights where the
-device has bf16 units (a GPU; a CPU with AVX512-BF16 or AMX-BF16, detected at run time), fp32 elsewhere.
+device's bf16 units are faster than its fp32 ones (a GPU; a CPU with AMX-BF16, or with AVX512-BF16 on an AMD core;
+detected at run time), fp32 elsewhere.
 
 On a CPU without bf16 units PyTorch emulates bf16 matrix products with conversions around fp32 ones, no faster than
 fp32; on the AMD EPYC here (AVX512-BF16) a bf16 [4096 x 576] x [576 x 1536] product takes 0.45x the CPU time of the
-fp32 one, and the whole 135M learner step is measured in BENCHMARKS.md "Learner". The gradients stay within the
-tolerances gpu-worker/tests/test_precision_on_cpu.py states of the fp32 step's.
+fp32 one. An Intel core with AVX512-BF16 and no AMX (Cooper Lake, or a Sapphire Rapids or later whose AMX a
+hypervisor hides) issues its bf16 dot products on one port where it issues fp32 FMAs on two: there the same product
+took 1.56x the fp32 one's CPU time and the whole SmolLM2-135M learner step 1.53x (BENCHMARKS.md "Learner"), so the
+learner computes in fp32. The gradients stay within the tolerances gpu-worker/tests/test_precision_on_cpu.py states
+of the fp32 step's.
 """
 
 from __future__ import annotations
@@ -17,11 +21,24 @@ import torch
 CPU_BF16_FLAGS = {"amx_bf16": "AMX-BF16", "avx512_bf16": "AVX512-BF16"}
 
 
-def cpu_bf16_unit() -> str | None:
-    """The CPU's bf16 matrix unit by name ("AMX-BF16", "AVX512-BF16"), or None when it has none."""
+def _capabilities() -> dict[str, object]:
     try:
-        caps = torch.cpu.get_capabilities()
+        return dict(torch.cpu.get_capabilities())
     except (AttributeError, RuntimeError):  # an older torch: no run-time detection, so no bf16
+        return {}
+
+
+def _intel_without_amx(caps: dict[str, object]) -> bool:
+    """AVX512-BF16 on an Intel core without AMX-BF16, where bf16 products are slower than fp32 ones."""
+    name = str(caps.get("cpu_name") or "")
+    return bool(caps.get("avx512_bf16")) and not caps.get("amx_bf16") and name.startswith("Intel")
+
+
+def cpu_bf16_unit() -> str | None:
+    """The CPU's bf16 matrix unit the learner computes on, by name ("AMX-BF16", "AVX512-BF16"), or None when it has
+    none or only one slower than its fp32 units (AVX512-BF16 on an Intel core without AMX)."""
+    caps = _capabilities()
+    if _intel_without_amx(caps):
         return None
     return next((name for flag, name in CPU_BF16_FLAGS.items() if caps.get(flag)), None)
 
@@ -43,7 +60,12 @@ def describe(dtype: str, device: torch.device) -> str:
     """What model.dtype means on this device, for the learner's log."""
     chosen = autocast_dtype(dtype, device)
     if chosen is None and dtype == "bf16":
-        return f"model.dtype bf16 on {device.type}: computing in fp32 (this CPU has no bf16 matrix unit)"
+        why = (
+            "this Intel CPU's AVX512-BF16 without AMX is slower than its fp32 units"
+            if _intel_without_amx(_capabilities())
+            else "this CPU has no bf16 matrix unit"
+        )
+        return f"model.dtype bf16 on {device.type}: computing in fp32 ({why})"
     if chosen is None:
         return "model.dtype fp32: computing in fp32"
     unit = f" ({cpu_bf16_unit()})" if device.type == "cpu" else ""
