@@ -5,8 +5,8 @@ detected at run time), fp32 elsewhere.
 On a CPU without bf16 units PyTorch emulates bf16 matrix products with conversions around fp32 ones, no faster than
 fp32; on the AMD EPYC here (AVX512-BF16) a bf16 [4096 x 576] x [576 x 1536] product takes 0.45x the CPU time of the
 fp32 one. On an Intel Xeon with AVX512-BF16 whose AMX a hypervisor hides (family 6 model 207) the same product took
-1.56x the fp32 one's CPU time and the whole SmolLM2-135M learner step 1.53x (BENCHMARKS.md "Learner"): Intel issues
-bf16 dot products on one port and fp32 FMAs on two. So on an Intel core with AVX512-BF16 and no AMX the learner
+1.56x the fp32 one's CPU time and the whole SmolLM2-135M learner step 1.53x (BENCHMARKS.md "Learner"), likely
+because Intel issues bf16 dot products on one port and fp32 FMAs on two. So on an Intel core with AVX512-BF16 and no AMX the learner
 computes in fp32 (Cooper Lake, the other such core, is taken to be alike; not measured). The gradients stay within
 the tolerances gpu-worker/tests/test_precision_on_cpu.py states of the fp32 step's.
 """
