@@ -6,9 +6,10 @@ own row of metrics/metrics.jsonl is how examples/smollm2/README.md tells whether
 trainable weights after the step, bit for bit, so two replays that agree on a gradient norm can still be told apart.
 
     gpu-worker/.venv/bin/python bench/learner/replay_step.py RUN_DIR OUT_DIR --from-step S [--steps K] [--threads N]
-        [--dedup on|off]
+        [--dedup on|off] [--share-batch-prefix on|off]
 
-`--dedup` replays with `trainer.dedup_samples` set (bench/learner/dedup.py compares the two).
+`--dedup` replays with `trainer.dedup_samples` set (bench/learner/dedup.py compares the two), `--share-batch-prefix`
+with `trainer.share_batch_prefix`.
 
 RUN_DIR: a run folder (runs/<runId>) of a deterministic run (`trainer.deterministic`, so batch S + 1 is the groups
 at feeder positions [S * batch_prompts, (S + 1) * batch_prompts)), holding checkpoints/step-S (the run keeps step-0
@@ -40,6 +41,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1, help="steps to train in a row (default 1)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
     ap.add_argument("--dedup", choices=("on", "off"), help="set trainer.dedup_samples (default: the run's)")
+    ap.add_argument(
+        "--share-batch-prefix",
+        choices=("on", "off"),
+        help="set trainer.share_batch_prefix (default: the run's)",
+    )
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -70,6 +76,8 @@ def main() -> None:
     run_json = json.loads((src / "run.json").read_text())
     if a.dedup is not None:
         run_json["config"]["trainer"]["dedup_samples"] = a.dedup == "on"
+    if a.share_batch_prefix is not None:
+        run_json["config"]["trainer"]["share_batch_prefix"] = a.share_batch_prefix == "on"
     (dst / "run.json").write_text(json.dumps(run_json))
     shutil.copytree(ckpt, dst / "checkpoints" / ckpt.name)
     session = LearnerSession(

@@ -274,6 +274,45 @@ def test_shared_prefix_units_equal_the_dense_tree_mask_with_gradients_on_cpu():
     torch.testing.assert_close(out[8], alone[5])
 
 
+def test_rooted_micro_batch_equals_the_dense_tree_mask_with_gradients_on_cpu():
+    # A 6-token root (branch -2) every unit sees, then: a unit with a 3-token prefix and branches of 2, 1 and 4; a
+    # lone 5-token sequence; a unit whose prefix is the root itself (no shared tokens of its own), branches 3 and 2.
+    # The split computation (root, shared tokens over the root, branches over root and prefix) must give the one
+    # masked [T, T] row's values and gradients; positions continue after the root.
+    gen = torch.Generator().manual_seed(11)
+    root = 6
+    branch, pos, cu = [-2] * root, list(range(root)), [0, root]
+    for prefix, branches in [(3, [2, 1, 4]), (5, []), (0, [3, 2])]:
+        branch += [-1] * prefix
+        pos += list(range(root, root + prefix))
+        for b, n in enumerate(branches):
+            branch += [b] * n
+            pos += list(range(root + prefix, root + prefix + n))
+        cu.append(len(branch))
+    branch, pos, cu = torch.tensor(branch), torch.tensor(pos), torch.tensor(cu)
+    t = len(branch)
+    q, k, v = (torch.randn(t, h, 8, generator=gen, requires_grad=True) for h in (4, 2, 2))
+    g = torch.randn(t, 4, 8, generator=gen)
+    ref = packed_causal_attention(q, k, v, cu, backend="sdpa", branch=branch, positions=pos)
+    ref_grads = torch.autograd.grad((ref * g).sum(), (q, k, v))
+    out = packed_causal_attention(q, k, v, cu, branch=branch, positions=pos)
+    grads = torch.autograd.grad((out * g).sum(), (q, k, v))
+    torch.testing.assert_close(out, ref)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b)
+    # A branch token's output is the plain causal attention of [root; its unit's prefix; its branch], a lone
+    # sequence's of [root; itself], and the root's of the root alone.
+    first = root + 3  # unit 1's branches start here
+    rows = list(range(root + 3)) + [first + 2]  # root, unit 1's prefix, its branch 1 (one token)
+    alone = packed_causal_attention(q[rows], k[rows], v[rows], torch.tensor([0, len(rows)]), backend="sdpa")
+    torch.testing.assert_close(out[first + 2], alone[-1])
+    lone = list(range(root)) + list(range(int(cu[2]), int(cu[3])))
+    alone = packed_causal_attention(q[lone], k[lone], v[lone], torch.tensor([0, len(lone)]), backend="sdpa")
+    torch.testing.assert_close(out[int(cu[2]) : int(cu[3])], alone[root:])
+    only = packed_causal_attention(q[:root], k[:root], v[:root], torch.tensor([0, root]), backend="sdpa")
+    torch.testing.assert_close(out[:root], only)
+
+
 def test_shared_prefix_gradients_repeat_bit_for_bit_on_cpu():
     # A prefix's keys and values are gathered once per branch, so their gradients sum many contributions per row.
     # That sum must be formed in the same order every time: PyTorch's CPU backward of `x[index]` adds duplicates

@@ -1,7 +1,8 @@
 """Sequence packing and the packed forward: micro-batches respect the token budget, attention stays
 within each sequence, and chunked log-probs of packed sequences equal full-logit log-probs of each
 sequence run alone; a group packed under its shared prefix gives the same log-probs and gradients, and so does a
-group whose repeated samples are packed once (`dedup`)."""
+group whose repeated samples are packed once (`dedup`), and so do groups whose prompts begin alike packed with that
+beginning once a micro-batch (`share_root`)."""
 
 import random
 
@@ -11,7 +12,14 @@ import torch
 from toolrl_learner.config import LearnerConfig
 from toolrl_learner.model.tiny import TinySpec, build_tiny
 from toolrl_learner.train.batch import LearnerBatch
-from toolrl_learner.train.packing import MIN_SHARED_PREFIX, Unit, pack_batch, plan_micro_batches, plan_units
+from toolrl_learner.train.packing import (
+    MIN_SHARED_PREFIX,
+    Unit,
+    batch_root,
+    pack_batch,
+    plan_micro_batches,
+    plan_units,
+)
 from toolrl_learner.train.policy import Policy
 from toolrl_learner.train.synthetic import group, random_group, trajectory
 
@@ -229,3 +237,72 @@ def test_repeated_samples_packed_once_give_the_same_logprobs_and_gradients_on_cp
         torch.testing.assert_close(e_once, e_alone, rtol=0, atol=2e-5)
         for n, g in g_alone.items():
             torch.testing.assert_close(g_once[n], g, rtol=1e-4, atol=1e-5)
+
+
+def test_root_layout_on_cpu():
+    # Two groups whose prompts begin with the same 8 tokens (a system prompt) and then differ: with share_root the
+    # micro-batch packs those 8 once (branch -2), then each group's unit holds only what follows them.
+    root = list(range(30, 30 + MIN_SHARED_PREFIX))
+    r = MIN_SHARED_PREFIX
+    g0 = group(
+        "r", "e0-p0", [trajectory(root + [1, 2], [[7, 8]], 1.0), trajectory(root + [1, 2], [[9]], 0.0)]
+    )
+    g1 = group("r", "e0-p1", [trajectory(root + [3], [[5, 6]], 1.0)])
+    batch = LearnerBatch.from_groups([g0, g1], 0)
+    assert batch_root(batch, [0, 1, 2]) == r and batch_root(batch, [0]) == 0
+    (plain,) = pack_batch(batch, 64, share_prefix=True)
+    (mb,) = pack_batch(batch, 64, share_prefix=True, share_root=True)
+    assert plain.num_tokens == (r + 2) + 3 + (r + 3) and mb.num_tokens == plain.num_tokens - r
+    # Group 0's unit: its prefix after the root ([1, 2]), branches [7, 8] and [9]; group 1: a lone sequence [3, 5, 6].
+    assert mb.input_ids.tolist() == root + [1, 2, 7, 8, 9, 3, 5, 6]
+    assert mb.position_ids.tolist() == list(range(r)) + [r, r + 1, r + 2, r + 3, r + 2, r, r + 1, r + 2]
+    assert mb.branch is not None and mb.branch.tolist() == [-2] * r + [-1, -1, 0, 0, 1, -1, -1, -1]
+    assert mb.cu_seqlens.tolist() == [0, r, r + 5, r + 8]
+    # Loss tokens 7, 8 (rows: group 0's prefix end, then its branch 0), 9 (the prefix end), 5, 6 (group 1's own).
+    assert mb.pred_rows.tolist() == [r + 1, r + 2, r + 1, r + 5, r + 6]
+    assert mb.targets.tolist() == [7, 8, 9, 5, 6]
+    # Without share_prefix there is no root either; a budget the root fills leaves it out.
+    assert pack_batch(batch, 64, share_root=True)[0].branch is None
+    assert all((m.branch is None or int(m.branch[0]) != -2) for m in pack_batch(batch, r, True, False, True))
+
+
+def test_root_gives_the_same_logprobs_and_gradients_on_cpu(tiny_dir):
+    cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", logprob_chunk_size=7, temperature=0.7)
+    policy = Policy(cfg, tiny_dir, torch.device("cpu"))
+    rng = random.Random(5)
+    system = [rng.randrange(900) for _ in range(24)]
+    groups = []
+    for i in range(4):  # every prompt begins with the same 24 tokens, as a system prompt does
+        prompt = system + [rng.randrange(900) for _ in range(6 + i)]
+        trajs = [
+            trajectory(
+                prompt,
+                [[rng.randrange(900) for _ in range(7)] for _ in range(2)],
+                float(j % 2),
+                tool_results=[[rng.randrange(900) for _ in range(4)]],
+            )
+            for j in range(3)
+        ]
+        groups.append(group("r", f"e0-p{i}", trajs))
+    batch = LearnerBatch.from_groups(groups, 0)
+    assert batch_root(batch, list(range(batch.num_seqs))) == len(system)
+
+    def run(root: bool, budget: int):
+        mbs = pack_batch(batch, budget, share_prefix=True, dedup=False, share_root=root)
+        assert all(mb.num_tokens <= budget for mb in mbs)
+        policy.base.zero_grad(set_to_none=True)
+        out = torch.zeros(batch.num_loss_tokens)
+        for mb in mbs:
+            lp = policy.forward(mb, entropy=False).logprobs
+            lp.sum().backward()
+            out[mb.token_index] = lp.detach()
+        grads = {n: p.grad.clone() for n, p in policy.base.named_parameters() if p.grad is not None}
+        return out, grads, sum(mb.num_tokens for mb in mbs), len(mbs)
+
+    plain, g_plain, t_plain, _ = run(False, 400)
+    for budget in (400, 120):  # one micro-batch, and several that each pack the root once
+        rooted, g_rooted, t_rooted, n = run(True, budget)
+        assert t_rooted == t_plain - (len(groups) - n) * len(system)
+        torch.testing.assert_close(rooted, plain, rtol=0, atol=2e-5)
+        for name, g in g_plain.items():
+            torch.testing.assert_close(g_rooted[name], g, rtol=1e-4, atol=1e-5)

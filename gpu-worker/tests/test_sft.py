@@ -17,6 +17,7 @@ from toolrl_learner.config import LearnerConfig
 from toolrl_learner.contracts import validate
 from toolrl_learner.model.tiny import TinySpec, build_tiny
 from toolrl_learner.storage import FolderBlobStore
+from toolrl_learner.train.comm import LocalComm
 from toolrl_learner.train.policy import Policy
 from toolrl_learner.train.session import LearnerSession
 from toolrl_learner.train.sft import (
@@ -79,6 +80,42 @@ def test_sft_loss_falls_on_cpu(tiny_dir, tmp_path):
     losses = [h["sft_loss"] for h in history]
     assert losses[0] > 5.0  # ~ log(vocab) at random init
     assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_share_batch_prefix_packs_the_demonstrations_common_beginning_once_on_cpu(tiny_dir, tmp_path):
+    # Demonstrations that begin with the same system prompt: with trainer.share_batch_prefix the warm start packs
+    # that beginning once a micro-batch, and trains the same steps up to rounding: each step's loss is computed by
+    # the weights the steps before it left, so three equal losses check the steps too. (The weights themselves are
+    # not compared element by element: Adam moves a weight whose gradient is rounding noise by about lr either way.)
+    system = {"role": "system", "content": "You answer arithmetic questions with the calculator tool. " * 3}
+    demos = [
+        calculator_demo(a, op, b) for a, op, b in ((17, "*", 23), (45, "+", 61), (8, "*", 97), (230, "+", 5))
+    ]
+    lines = [json.dumps({"messages": [system, *d["messages"]]}) for d in demos]
+    (tmp_path / "d.jsonl").write_text("\n".join(lines) + "\n")
+    base = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", sft_steps=3, sft_lr=1e-2, sft_batch_size=4)
+
+    class Counting(LocalComm):
+        tokens = 0
+        roots = 0
+
+        def micro_batches(self, *args, **kwargs):
+            mbs = super().micro_batches(*args, **kwargs)
+            self.tokens += sum(mb.num_tokens for mb in mbs)
+            self.roots += sum(mb.branch is not None and int(mb.branch[0]) == -2 for mb in mbs)
+            return mbs
+
+    def warm_start(share: bool):
+        cfg = dataclasses.replace(base, share_batch_prefix=share)
+        policy, comm = Policy(cfg, tiny_dir, torch.device("cpu")), Counting()
+        history = run_sft(policy, cfg, tmp_path / "d.jsonl", comm=comm)
+        return [h["sft_loss"] for h in history], comm
+
+    plain, c_plain = warm_start(False)
+    shared, c_shared = warm_start(True)
+    assert c_plain.roots == 0 and c_shared.roots == 3  # one micro-batch a step, rooted
+    assert c_shared.tokens < c_plain.tokens - 3 * 3 * 20  # the system prompt's tokens, 3 of 4 times a step
+    assert shared == pytest.approx(plain, rel=1e-5)
 
 
 def test_context_warmup_cuts_only_the_context_before_the_first_assistant_token():

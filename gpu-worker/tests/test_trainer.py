@@ -169,6 +169,47 @@ def test_dedup_samples_packs_repeats_once_and_takes_the_same_step_on_cpu(tiny_di
         torch.testing.assert_close(w_once[n], w, rtol=0, atol=1e-6)
 
 
+def test_share_batch_prefix_packs_the_common_beginning_once_and_takes_the_same_step_on_cpu(tiny_dir):
+    # trainer.share_batch_prefix: three groups whose prompts begin with the same 12 tokens (a system prompt), packed
+    # into one micro-batch: the step packs those 12 once instead of once a group, and takes the same step (loss,
+    # gradient norm, weights after it) as without, up to rounding.
+    run = {
+        "model": {"path": str(tiny_dir), "dtype": "fp32"},
+        "data": {"train": "t.parquet"},
+        "trainer": {"lr": 1e-3, "share_batch_prefix": True},
+    }
+    cfg = LearnerConfig.from_run_config(run)
+    assert cfg.share_batch_prefix and not LearnerConfig().share_batch_prefix
+    system = list(range(100, 112))
+    groups = []
+    for g in _groups(3, g=3):
+        trajs = [
+            {**t, "tokenIds": system + t["tokenIds"], "promptLength": t["promptLength"] + 12}
+            for t in g["trajectories"]
+        ]
+        for t in trajs:
+            for key, fill in (("lossMask", 0), ("behaviorLogprobs", 0.0), ("policyVersions", -1)):
+                t[key] = [fill] * 12 + t[key]
+            t["turns"] = [
+                {**u, "tokenStart": u["tokenStart"] + 12, "tokenEnd": u["tokenEnd"] + 12} for u in t["turns"]
+            ]
+        groups.append({**g, "trajectories": trajs})
+
+    def step(cfg):
+        policy = Policy(cfg, tiny_dir, torch.device("cpu"))
+        metrics = Trainer(cfg, policy).step(groups, 0)
+        return metrics, _weights(policy)
+
+    rooted, w_rooted = step(cfg)
+    plain, w_plain = step(dataclasses.replace(cfg, share_batch_prefix=False))
+    assert rooted["micro_batches"] == plain["micro_batches"] == 1
+    assert rooted["packed_tokens"] == plain["packed_tokens"] - 2 * 12
+    for k in ("pg_loss", "grad_norm", "entropy", "loss_tokens", "reward_mean"):
+        assert rooted[k] == pytest.approx(plain[k], rel=1e-5, abs=1e-7), k
+    for n, w in w_plain.items():
+        torch.testing.assert_close(w_rooted[n], w, rtol=0, atol=1e-6)
+
+
 def test_bad_config_names_the_field_on_cpu():
     with pytest.raises(ContractError, match="algorithm"):
         LearnerConfig.from_run_config(

@@ -110,6 +110,7 @@ class LearnerConfig:
     micro_batch_tokens: int = TrainerConfig.micro_batch_tokens
     logprob_chunk_size: int = TrainerConfig.logprob_chunk_size
     dedup_samples: bool = TrainerConfig.dedup_samples
+    share_batch_prefix: bool = TrainerConfig.share_batch_prefix
     max_steps: int | None = TrainerConfig.max_steps
     max_staleness: int = TrainerConfig.max_staleness
     publish_every: int = TrainerConfig.publish_every

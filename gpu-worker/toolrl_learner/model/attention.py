@@ -16,6 +16,12 @@ tokens causally, then the branches batched over [prefix; branch] (`_shared_prefi
 of one masked row per unit); backend `sdpa` runs the unit as one row with the dense boolean mask built from the
 positions and branch ids instead (`_padded_tree_sdpa`, the reference).
 
+A micro-batch may also begin with a root (`trainer.share_batch_prefix`): its first unit's tokens, branch -2, are a
+prefix every sequence of the micro-batch begins with (a system prompt and tool schema), and every token of every unit
+sees them. That runs as the root causally, then each unit's shared tokens over [root; themselves], then the branches
+over [root; their unit's shared tokens; themselves] (`_rooted_sdpa`); the reference is one [T, T] mask
+(`_dense_tree_sdpa`).
+
 On a CPU, bf16/fp16 inputs (bf16 autocast) are computed in fp32: PyTorch's CPU attention kernel is slower in bf16.
 """
 
@@ -158,6 +164,111 @@ def _shared_prefix_sdpa(q, k, v, cu_seqlens, scale, gqa, branch):
     return out.index_copy(0, sh_rows, out_sh).index_copy(0, br_rows, out_br)
 
 
+# The branch id of a micro-batch's root tokens (its first unit): seen by every token of the micro-batch.
+ROOT_BRANCH = -2
+
+
+def _dense_tree_sdpa(q, k, v, cu_seqlens, scale, gqa, branch, positions):
+    """The reference for a micro-batch with a root: one attention call over the [T, T] mask of the tree."""
+    total = q.shape[0]
+    rows = torch.arange(total, device=q.device)
+    unit = torch.searchsorted(cu_seqlens[1:].contiguous(), rows, right=True)
+    br, pos = branch.long(), positions.long()
+    same_unit = (unit[:, None] == unit[None, :]) & ((br[None, :] < 0) | (br[None, :] == br[:, None]))
+    allowed = ((same_unit | (br[None, :] == ROOT_BRANCH)) & (pos[None, :] <= pos[:, None])) | torch.eye(
+        total, dtype=torch.bool, device=q.device
+    )
+    out = F.scaled_dot_product_attention(
+        q.transpose(0, 1),
+        k.transpose(0, 1),
+        v.transpose(0, 1),
+        attn_mask=allowed,
+        scale=scale,
+        enable_gqa=gqa,
+    )
+    return out.transpose(0, 1)
+
+
+def _over_ancestors(q, k, v, scale, gqa, root, seg_start, seg_len, pre_start, pre_len):
+    """Segments of rows (`seg_start`, `seg_len`), each attending to the root rows [0, root), to `pre_len` rows
+    from `pre_start` (its unit's shared tokens; 0 for none) and causally to itself, batched as rows of one width.
+    Returns the segments' rows (in segment order, each segment's in row order) and their outputs."""
+    total, dev = q.shape[0], q.device
+    nb = int(seg_start.shape[0])
+    lq, p = int(seg_len.max()), int(pre_len.max())
+    i, j = torch.arange(lq, device=dev), torch.arange(p, device=dev)
+    q_real = i[None] < seg_len[:, None]  # [NB, Lq]
+    pre_real = j[None] < pre_len[:, None]  # [NB, P]
+    q_idx = torch.where(q_real, seg_start[:, None] + i[None], total)  # row `total`: a zero row (padding)
+    root_idx = torch.arange(root, device=dev)[None].expand(nb, root)
+    k_idx = torch.cat([root_idx, torch.where(pre_real, pre_start[:, None] + j[None], total), q_idx], 1)
+    causal = torch.ones(lq, lq, dtype=torch.bool, device=dev).tril()
+    mask = torch.cat(
+        [
+            torch.ones(nb, lq, root, dtype=torch.bool, device=dev),
+            pre_real[:, None, :].expand(nb, lq, p),
+            causal[None].expand(nb, lq, lq),
+        ],
+        2,
+    )
+
+    # [T, H, D] -> [NB, H, L, D]; index_select for a deterministic backward (_shared_prefix_sdpa's grid)
+    def grid(x, idx):
+        rows = torch.cat([x, x.new_zeros(1, *x.shape[1:])]).index_select(0, idx.reshape(-1))
+        return rows.view(*idx.shape, *x.shape[1:]).transpose(1, 2)
+
+    out = F.scaled_dot_product_attention(
+        grid(q, q_idx), grid(k, k_idx), grid(v, k_idx), attn_mask=mask[:, None], scale=scale, enable_gqa=gqa
+    ).transpose(1, 2)[q_real]
+    return q_idx[q_real], out
+
+
+def _rooted_sdpa(q, k, v, cu_seqlens, scale, gqa, branch):
+    """A micro-batch whose first unit is a root every token sees, in three kinds of attention call: the root
+    causally; every unit's shared tokens (its prefix, or a lone sequence) over [root; themselves]; every branch over
+    [root; its unit's shared tokens; itself]. The root's keys and values are gathered once per segment instead of
+    its tokens running through the model once per group."""
+    total, hq, d = q.shape
+    dev = q.device
+    root = int(cu_seqlens[1])
+    out = q.new_zeros(total, hq, d)
+    out_root = F.scaled_dot_product_attention(
+        q[:root].transpose(0, 1),
+        k[:root].transpose(0, 1),
+        v[:root].transpose(0, 1),
+        is_causal=True,
+        scale=scale,
+        enable_gqa=gqa,
+    ).transpose(0, 1)
+    out = out.index_copy(0, torch.arange(root, device=dev), out_root)
+    if total == root:
+        return out
+    lengths = (cu_seqlens[1:] - cu_seqlens[:-1]).long()
+    unit = torch.repeat_interleave(torch.arange(lengths.shape[0], device=dev), lengths, output_size=total)
+    rest = torch.arange(root, total, device=dev)
+    br = branch[rest].long()
+    # Segments: runs of rows of one (unit, branch) after the root; a unit's shared rows (branch -1) come first.
+    key = unit[rest] * (int(br.max()) + 2) + br + 1
+    first = torch.ones_like(key, dtype=torch.bool)
+    first[1:] = key[1:] != key[:-1]
+    seg = torch.cumsum(first.long(), 0) - 1
+    seg_start = rest[first]
+    seg_len = torch.bincount(seg, minlength=int(seg[-1]) + 1)
+    seg_unit, seg_branch = unit[seg_start], br[first]
+    n_shared = torch.zeros_like(lengths).index_add_(0, unit[rest], (br < 0).long())  # [U]
+    shared = seg_branch < 0
+    for pick, with_prefix in ((shared, False), (~shared, True)):
+        if not bool(pick.any()):
+            continue
+        starts, lens, units = seg_start[pick], seg_len[pick], seg_unit[pick]
+        pre_len = n_shared[units] if with_prefix else torch.zeros_like(lens)
+        rows, seg_out = _over_ancestors(
+            q, k, v, scale, gqa, root, starts, lens, cu_seqlens[:-1].long()[units], pre_len
+        )
+        out = out.index_copy(0, rows, seg_out)
+    return out
+
+
 def _per_seq_sdpa(q, k, v, cu_seqlens, scale, gqa):
     bounds = cu_seqlens.tolist()
     outs = [
@@ -212,6 +323,10 @@ def packed_causal_attention(
     if branch is not None:
         if positions is None:
             raise ValueError("packed attention with branches needs the tokens' positions")
+        if bool(branch[0] == ROOT_BRANCH):
+            if backend == "sdpa" or not SPLIT_SHARED_PREFIX:
+                return _dense_tree_sdpa(q, k, v, cu_seqlens, scale, hq != hkv, branch, positions)
+            return _rooted_sdpa(q, k, v, cu_seqlens, scale, hq != hkv, branch)
         if backend == "sdpa" or not SPLIT_SHARED_PREFIX:  # the dense-mask reference
             return _padded_tree_sdpa(q, k, v, cu_seqlens, max_seqlen, scale, hq != hkv, branch, positions)
         return _shared_prefix_sdpa(q, k, v, cu_seqlens, scale, hq != hkv, branch)

@@ -77,10 +77,11 @@ class ShardedComm:
         seqs: list[int] | None = None,
         share_prefix: bool = False,
         dedup: bool = False,
+        share_root: bool = False,
     ) -> list[MicroBatch]:
         """This rank's share (sequences balanced by tokens). Neither prefix sharing nor deduplication is applied
-        here: a group's samples may land on different ranks (`share_prefix` and `dedup` are accepted and
-        ignored)."""
+        here: a group's samples may land on different ranks (`share_prefix`, `dedup` and `share_root` are accepted
+        and ignored)."""
         chosen = list(range(batch.num_seqs)) if seqs is None else seqs
         plan = plan_rank_micro_batches([batch.lengths[i] for i in chosen], budget, self.size)[self.rank]
         return [

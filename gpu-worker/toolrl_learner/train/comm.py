@@ -27,6 +27,7 @@ class Comm(Protocol):
         seqs: list[int] | None = None,
         share_prefix: bool = False,
         dedup: bool = False,
+        share_root: bool = False,
     ) -> list[MicroBatch]: ...
 
     def all_sum(self, t: Tensor) -> Tensor: ...
@@ -47,13 +48,15 @@ class LocalComm:
         seqs: list[int] | None = None,
         share_prefix: bool = False,
         dedup: bool = False,
+        share_root: bool = False,
     ) -> list[MicroBatch]:
         """This process's micro-batches of the batch, or of its sequences `seqs` (a PPO mini-batch); here: all
         of them. With `share_prefix` a group's samples share their common prefix, with `dedup` samples with the
-        same tokens are packed once (packing.py)."""
+        same tokens are packed once, with `share_root` the prefix all sequences share once a micro-batch
+        (packing.py)."""
         if seqs is None:
-            return pack_batch(batch, budget, share_prefix, dedup)
-        return pack_sequences(batch, seqs, budget, share_prefix, dedup)
+            return pack_batch(batch, budget, share_prefix, dedup, share_root)
+        return pack_sequences(batch, seqs, budget, share_prefix, dedup, share_root)
 
     def all_sum(self, t: Tensor) -> Tensor:
         """The sum over processes of a tensor each holds a part of (here: itself)."""

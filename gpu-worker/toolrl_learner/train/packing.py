@@ -13,7 +13,13 @@ backward of the transformer run once for both, and so does the log-prob head (`M
 read the first one's log-probs and keep their own advantages. Once a policy's entropy is low most groups hold such
 copies: a real model's GRPO groups computed 26-33% fewer tokens (BENCHMARKS.md, bench/learner/dedup.py). The
 log-probs are the same; the gradients are the same up to float rounding (two copies' contributions are summed
-before the backward instead of after)."""
+before the backward instead of after).
+
+With `share_root` (`trainer.share_batch_prefix`, on top of `share_prefix`) the tokens every sequence packed begins
+with (a system prompt with its tool schema, the same for every question) are a micro-batch's root: packed once at
+its start (branch -2, model/attention.py) and seen by every unit after it, instead of once in every group's prefix.
+The SmolLM2 example's prompts share 187 of their ~224 tokens, so a micro-batch of three groups packs the 187 once
+instead of three times."""
 
 from __future__ import annotations
 
@@ -148,6 +154,15 @@ def _group_units(batch: LearnerBatch, members: list[int], budget: int, share_pre
     return units
 
 
+def batch_root(batch: LearnerBatch, seqs: list[int]) -> int:
+    """The length of the prefix every sequence of `seqs` begins with, short of each one's last token (so every
+    sequence keeps a token of its own); 0 when under MIN_SHARED_PREFIX."""
+    if len(seqs) < 2:
+        return 0
+    root = min(_common_prefix([batch.token_ids[s] for s in seqs]), min(batch.lengths[s] for s in seqs) - 1)
+    return root if root >= MIN_SHARED_PREFIX else 0
+
+
 @dataclass
 class MicroBatch:
     """One packed row. Loss tokens are those of `seq_index`, in order; `token_index` maps them to the batch."""
@@ -162,7 +177,8 @@ class MicroBatch:
     token_index: Tensor  # [n] index into the batch's loss tokens
     local_seq_ids: Tensor  # [n] in [0, B)
     # [T] or None (no shared prefix): -1 for a token every token after it in its unit sees (a shared prefix, a
-    # lone sequence), k >= 0 for branch k of its unit, seen only by that branch.
+    # lone sequence), k >= 0 for branch k of its unit, seen only by that branch; -2 for the root (the first unit,
+    # with share_root): seen by every token of the micro-batch.
     branch: Tensor | None = None
     # With copies (deduplication): the distinct (hidden row, target) pairs among the loss tokens, and for each
     # loss token its pair. A copy's loss token reads the same hidden row and predicts the same token as the first
@@ -192,34 +208,44 @@ class MicroBatch:
         return replace(self, **moved)
 
 
-def build_micro_batch(batch: LearnerBatch, units: list[Unit] | list[int]) -> MicroBatch:
-    """One packed row of `units` (plain sequence indices: each on its own)."""
+def build_micro_batch(batch: LearnerBatch, units: list[Unit] | list[int], root: int = 0) -> MicroBatch:
+    """One packed row of `units` (plain sequence indices: each on its own). With `root` > 0 the row begins with
+    the first `root` tokens, which every sequence of the units begins with, once (the root, branch -2); each unit
+    then holds only its tokens after them."""
     units = [u if isinstance(u, Unit) else Unit((u,)) for u in units]
     ids, pos, branch, rows, tok, local, seq_index = [], [], [], [], [], [], []
     cu = [0]
-    shared = any(u.prefix > 0 for u in units)
+    shared = root > 0 or any(u.prefix > 0 for u in units)
+    if root:
+        ids.append(batch.token_ids[units[0].seqs[0]][:root])
+        pos.append(torch.arange(root))
+        branch.append(torch.full((root,), -2, dtype=torch.long))
+        cu.append(root)
     for u in units:
         start = cu[-1]
         at = start
-        if u.prefix:
-            ids.append(batch.token_ids[u.seqs[0]][: u.prefix])
-            pos.append(torch.arange(u.prefix))
-            branch.append(torch.full((u.prefix,), -1, dtype=torch.long))
-            at += u.prefix
+        own_from = max(u.prefix, root)  # a sample's own tokens start here
+        if u.prefix > root:
+            ids.append(batch.token_ids[u.seqs[0]][root : u.prefix])
+            pos.append(torch.arange(root, u.prefix))
+            branch.append(torch.full((u.prefix - root,), -1, dtype=torch.long))
+            at += u.prefix - root
         own_start: dict[int, int] = {}  # a packed sample -> the row of its first own token
         for b, s in enumerate(u.seqs):
-            own = batch.token_ids[s][u.prefix :]
+            own = batch.token_ids[s][own_from:]
             n = own.shape[0]
             ids.append(own)
-            pos.append(torch.arange(u.prefix, u.prefix + n))
+            pos.append(torch.arange(own_from, own_from + n))
             branch.append(torch.full((n,), b if u.prefix else -1, dtype=torch.long))
             own_start[s] = at
             at += n
-        # Each sample's loss tokens, then its copies': loss token p is predicted by hidden row p - 1, in the shared
-        # prefix or in the own tokens of the sample packed (for a copy, the first sample with its tokens).
+        # Each sample's loss tokens, then its copies': loss token p is predicted by hidden row p - 1, in the root,
+        # in the shared prefix or in the own tokens of the sample packed (for a copy, the first sample with its
+        # tokens).
         for s, packed in [*((s, s) for s in u.seqs), *u.copies]:
             before = batch.loss_positions[s] - 1
-            rows.append(torch.where(before < u.prefix, start + before, own_start[packed] + before - u.prefix))
+            row = torch.where(before < own_from, start + before - root, own_start[packed] + before - own_from)
+            rows.append(torch.where(before < root, before, row))
             lo, hi = int(batch.tok_offsets[s]), int(batch.tok_offsets[s + 1])
             tok.append(torch.arange(lo, hi))
             local.append(torch.full((hi - lo,), len(seq_index), dtype=torch.long))
@@ -249,16 +275,29 @@ def build_micro_batch(batch: LearnerBatch, units: list[Unit] | list[int]) -> Mic
 
 
 def pack_batch(
-    batch: LearnerBatch, budget: int, share_prefix: bool = False, dedup: bool = False
+    batch: LearnerBatch,
+    budget: int,
+    share_prefix: bool = False,
+    dedup: bool = False,
+    share_root: bool = False,
 ) -> list[MicroBatch]:
-    return pack_sequences(batch, list(range(batch.num_seqs)), budget, share_prefix, dedup)
+    return pack_sequences(batch, list(range(batch.num_seqs)), budget, share_prefix, dedup, share_root)
 
 
 def pack_sequences(
-    batch: LearnerBatch, seqs: list[int], budget: int, share_prefix: bool = False, dedup: bool = False
+    batch: LearnerBatch,
+    seqs: list[int],
+    budget: int,
+    share_prefix: bool = False,
+    dedup: bool = False,
+    share_root: bool = False,
 ) -> list[MicroBatch]:
-    """Micro-batches of some of the batch's sequences (a PPO mini-batch, or all of them)."""
+    """Micro-batches of some of the batch's sequences (a PPO mini-batch, or all of them). With `share_root` (and
+    `share_prefix`) each micro-batch packs the prefix all of `seqs` begin with once, and its units after it."""
     units = plan_units(batch, seqs, budget, share_prefix, dedup)
     lengths = batch.lengths
-    plan = plan_micro_batches([u.length(lengths) for u in units], budget)
-    return [build_micro_batch(batch, [units[i] for i in b]) for b in plan]
+    root = batch_root(batch, seqs) if share_prefix and share_root else 0
+    if root >= budget:
+        root = 0
+    plan = plan_micro_batches([u.length(lengths) - root for u in units], budget - root)
+    return [build_micro_batch(batch, [units[i] for i in b], root) for b in plan]

@@ -226,6 +226,9 @@ def run_sft(
     gen = torch.Generator().manual_seed(cfg.seed if cfg.sft_seed is None else cfg.sft_seed)
     order: list[int] = []
     history = []
+    # trainer.share_batch_prefix: the beginning every demonstration of a batch shares (a system prompt) once a
+    # micro-batch; off, the demonstrations are packed as they always were (each on its own), bit for bit.
+    share = cfg.share_batch_prefix and policy.device.type != "cuda"
     for step in range(1, cfg.sft_steps + 1):
         t0 = time.perf_counter()
         picked = []
@@ -249,7 +252,7 @@ def run_sft(
         n_tok = max(1, batch.num_loss_tokens)
         optimizer.zero_grad(set_to_none=True)
         total = torch.zeros((), device=policy.device)
-        for mb in comm.micro_batches(batch, cfg.micro_batch_tokens):
+        for mb in comm.micro_batches(batch, cfg.micro_batch_tokens, share_prefix=share, share_root=share):
             out = policy.forward(mb.to(policy.device), entropy=False, temperature=1.0)
             loss = -out.logprobs.sum() / n_tok  # token-mean cross-entropy over the whole batch
             loss.backward()

@@ -120,7 +120,11 @@ class Trainer:
             mbs = [
                 mb.to(device)
                 for mb in self.comm.micro_batches(
-                    batch, cfg.micro_batch_tokens, share_prefix=self.share_prefix, dedup=cfg.dedup_samples
+                    batch,
+                    cfg.micro_batch_tokens,
+                    share_prefix=self.share_prefix,
+                    dedup=cfg.dedup_samples,
+                    share_root=cfg.share_batch_prefix,
                 )
             ]
         n_tok = batch.num_loss_tokens
@@ -197,6 +201,7 @@ class Trainer:
                                 seqs,
                                 share_prefix=self.share_prefix,
                                 dedup=cfg.dedup_samples,
+                                share_root=cfg.share_batch_prefix,
                             )
                         ]
                 m_tok, m_seqs = loss_totals(batch, seqs)
