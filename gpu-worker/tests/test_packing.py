@@ -116,6 +116,20 @@ def test_shared_prefix_layout_on_cpu():
     assert pack_batch(batch, 64)[0].branch is None
 
 
+def _logprobs_and_grads(policy, batch, mbs, budget):
+    """The batch's log-probs and the gradient of their sum through micro-batches `mbs` (each within `budget`
+    tokens), and the tokens packed."""
+    assert all(mb.num_tokens <= budget for mb in mbs)
+    policy.base.zero_grad(set_to_none=True)
+    out = torch.zeros(batch.num_loss_tokens)
+    for mb in mbs:
+        lp = policy.forward(mb, entropy=False).logprobs
+        lp.sum().backward()
+        out[mb.token_index] = lp.detach()
+    grads = {n: p.grad.clone() for n, p in policy.base.named_parameters() if p.grad is not None}
+    return out, grads, sum(mb.num_tokens for mb in mbs)
+
+
 def test_shared_prefix_gives_the_same_logprobs_and_gradients_on_cpu(tiny_dir):
     cfg = LearnerConfig(model_path=str(tiny_dir), dtype="fp32", logprob_chunk_size=7, temperature=0.7)
     policy = Policy(cfg, tiny_dir, torch.device("cpu"))
@@ -126,16 +140,7 @@ def test_shared_prefix_gives_the_same_logprobs_and_gradients_on_cpu(tiny_dir):
     batch = LearnerBatch.from_groups(groups, 0)
 
     def run(share: bool, budget: int):
-        mbs = pack_batch(batch, budget, share_prefix=share)
-        assert all(mb.num_tokens <= budget for mb in mbs)
-        policy.base.zero_grad(set_to_none=True)
-        out = torch.zeros(batch.num_loss_tokens)
-        for mb in mbs:
-            lp = policy.forward(mb, entropy=False).logprobs
-            lp.sum().backward()
-            out[mb.token_index] = lp.detach()
-        grads = {n: p.grad.clone() for n, p in policy.base.named_parameters() if p.grad is not None}
-        return out, grads, sum(mb.num_tokens for mb in mbs)
+        return _logprobs_and_grads(policy, batch, pack_batch(batch, budget, share_prefix=share), budget)
 
     alone, g_alone, t_alone = run(False, 400)
     for budget in (400, 90):  # one unit per group, and groups split into units that repeat the prefix
@@ -289,15 +294,7 @@ def test_root_gives_the_same_logprobs_and_gradients_on_cpu(tiny_dir):
 
     def run(root: bool, budget: int):
         mbs = pack_batch(batch, budget, share_prefix=True, dedup=False, share_root=root)
-        assert all(mb.num_tokens <= budget for mb in mbs)
-        policy.base.zero_grad(set_to_none=True)
-        out = torch.zeros(batch.num_loss_tokens)
-        for mb in mbs:
-            lp = policy.forward(mb, entropy=False).logprobs
-            lp.sum().backward()
-            out[mb.token_index] = lp.detach()
-        grads = {n: p.grad.clone() for n, p in policy.base.named_parameters() if p.grad is not None}
-        return out, grads, sum(mb.num_tokens for mb in mbs), len(mbs)
+        return (*_logprobs_and_grads(policy, batch, mbs, budget), len(mbs))
 
     plain, g_plain, t_plain, _ = run(False, 400)
     for budget in (400, 120):  # one micro-batch, and several that each pack the root once
